@@ -1,0 +1,205 @@
+//! L7: the command-line front end. It parses argv with the grammar the command table builds,
+//! runs the command through the table, and prints: one JSON document with `--json`, otherwise
+//! human text on stdout and diagnostics on stderr. No command logic lives here.
+
+use std::ffi::OsString;
+use std::io::{IsTerminal, Write};
+
+use clap::error::ErrorKind as ClapErrorKind;
+
+use crate::dispatch::{
+    CallResult, Ctx, Env, Error, Input, Outcome, Output, Table, envelope, exit_code,
+};
+
+/// Runs one CLI invocation and returns the process exit code.
+pub fn run(table: &Table, args: Vec<OsString>, env: Env) -> u8 {
+    let json = args.iter().skip(1).any(|a| a == "--json");
+    let matches = match table.clap_root().try_get_matches_from(&args) {
+        Ok(m) => m,
+        Err(e) => return parse_failure(table, &args, e, json),
+    };
+    let no_color = matches.get_flag("no_color");
+    let output = Output {
+        json,
+        quiet: matches.get_flag("quiet"),
+        color: !json
+            && !no_color
+            && !env.is_set("NO_COLOR")
+            && env.get("TERM") != Some("dumb")
+            && std::io::stdout().is_terminal(),
+    };
+    let start = matches.get_one::<std::path::PathBuf>("workspace").cloned();
+    let ctx = Ctx::new(table, env, start, output);
+
+    let mut leaf = &matches;
+    let mut words = Vec::new();
+    while let Some((name, sub)) = leaf.subcommand() {
+        words.push(name.to_string());
+        leaf = sub;
+    }
+    if words.is_empty() {
+        if matches.get_flag("version_flag") {
+            words.push("version".into());
+        } else {
+            return finish(
+                &ctx,
+                Err(Error::usage("no command given").hint("run `dacli --help` for the list")),
+            );
+        }
+    }
+    let name = words.join(".");
+    let Some(cmd) = table.get(&name) else {
+        return finish(
+            &ctx,
+            Err(Error::usage(format!(
+                "unknown command `{}`",
+                words.join(" ")
+            ))),
+        );
+    };
+    let result = table.call(&ctx, cmd, Input::Cli(leaf));
+    finish(&ctx, result)
+}
+
+/// Prints the outcome of a call and returns its exit code.
+fn finish(ctx: &Ctx, result: CallResult) -> u8 {
+    let warnings = ctx.take_warnings();
+    let mut code = exit_code(&result);
+    let mut err = std::io::stderr().lock();
+    for notice in ctx.take_notices() {
+        let _ = writeln!(err, "note: {notice}");
+    }
+    if ctx.json() {
+        let doc = envelope(&result, &warnings);
+        let text = serde_json::to_string(&doc).unwrap_or_else(|e| {
+            code = 70;
+            format!(r#"{{"ok":false,"error":{{"code":"E_INTERNAL","message":"cannot print JSON: {e}","hints":[]}}}}"#)
+        });
+        return emit(&format!("{text}\n"), code);
+    }
+    for w in &warnings {
+        let detail = if w.detail.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", w.detail)
+        };
+        let _ = writeln!(err, "warning: {}: {}{detail}", w.path, w.reason);
+    }
+    match &result {
+        Ok(Outcome::Done(reply)) => emit(&reply.text, code),
+        Ok(Outcome::Refused(r)) => {
+            let _ = writeln!(
+                err,
+                "refused [{}]: {}\nnext: {}",
+                r.policy, r.reason, r.next
+            );
+            code
+        }
+        Err(e) => {
+            let _ = writeln!(err, "error[{}]: {}", e.code, e.message);
+            for h in &e.hints {
+                let _ = writeln!(err, "hint: {h}");
+            }
+            code
+        }
+    }
+}
+
+/// Writes to stdout. A reader that closed the pipe (`dacli ... | head`) is not a failure.
+fn emit(text: &str, code: u8) -> u8 {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => code,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
+        Err(_) => 1,
+    }
+}
+
+/// argv did not parse: help and version print and exit 0; everything else is exit 2.
+fn parse_failure(table: &Table, args: &[OsString], e: clap::Error, json: bool) -> u8 {
+    match e.kind() {
+        ClapErrorKind::DisplayHelp | ClapErrorKind::DisplayVersion => {
+            if json {
+                let doc = serde_json::json!({"ok": true, "data": help_data(table, args)});
+                emit(&format!("{doc}\n"), 0)
+            } else {
+                emit(&e.render().to_string(), 0)
+            }
+        }
+        _ => {
+            let message = e
+                .render()
+                .to_string()
+                .lines()
+                .next()
+                .unwrap_or("invalid arguments")
+                .trim_start_matches("error: ")
+                .to_string();
+            let result: CallResult = Err(Error::usage(message)
+                .hint("run `dacli --help` (or `dacli <command> --help`) for usage"));
+            if json {
+                emit(&format!("{}\n", envelope(&result, &[])), exit_code(&result))
+            } else {
+                let _ = write!(std::io::stderr(), "{}", e.render());
+                exit_code(&result)
+            }
+        }
+    }
+}
+
+/// `--help --json`: the command's signature as data (COMMANDS.md §1.1).
+fn help_data(table: &Table, args: &[OsString]) -> serde_json::Value {
+    let mut cmd = table.clap_root();
+    let mut path = vec!["dacli".to_string()];
+    for a in args.iter().skip(1) {
+        let a = a.to_string_lossy();
+        if a.starts_with('-') {
+            continue;
+        }
+        match cmd.find_subcommand(a.as_ref()) {
+            Some(sub) => {
+                path.push(a.to_string());
+                cmd = sub.clone();
+            }
+            None => break,
+        }
+    }
+    let synopsis = cmd
+        .clone()
+        .bin_name(path.join(" "))
+        .render_usage()
+        .to_string();
+    let flags: Vec<serde_json::Value> = cmd
+        .get_arguments()
+        .filter(|a| !matches!(a.get_id().as_str(), "help"))
+        .map(|a| {
+            let name = match (a.get_long(), a.get_short()) {
+                (Some(l), _) => format!("--{l}"),
+                (None, Some(s)) => format!("-{s}"),
+                (None, None) => a.get_id().to_string(),
+            };
+            let takes_value = a.get_num_args().is_some_and(|n| n.takes_values());
+            let repeatable = matches!(
+                a.get_action(),
+                clap::ArgAction::Append | clap::ArgAction::Count
+            );
+            let default: Vec<String> = a
+                .get_default_values()
+                .iter()
+                .map(|v| v.to_string_lossy().into_owned())
+                .collect();
+            serde_json::json!({
+                "name": name,
+                "type": if takes_value { "value" } else { "bool" },
+                "required": a.is_required_set(),
+                "default": default.first(),
+                "repeatable": repeatable,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "command": path[1..].join(" "),
+        "synopsis": synopsis.trim_start_matches("Usage: "),
+        "flags": flags,
+    })
+}

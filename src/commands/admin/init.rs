@@ -1,0 +1,189 @@
+//! `dacli init`: create `.dacli/` at the root of the current git work tree.
+
+use serde::{Deserialize, Serialize};
+use toml_edit::{DocumentMut, Item, Table, value};
+
+use crate::dispatch::{Class, Classify, Command, Ctx, Error, ErrorKind, Needs, Outcome};
+use crate::model::agent::token_hash;
+use crate::model::format_time;
+use crate::model::id::{ROOT_AGENT, ulid_time};
+use crate::store::{Document, TomlRecord};
+use crate::workspace::{SUPPORTED_FORMAT, find_work_tree};
+
+/// The five lines of `.dacli/.gitignore` (docs/FORMAT.md §21), in order.
+pub const GITIGNORE: &str = "# written by dacli init\nruns/\n.locks/\ncache/\n.dacli-tmp-*\n";
+
+/// Create a dacli workspace (`.dacli/`) at the root of the current git work tree.
+///
+/// Writes `config.toml`, `.gitignore` and the root agent record, all at once: if anything
+/// fails, no `.dacli/` appears. Commit the new directory to share it with your team.
+#[derive(Debug, clap::Args, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Request {
+    /// Display name of the workspace (default: the work tree's directory name).
+    #[arg(long, value_name = "TEXT")]
+    #[serde(default)]
+    name: Option<String>,
+    /// Require a token from every caller, root included; prints root's token once.
+    #[arg(long)]
+    #[serde(default)]
+    require_token: bool,
+}
+
+impl Classify for Request {}
+
+#[derive(Debug, Serialize)]
+pub struct Response {
+    workspace_id: String,
+    name: String,
+    format: i64,
+    template: Option<String>,
+    seeded: Seeded,
+    root_token: Option<String>,
+    path: String,
+    created: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct Seeded {
+    roles: Vec<String>,
+    shortcuts: Vec<String>,
+    definition_of_done: bool,
+}
+
+pub(super) fn command() -> Command {
+    Command::new("init", Class::Mutate, run, render).needs(Needs::WorkTree)
+}
+
+fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
+    if ctx.env().get("DACLI_AGENT").is_some() {
+        ctx.notice("DACLI_AGENT is set; init needs no identity and ignores it");
+    }
+    let start = ctx.start_dir();
+    let root = std::fs::canonicalize(start)
+        .ok()
+        .and_then(|s| find_work_tree(&s))
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::Operational,
+                "E_NOT_A_REPO",
+                "this directory is not inside a git work tree",
+            )
+            .hint("run `git init` first, or pass `-C <dir>` inside a git work tree")
+        })?;
+    let target = root.join(".dacli");
+    let fs = ctx.make_fs(root.clone(), target.clone());
+    if std::fs::symlink_metadata(&target).is_ok() {
+        return Err(Error::new(
+            ErrorKind::Conflict,
+            "E_EXISTS",
+            ".dacli already exists: this repository has a dacli workspace",
+        )
+        .hint("see it with `dacli status`; nothing was written"));
+    }
+    let name = match req.name {
+        Some(n) if n.trim().is_empty() || n.contains('\n') => {
+            return Err(Error::usage("--name must be one non-empty line"));
+        }
+        Some(n) => n,
+        None => root
+            .file_name()
+            .map_or_else(|| "workspace".into(), |n| n.to_string_lossy().into_owned()),
+    };
+    let workspace_id = ctx.new_ulid();
+    let root_rev = ctx.new_ulid();
+    let root_token = req.require_token.then(|| {
+        let mut secret = [0u8; 32];
+        ctx.fill_random(&mut secret);
+        let hex: String = secret.iter().map(|b| format!("{b:02x}")).collect();
+        format!("dacli_{ROOT_AGENT}_{hex}")
+    });
+
+    let mut config = DocumentMut::new();
+    config["format"] = value(SUPPORTED_FORMAT);
+    config["workspace_id"] = value(workspace_id.to_string());
+    config["name"] = value(name.clone());
+    if req.require_token {
+        let mut policy = Table::new();
+        policy["require_token"] = value(true);
+        config["policy"] = Item::Table(policy);
+    }
+
+    let mut agent = DocumentMut::new();
+    agent["id"] = value(ROOT_AGENT);
+    agent["kind"] = value("agent");
+    agent["created"] = value(toml_time(ulid_time(root_rev))?);
+    agent["created_by"] = value(ROOT_AGENT);
+    agent["owner"] = value(ROOT_AGENT);
+    agent["rev"] = value(root_rev.to_string());
+    agent["grant"] = value("rw");
+    agent["role"] = value("root");
+    if let Some(token) = &root_token {
+        agent["token_hash"] = value(token_hash(token));
+    }
+    agent["status"] = value("live");
+    let agent = Document::new(agent, "# root\n");
+
+    let staging = fs.temp_name(&root);
+    let files: [(&str, String); 3] = [
+        ("config.toml", TomlRecord { doc: config }.render()),
+        (".gitignore", GITIGNORE.to_string()),
+        ("agents/a-root.md", agent.render()),
+    ];
+    let written = (|| {
+        for (rel, text) in &files {
+            fs.create_new(&staging.join(rel), text.as_bytes())?;
+        }
+        fs.publish_dir(&staging, &target)
+    })();
+    if let Err(e) = written {
+        fs.discard_dir(&staging);
+        return Err(e.into());
+    }
+    let shown = fs.display(&target);
+    Ok(Outcome::Done(Response {
+        workspace_id: workspace_id.to_string(),
+        name,
+        format: SUPPORTED_FORMAT,
+        template: None,
+        seeded: Seeded {
+            roles: Vec::new(),
+            shortcuts: Vec::new(),
+            definition_of_done: false,
+        },
+        root_token,
+        created: files
+            .iter()
+            .map(|(rel, _)| format!("{shown}/{rel}"))
+            .collect(),
+        path: shown,
+    }))
+}
+
+fn toml_time(t: jiff::Timestamp) -> Result<toml_edit::Datetime, Error> {
+    format_time(t)
+        .parse()
+        .map_err(|_| Error::internal("a formatted timestamp did not parse as TOML"))
+}
+
+fn render(r: &Response, ctx: &Ctx) -> String {
+    if let Some(token) = &r.root_token {
+        // The token is the product: it prints even with --quiet, alone on stdout.
+        return format!("{token}\n");
+    }
+    if ctx.quiet() {
+        return String::new();
+    }
+    let mut out = format!("Created dacli workspace \"{}\" in {}/\n", r.name, r.path);
+    for file in &r.created {
+        out.push_str(&format!("  {file}\n"));
+    }
+    out.push_str("\nNext:\n");
+    out.push_str(&format!(
+        "  git add {} && git commit -m \"Add dacli workspace\"\n",
+        r.path
+    ));
+    out.push_str("  dacli status\n");
+    out.push_str("  dacli doctor\n");
+    out
+}

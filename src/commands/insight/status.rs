@@ -1,0 +1,362 @@
+//! `dacli status`: projects, task counts, active work, open questions, pending events.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::dispatch::text::table;
+use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome};
+use crate::journal::{self, EventState};
+use crate::model::format_time;
+use crate::model::task::TaskRef;
+use crate::objects::WorkspaceInfo;
+use crate::objects::{projects, tasks};
+use crate::workspace::STATUS_FOLDERS;
+use crate::workspace::names::check_slug;
+
+/// Show the workspace at a glance: projects with task counts per status, active tasks,
+/// open questions, pending events and recent activity.
+#[derive(Debug, clap::Args, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Request {
+    /// Only this project (slug or `p-<slug>`).
+    #[arg(long, value_name = "PROJECT")]
+    #[serde(default)]
+    project: Option<String>,
+    /// How many recent events to show.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    #[serde(default = "ten")]
+    recent: usize,
+}
+
+fn ten() -> usize {
+    10
+}
+
+impl Classify for Request {}
+
+#[derive(Debug, Serialize)]
+pub struct Response {
+    workspace: WorkspaceInfo,
+    projects: Vec<ProjectStatus>,
+    active: Vec<Active>,
+    questions: Questions,
+    pending: Pending,
+    recent: Vec<EventRef>,
+    warnings: usize,
+}
+
+#[derive(Debug, Serialize)]
+struct ProjectStatus {
+    id: String,
+    title: String,
+    status: String,
+    stage: String,
+    counts: BTreeMap<&'static str, usize>,
+}
+
+#[derive(Debug, Serialize)]
+struct Active {
+    task: TaskRef,
+    assignee: Option<String>,
+    since: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct Questions {
+    open: usize,
+    items: Vec<Question>,
+}
+
+#[derive(Debug, Serialize)]
+struct Question {
+    question: String,
+    about: Option<TaskRef>,
+    to: Option<String>,
+    age_s: i64,
+}
+
+#[derive(Debug, Serialize)]
+struct Pending {
+    events: usize,
+    finish_requests: usize,
+    by_owner: BTreeMap<String, usize>,
+    oldest: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct EventRef {
+    id: String,
+    kind: String,
+    author: String,
+    about: Option<String>,
+    created: String,
+    state: &'static str,
+    rejected: Option<String>,
+}
+
+pub(super) fn command() -> Command {
+    Command::new("status", Class::Read, run, render).mcp(Mcp::Tier1("status"))
+}
+
+fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
+    let ws = ctx.ws()?;
+    let only = match req.project.as_deref() {
+        None => None,
+        Some(p) => {
+            let slug = p.strip_prefix("p-").unwrap_or(p);
+            check_slug(slug).map_err(Error::bad_slug)?;
+            Some(slug.to_string())
+        }
+    };
+    let listing = projects::list(ws)?;
+    ctx.warn_all(listing.warnings);
+    if let Some(slug) = &only
+        && !listing.items.iter().any(|p| &p.slug == slug)
+    {
+        return Err(
+            Error::not_found(format!("no project `{slug}` in this workspace"))
+                .hint("list projects with `dacli status`"),
+        );
+    }
+    let mut out_projects = Vec::new();
+    let mut active = Vec::new();
+    // Every task of every project, by id: events name their object by id.
+    let mut task_index: BTreeMap<String, (TaskRef, String)> = BTreeMap::new();
+    let mut project_owner: BTreeMap<String, String> = BTreeMap::new();
+    for p in &listing.items {
+        project_owner.insert(p.id.clone(), p.owner.clone());
+        let in_scope = only.as_ref().is_none_or(|s| s == &p.slug);
+        let t = tasks::list(ws, &p.slug)?;
+        ctx.warn_all(t.warnings);
+        let mut counts: BTreeMap<&'static str, usize> =
+            STATUS_FOLDERS.iter().map(|f| (*f, 0)).collect();
+        for located in &t.items {
+            let tref = TaskRef::of(&p.slug, &located.task);
+            *counts.entry(located.folder).or_default() += 1;
+            if in_scope && located.folder == "active" {
+                let since = located
+                    .task
+                    .log
+                    .iter()
+                    .rev()
+                    .find(|l| l.text == "claimed" || l.text.starts_with("status open -> active"))
+                    .map(|l| l.at.clone());
+                active.push(Active {
+                    task: tref.clone(),
+                    assignee: located.task.assignee.clone(),
+                    since,
+                });
+            }
+            task_index.insert(located.task.id.clone(), (tref, located.task.owner.clone()));
+        }
+        if in_scope {
+            out_projects.push(ProjectStatus {
+                id: p.id.clone(),
+                title: p.title.clone(),
+                status: p.status.clone(),
+                stage: p.stage.clone(),
+                counts,
+            });
+        }
+    }
+
+    let journal = journal::read(ws)?;
+    let in_scope_event = |about: Option<&String>| match (&only, about) {
+        (None, _) => true,
+        (Some(slug), Some(id)) => {
+            task_index
+                .get(id)
+                .is_some_and(|(t, _)| t.project == format!("p-{slug}"))
+                || id == &format!("p-{slug}")
+        }
+        (Some(_), None) => false,
+    };
+    let now = ctx.now();
+    let answered: BTreeSet<&str> = journal
+        .events
+        .iter()
+        .filter(|e| e.kind == "answer")
+        .filter_map(|e| e.question.as_deref())
+        .collect();
+    let mut questions = Vec::new();
+    let mut pending = Pending {
+        events: 0,
+        finish_requests: 0,
+        by_owner: BTreeMap::new(),
+        oldest: None,
+    };
+    for ev in journal
+        .events
+        .iter()
+        .filter(|e| in_scope_event(e.about.as_ref()))
+    {
+        if ev.kind == "help" && !answered.contains(ev.id.as_str()) {
+            questions.push(Question {
+                question: ev.id.clone(),
+                about: ev
+                    .about
+                    .as_ref()
+                    .and_then(|a| task_index.get(a))
+                    .map(|(t, _)| t.clone()),
+                to: ev.to.clone(),
+                age_s: (now.as_second() - ev.created.as_second()).max(0),
+            });
+        }
+        if journal.state(ev) != EventState::Pending {
+            continue;
+        }
+        pending.events += 1;
+        if ev.kind == "finish" {
+            pending.finish_requests += 1;
+        }
+        let owner = match ev.about.as_deref() {
+            Some("workspace") | None => Some(crate::model::id::ROOT_AGENT.to_string()),
+            Some(id) => task_index
+                .get(id)
+                .map(|(_, o)| o.clone())
+                .or_else(|| project_owner.get(id).cloned()),
+        };
+        let owner = owner.unwrap_or_else(|| "unresolved".to_string());
+        *pending.by_owner.entry(owner).or_default() += 1;
+        if pending.oldest.is_none() {
+            pending.oldest = Some(format_time(ev.created));
+        }
+    }
+    let recent = journal
+        .events
+        .iter()
+        .rev()
+        .filter(|e| in_scope_event(e.about.as_ref()))
+        .take(req.recent)
+        .map(|e| {
+            let state = journal.state(e);
+            EventRef {
+                id: e.id.clone(),
+                kind: e.kind.clone(),
+                author: e.created_by.clone(),
+                about: e.about.clone(),
+                created: format_time(e.created),
+                state: state.as_str(),
+                rejected: match state {
+                    EventState::Rejected(r) => Some(r),
+                    _ => None,
+                },
+            }
+        })
+        .collect();
+    ctx.warn_all(journal.warnings);
+    let warnings = ctx.warning_count();
+    Ok(Outcome::Done(Response {
+        workspace: WorkspaceInfo::of(ws),
+        projects: out_projects,
+        active,
+        questions: Questions {
+            open: questions.len(),
+            items: questions,
+        },
+        pending,
+        recent,
+        warnings,
+    }))
+}
+
+fn render(r: &Response, _ctx: &Ctx) -> String {
+    let mut out = String::new();
+    let name = r.workspace.name.as_deref().unwrap_or("workspace");
+    out.push_str(&format!("{name} (format {})\n\n", r.workspace.format));
+    if r.projects.is_empty() {
+        out.push_str("No projects yet.\n");
+    } else {
+        let mut rows = vec![vec![
+            "PROJECT".to_string(),
+            "STATUS".into(),
+            "STAGE".into(),
+            "OPEN".into(),
+            "ACTIVE".into(),
+            "BLOCKED".into(),
+            "DONE".into(),
+            "".into(),
+        ]];
+        for p in &r.projects {
+            let c = |k| p.counts.get(k).copied().unwrap_or(0);
+            rows.push(vec![
+                p.id.clone(),
+                p.status.clone(),
+                p.stage.clone(),
+                c("open").to_string(),
+                c("active").to_string(),
+                c("blocked").to_string(),
+                c("done").to_string(),
+                bar(c("open"), c("active"), c("blocked"), c("done")),
+            ]);
+        }
+        out.push_str(&table(&rows, &[3, 4, 5, 6]));
+    }
+    if !r.active.is_empty() {
+        out.push_str("\nActive:\n");
+        for a in &r.active {
+            out.push_str(&format!(
+                "  {}  {}  {}\n",
+                a.task.reference,
+                a.assignee.as_deref().unwrap_or("-"),
+                a.task.title
+            ));
+        }
+    }
+    if r.questions.open > 0 {
+        out.push_str(&format!("\nOpen questions: {}\n", r.questions.open));
+        for q in &r.questions.items {
+            let about = q.about.as_ref().map_or("-", |t| t.reference.as_str());
+            let to = q.to.as_deref().unwrap_or("-");
+            out.push_str(&format!("  {}  {about}  to {to}\n", q.question));
+        }
+    }
+    out.push_str(&format!(
+        "\nPending events: {} ({} finish requests)\n",
+        r.pending.events, r.pending.finish_requests
+    ));
+    for (owner, n) in &r.pending.by_owner {
+        out.push_str(&format!("  {owner}: {n}\n"));
+    }
+    if !r.recent.is_empty() {
+        out.push_str("\nRecent:\n");
+        for e in &r.recent {
+            out.push_str(&format!(
+                "  {}  {:<14}  {}  {}  {}\n",
+                e.created,
+                e.kind,
+                e.author,
+                e.about.as_deref().unwrap_or("-"),
+                e.state
+            ));
+        }
+    }
+    if r.warnings > 0 {
+        out.push_str(&format!(
+            "\n{} file(s) skipped; see the warnings above or run `dacli doctor`\n",
+            r.warnings
+        ));
+    }
+    out
+}
+
+/// A 20-cell bar of open/active/blocked/done, made of distinct characters so it reads
+/// without colour.
+fn bar(open: usize, active: usize, blocked: usize, done: usize) -> String {
+    let total = open + active + blocked + done;
+    if total == 0 {
+        return String::new();
+    }
+    let width = 20usize;
+    let cells = |n: usize| (n * width + total / 2) / total;
+    let (d, a, b) = (cells(done), cells(active), cells(blocked));
+    let o = width.saturating_sub(d + a + b);
+    format!(
+        "[{}{}{}{}]",
+        "#".repeat(d),
+        "=".repeat(a),
+        "!".repeat(b),
+        ".".repeat(o)
+    )
+}

@@ -1,0 +1,325 @@
+//! Command descriptors and the table that serves both front ends (ARCHITECTURE.md §4).
+
+use clap::ArgMatches;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::{CallResult, Ctx, Error, Outcome};
+
+/// The policy class of a command: what the guard checks against the caller's grant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Class {
+    /// Reads only.
+    Read,
+    /// Creates append-only records only (events, notes, evidence).
+    Append,
+    /// Rewrites a canonical object; needs rw.
+    Mutate,
+    /// Executes a previewed transaction or a remote write; needs rw.
+    Apply,
+}
+
+impl Class {
+    /// Whether an `ro` caller is refused.
+    pub fn needs_rw(self) -> bool {
+        matches!(self, Class::Mutate | Class::Apply)
+    }
+}
+
+/// How the MCP server exposes a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mcp {
+    /// A Tier-1 tool of its own.
+    Tier1(&'static str),
+    /// Reachable through the `cli` tool.
+    EscapeHatch,
+    /// Refused through `cli` (`mcp.cli_unavailable`).
+    Never,
+}
+
+/// What a command needs before it can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Needs {
+    /// Neither workspace nor identity (`version`, `completions`).
+    Nothing,
+    /// A git work tree but no workspace or identity yet (`init`).
+    WorkTree,
+    /// A workspace and a resolved identity (everything else).
+    Workspace,
+}
+
+/// The input of one call, from either front end.
+pub enum Input<'a> {
+    /// Parsed argv of the command's leaf subcommand.
+    Cli(&'a ArgMatches),
+    /// A JSON object (MCP arguments, after schema validation).
+    Json(serde_json::Value),
+}
+
+/// A command's answer: the JSON `data` and the human text, both rendered from one typed
+/// response before type erasure.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub data: serde_json::Value,
+    pub text: String,
+}
+
+type Runner = Box<dyn Fn(&Ctx, Input<'_>) -> CallResult + Send + Sync>;
+
+/// One command, declared once in its slice.
+pub struct Command {
+    /// Dotted, lowercase name; the CLI path is its words (`task.claim` → `dacli task claim`).
+    pub name: &'static str,
+    pub class: Class,
+    pub mcp: Mcp,
+    pub needs: Needs,
+    augment: fn(clap::Command) -> clap::Command,
+    run: Runner,
+}
+
+impl std::fmt::Debug for Command {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Command")
+            .field("name", &self.name)
+            .field("class", &self.class)
+            .field("mcp", &self.mcp)
+            .field("needs", &self.needs)
+            .finish()
+    }
+}
+
+impl Command {
+    /// Declares a command from its typed request, body and text renderer.
+    ///
+    /// `Req`'s doc comment is the `--help` text; it derives `clap::Args` for the CLI and
+    /// `serde::Deserialize` (with `deny_unknown_fields`) for JSON input.
+    pub fn new<Req, Resp>(
+        name: &'static str,
+        class: Class,
+        run: fn(&Ctx, Req) -> Result<Outcome<Resp>, Error>,
+        render: fn(&Resp, &Ctx) -> String,
+    ) -> Command
+    where
+        Req: clap::Args + DeserializeOwned + Classify + 'static,
+        Resp: Serialize + 'static,
+    {
+        let runner = move |ctx: &Ctx, input: Input<'_>| -> CallResult {
+            let req: Req = match input {
+                Input::Cli(m) => Req::from_arg_matches(m).map_err(|e| {
+                    Error::usage(
+                        e.to_string()
+                            .trim()
+                            .trim_start_matches("error: ")
+                            .to_string(),
+                    )
+                })?,
+                Input::Json(v) => serde_json::from_value(v)
+                    .map_err(|e| Error::usage(format!("invalid arguments: {e}")))?,
+            };
+            let command_path = name.replace('.', " ");
+            let class = req.class(class);
+            if let Some(refusal) = ctx.guard_class(class, &req.display_path(&command_path)) {
+                return Ok(Outcome::Refused(refusal));
+            }
+            match run(ctx, req)? {
+                Outcome::Done(resp) => {
+                    let data = serde_json::to_value(&resp).map_err(|e| {
+                        Error::internal(format!("cannot serialize the response of {name}: {e}"))
+                    })?;
+                    let text = if ctx.json() {
+                        String::new()
+                    } else {
+                        render(&resp, ctx)
+                    };
+                    Ok(Outcome::Done(super::Reply { data, text }))
+                }
+                Outcome::Refused(r) => Ok(Outcome::Refused(r)),
+            }
+        };
+        Command {
+            name,
+            class,
+            mcp: Mcp::EscapeHatch,
+            needs: Needs::Workspace,
+            augment: Req::augment_args,
+            run: Box::new(runner),
+        }
+    }
+
+    /// Sets what the command needs before it runs.
+    pub fn needs(mut self, needs: Needs) -> Command {
+        self.needs = needs;
+        self
+    }
+
+    /// Sets the MCP exposure.
+    pub fn mcp(mut self, mcp: Mcp) -> Command {
+        self.mcp = mcp;
+        self
+    }
+
+    /// The CLI words of the command.
+    pub fn words(&self) -> impl Iterator<Item = &'static str> {
+        self.name.split('.')
+    }
+
+    pub(super) fn run(&self, ctx: &Ctx, input: Input<'_>) -> CallResult {
+        (self.run)(ctx, input)
+    }
+}
+
+/// Lets a request raise its class from flags (`doctor --fix` mutates, `doctor` reads) and say
+/// how the command is spelled in a refusal.
+pub trait Classify {
+    /// The class of this particular request; the declared class by default.
+    fn class(&self, declared: Class) -> Class {
+        declared
+    }
+
+    /// The command as named in refusals, e.g. `doctor --fix`.
+    fn display_path(&self, path: &str) -> String {
+        path.to_string()
+    }
+}
+
+/// The command table: every command, once, in declaration order.
+#[derive(Debug, Default)]
+pub struct Table {
+    commands: Vec<Command>,
+}
+
+impl Table {
+    /// A table of `commands`. Panics in tests (and only there is it built from fixed input) if
+    /// a name is declared twice or is both a command and a group.
+    pub fn new(commands: Vec<Command>) -> Table {
+        Table { commands }
+    }
+
+    /// Every command, in declaration order.
+    pub fn commands(&self) -> &[Command] {
+        &self.commands
+    }
+
+    /// The command with this dotted name.
+    pub fn get(&self, name: &str) -> Option<&Command> {
+        self.commands.iter().find(|c| c.name == name)
+    }
+
+    /// The whole CLI grammar: the global flags of COMMANDS.md §1.1 and one subcommand per
+    /// word of every command name, with the request's args on each leaf.
+    pub fn clap_root(&self) -> clap::Command {
+        use clap::{Arg, ArgAction};
+        let mut root = clap::Command::new("dacli")
+            .about("The shared workspace for teams of coding agents")
+            .version(env!("CARGO_PKG_VERSION"))
+            .disable_version_flag(true)
+            .arg(
+                Arg::new("json")
+                    .long("json")
+                    .global(true)
+                    .action(ArgAction::SetTrue)
+                    .help("Print exactly one JSON document on stdout"),
+            )
+            .arg(
+                Arg::new("workspace")
+                    .short('C')
+                    .long("workspace")
+                    .value_name("DIR")
+                    .global(true)
+                    .value_parser(clap::value_parser!(std::path::PathBuf))
+                    .help("Find the workspace from DIR (or open DIR itself if it is one)"),
+            )
+            .arg(
+                Arg::new("quiet")
+                    .short('q')
+                    .long("quiet")
+                    .global(true)
+                    .action(ArgAction::SetTrue)
+                    .help("Suppress human success text; a command's product still prints"),
+            )
+            .arg(
+                Arg::new("no_color")
+                    .long("no-color")
+                    .global(true)
+                    .action(ArgAction::SetTrue)
+                    .help("No ANSI colour (also off with NO_COLOR, TERM=dumb, pipes, --json)"),
+            )
+            .arg(
+                Arg::new("version_flag")
+                    .short('V')
+                    .long("version")
+                    .action(ArgAction::SetTrue)
+                    .help("Same as `dacli version`"),
+            );
+        for cmd in &self.commands {
+            let words: Vec<&str> = cmd.words().collect();
+            root = insert(root, &words, cmd.augment);
+        }
+        root
+    }
+
+    /// Runs a command for a context, with the checks its `needs` require first: workspace
+    /// discovery and format, then identity. A panic inside is caught and becomes `E_INTERNAL`.
+    pub fn call(&self, ctx: &Ctx, cmd: &Command, input: Input<'_>) -> CallResult {
+        let guarded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            if cmd.needs == Needs::Workspace {
+                if let Some(refusal) = ctx.early_identity_refusal() {
+                    return Ok(Outcome::Refused(refusal));
+                }
+                ctx.ws()?;
+                if let Some(refusal) = ctx.resolve_identity()? {
+                    return Ok(Outcome::Refused(refusal));
+                }
+            }
+            cmd.run(ctx, input)
+        }));
+        match guarded {
+            Ok(result) => result,
+            Err(panic) => {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".into());
+                Err(
+                    Error::internal(format!("dacli hit a bug in `{}`: {what}", cmd.name)).hint(
+                        "please report it with the command you ran; nothing was half-written",
+                    ),
+                )
+            }
+        }
+    }
+}
+
+fn insert(
+    parent: clap::Command,
+    words: &[&'static str],
+    augment: fn(clap::Command) -> clap::Command,
+) -> clap::Command {
+    let Some((first, rest)) = words.split_first() else {
+        return parent;
+    };
+    let existing = parent.find_subcommand(first).cloned();
+    let child = match (existing, rest.is_empty()) {
+        (_, true) => augment(clap::Command::new(*first)),
+        (Some(group), false) => insert(group, rest, augment),
+        (None, false) => insert(
+            clap::Command::new(*first)
+                .subcommand_required(true)
+                .arg_required_else_help(true),
+            rest,
+            augment,
+        ),
+    };
+    replace_subcommand(parent, child)
+}
+
+fn replace_subcommand(parent: clap::Command, child: clap::Command) -> clap::Command {
+    let name = child.get_name().to_string();
+    if parent.find_subcommand(&name).is_some() {
+        parent.mut_subcommand(name, |_| child)
+    } else {
+        parent.subcommand(child)
+    }
+}

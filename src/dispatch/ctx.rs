@@ -1,0 +1,281 @@
+//! The context of a call: workspace, identity, clock, random source, environment, output
+//! mode and the warnings collected on the way. The only owner of the clock, the random source
+//! and the environment.
+
+use std::cell::{Cell, OnceCell, RefCell};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use ulid::Ulid;
+
+use super::identity::{self, Identity};
+use super::{Env, Error, Table};
+use crate::model::{Grant, Refusal};
+use crate::store::{Fault, Fs, Problem};
+use crate::workspace::Workspace;
+
+/// The output options chosen on the command line (or implied by the MCP server).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Output {
+    pub json: bool,
+    pub quiet: bool,
+    pub color: bool,
+}
+
+/// The context of one call (CLI) or one server session (MCP).
+///
+/// Invariants: the workspace is discovered at most once and identity resolved at most once per
+/// context; with `DACLI_TEST_CLOCK` and `DACLI_TEST_SEED` set, every time and id it hands out is
+/// a pure function of those values and the call sequence.
+pub struct Ctx<'t> {
+    table: &'t Table,
+    env: Env,
+    start: PathBuf,
+    output: Output,
+    ws: OnceCell<Workspace>,
+    identity: OnceCell<Identity>,
+    clock: Option<jiff::Timestamp>,
+    rng: RefCell<Rng>,
+    last_ulid: Cell<Option<Ulid>>,
+    warnings: RefCell<Vec<Problem>>,
+    notices: RefCell<Vec<String>>,
+}
+
+impl<'t> Ctx<'t> {
+    /// A context for `table`, starting workspace discovery at `start` (the `-C` directory, or
+    /// the working directory), with the given environment snapshot.
+    pub fn new(table: &'t Table, env: Env, start: Option<PathBuf>, output: Output) -> Ctx<'t> {
+        let start = match start {
+            Some(dir) if dir.is_absolute() => dir,
+            Some(dir) => env.cwd.join(dir),
+            None => env.cwd.clone(),
+        };
+        let clock = env
+            .get("DACLI_TEST_CLOCK")
+            .and_then(|s| s.parse::<jiff::Timestamp>().ok());
+        let rng = match env
+            .get("DACLI_TEST_SEED")
+            .and_then(|s| s.parse::<u64>().ok())
+        {
+            Some(seed) => Rng::Seeded(seed),
+            None => Rng::Os,
+        };
+        Ctx {
+            table,
+            env,
+            start,
+            output,
+            ws: OnceCell::new(),
+            identity: OnceCell::new(),
+            clock,
+            rng: RefCell::new(rng),
+            last_ulid: Cell::new(None),
+            warnings: RefCell::new(Vec::new()),
+            notices: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// The command table (for `completions` and `capabilities`).
+    pub fn table(&self) -> &Table {
+        self.table
+    }
+
+    /// The environment snapshot.
+    pub fn env(&self) -> &Env {
+        &self.env
+    }
+
+    /// Where discovery starts.
+    pub fn start_dir(&self) -> &Path {
+        &self.start
+    }
+
+    /// Whether the caller asked for JSON.
+    pub fn json(&self) -> bool {
+        self.output.json
+    }
+
+    /// Whether human success text is suppressed.
+    pub fn quiet(&self) -> bool {
+        self.output.quiet
+    }
+
+    /// Whether human text may use colour.
+    pub fn color(&self) -> bool {
+        self.output.color
+    }
+
+    /// The workspace, discovered on first use from the start directory.
+    pub fn ws(&self) -> Result<&Workspace, Error> {
+        if let Some(ws) = self.ws.get() {
+            return Ok(ws);
+        }
+        let ws = Workspace::discover(&self.start, |root, dir| self.make_fs(root, dir))?;
+        Ok(self.ws.get_or_init(|| ws))
+    }
+
+    /// A filesystem seam for a workspace that does not exist yet (`init`).
+    pub fn make_fs(&self, root: PathBuf, jail: PathBuf) -> Fs {
+        let timeout = self
+            .env
+            .get("DACLI_LOCK_TIMEOUT_MS")
+            .and_then(|s| s.parse::<u64>().ok())
+            .map_or(Duration::from_secs(30), Duration::from_millis);
+        let fault = self.env.get("DACLI_TEST_FAULT").and_then(Fault::parse);
+        Fs::new(Some(root), Some(jail), self.random_u64(), timeout).with_fault(fault)
+    }
+
+    /// The caller. Only valid once the dispatcher resolved it (commands that need a workspace).
+    pub fn identity(&self) -> Result<&Identity, Error> {
+        self.identity
+            .get()
+            .ok_or_else(|| Error::internal("identity used before it was resolved"))
+    }
+
+    /// The refusal for a set-but-empty `DACLI_AGENT`, which needs no workspace to decide.
+    pub(super) fn early_identity_refusal(&self) -> Option<Refusal> {
+        identity::empty_token_refusal(&self.env)
+    }
+
+    /// Resolves the caller once: `Some(refusal)` when the token is refused.
+    pub(super) fn resolve_identity(&self) -> Result<Option<Refusal>, Error> {
+        if self.identity.get().is_some() {
+            return Ok(None);
+        }
+        match identity::resolve(self.ws()?, &self.env)? {
+            Ok(id) => {
+                let _ = self.identity.set(id);
+                Ok(None)
+            }
+            Err(refusal) => Ok(Some(refusal)),
+        }
+    }
+
+    /// The class gate of the guard for the resolved caller (no identity: nothing to check).
+    pub(super) fn guard_class(&self, class: super::Class, command: &str) -> Option<Refusal> {
+        let id = self.identity.get()?;
+        let ask = id
+            .agent
+            .parent
+            .as_deref()
+            .unwrap_or(crate::model::id::ROOT_AGENT);
+        crate::policy::guard::class_gate(id.agent.grant, class.needs_rw(), command, ask, None)
+    }
+
+    /// True when the caller is rw (root included).
+    pub fn caller_is_rw(&self) -> bool {
+        self.identity
+            .get()
+            .is_some_and(|i| i.agent.grant == Grant::Rw)
+    }
+
+    /// Now, or the pinned test clock.
+    pub fn now(&self) -> jiff::Timestamp {
+        match self.clock {
+            Some(t) => t,
+            None => {
+                #[allow(
+                    clippy::disallowed_methods,
+                    reason = "Ctx is the one reader of the clock"
+                )]
+                let now = jiff::Timestamp::now();
+                now
+            }
+        }
+    }
+
+    /// A fresh ULID: the clock's millisecond and 80 random bits; within one millisecond of the
+    /// previous id the random part is incremented, so ids minted by one process strictly rise.
+    pub fn new_ulid(&self) -> Ulid {
+        let ms = self.now().as_millisecond().max(0) as u64;
+        let next = match self.last_ulid.get() {
+            Some(last) if last.timestamp_ms() >= ms => last.increment(),
+            _ => None,
+        };
+        let id = next.unwrap_or_else(|| {
+            let mut bytes = [0u8; 16];
+            self.fill_random(&mut bytes);
+            let random = u128::from_le_bytes(bytes) & ((1u128 << 80) - 1);
+            Ulid::from_parts(ms, random)
+        });
+        self.last_ulid.set(Some(id));
+        id
+    }
+
+    /// Fills `buf` from the OS random source (or the pinned test seed).
+    pub fn fill_random(&self, buf: &mut [u8]) {
+        self.rng.borrow_mut().fill(buf);
+    }
+
+    fn random_u64(&self) -> u64 {
+        let mut b = [0u8; 8];
+        self.fill_random(&mut b);
+        u64::from_le_bytes(b)
+    }
+
+    /// Records a skipped file for the `warnings` of the envelope.
+    pub fn warn(&self, problem: Problem) {
+        self.warnings.borrow_mut().push(problem);
+    }
+
+    /// Records several skipped files.
+    pub fn warn_all(&self, problems: impl IntoIterator<Item = Problem>) {
+        self.warnings.borrow_mut().extend(problems);
+    }
+
+    /// A diagnostic for stderr (never part of the JSON document).
+    pub fn notice(&self, text: impl Into<String>) {
+        self.notices.borrow_mut().push(text.into());
+    }
+
+    /// Takes the notices collected so far.
+    pub fn take_notices(&self) -> Vec<String> {
+        std::mem::take(&mut *self.notices.borrow_mut())
+    }
+
+    /// How many distinct files were skipped so far.
+    pub fn warning_count(&self) -> usize {
+        let w = self.warnings.borrow();
+        let paths: std::collections::BTreeSet<&str> = w.iter().map(|p| p.path.as_str()).collect();
+        paths.len()
+    }
+
+    /// Takes the warnings collected so far (sorted by path, then reason; deduplicated).
+    pub fn take_warnings(&self) -> Vec<Problem> {
+        let mut w = std::mem::take(&mut *self.warnings.borrow_mut());
+        w.sort_by(|a, b| (&a.path, a.reason, &a.detail).cmp(&(&b.path, b.reason, &b.detail)));
+        w.dedup();
+        w
+    }
+}
+
+enum Rng {
+    Os,
+    Seeded(u64),
+}
+
+impl Rng {
+    fn fill(&mut self, buf: &mut [u8]) {
+        match self {
+            Rng::Os => {
+                #[allow(clippy::disallowed_methods, reason = "Ctx owns the random source")]
+                let drawn = getrandom::fill(buf);
+                if drawn.is_err() {
+                    // No OS randomness is a broken machine; ids would collide across clones.
+                    panic!("the OS random source is unavailable");
+                }
+            }
+            Rng::Seeded(state) => {
+                // SplitMix64: tiny, well-distributed, and only ever used under the test hook.
+                for chunk in buf.chunks_mut(8) {
+                    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+                    let mut z = *state;
+                    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+                    z ^= z >> 31;
+                    chunk.copy_from_slice(&z.to_le_bytes()[..chunk.len()]);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,78 @@
+//! The process environment, read once. Nothing else in dacli reads environment variables:
+//! commands ask the [`super::Ctx`], which asks this snapshot.
+
+use std::path::PathBuf;
+
+/// Variables dacli reads. The `DACLI_TEST_*` hooks pin the clock, the random source and a
+/// filesystem fault so that tests are deterministic; they are documented in docs/TESTING.md.
+pub const READ_VARS: [&str; 11] = [
+    "DACLI_AGENT",
+    "NO_COLOR",
+    "TERM",
+    "DACLI_LOCK_TIMEOUT_MS",
+    "DACLI_TEST_CLOCK",
+    "DACLI_TEST_SEED",
+    "DACLI_TEST_FAULT",
+    "GH_TOKEN",
+    "GITHUB_TOKEN",
+    "GH_HOST",
+    "DACLI_GITHUB_API_URL",
+];
+
+/// A snapshot of the variables in [`READ_VARS`] and of the working directory.
+#[derive(Debug, Clone, Default)]
+pub struct Env {
+    vars: Vec<(&'static str, Option<String>)>,
+    pub cwd: PathBuf,
+}
+
+impl Env {
+    /// Reads the real process environment.
+    pub fn capture() -> Env {
+        let vars = READ_VARS
+            .iter()
+            .map(|name| {
+                #[allow(
+                    clippy::disallowed_methods,
+                    reason = "Env is the one reader of the environment"
+                )]
+                let value = std::env::var_os(name).map(|v| v.to_string_lossy().into_owned());
+                (*name, value)
+            })
+            .collect();
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "Env is the one reader of the environment"
+        )]
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        Env { vars, cwd }
+    }
+
+    /// A snapshot made of explicit values (tests, and the MCP server's fixed environment).
+    pub fn from_pairs(pairs: &[(&'static str, &str)], cwd: PathBuf) -> Env {
+        let vars = READ_VARS
+            .iter()
+            .map(|name| {
+                let v = pairs
+                    .iter()
+                    .find(|(k, _)| k == name)
+                    .map(|(_, v)| v.to_string());
+                (*name, v)
+            })
+            .collect();
+        Env { vars, cwd }
+    }
+
+    /// The value of one of [`READ_VARS`]; `None` when unset.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.vars
+            .iter()
+            .find(|(k, _)| *k == name)
+            .and_then(|(_, v)| v.as_deref())
+    }
+
+    /// Set and non-empty.
+    pub fn is_set(&self, name: &str) -> bool {
+        self.get(name).is_some_and(|v| !v.is_empty())
+    }
+}

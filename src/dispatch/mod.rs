@@ -1,0 +1,78 @@
+//! K: the kernel both front ends share. One command table ([`Table`]), one context ([`Ctx`]),
+//! one outcome type ([`Outcome`]), one error type ([`Error`]) whose kind maps to the process
+//! exit code in one function ([`exit_code`]), and one JSON envelope ([`envelope`]).
+
+mod command;
+mod ctx;
+mod env;
+mod error;
+mod identity;
+pub mod text;
+
+pub use command::{Class, Classify, Command, Input, Mcp, Needs, Reply, Table};
+pub use ctx::{Ctx, Output};
+pub use env::Env;
+pub use error::{Error, ErrorKind};
+pub use identity::{Identity, IdentitySource};
+
+pub use crate::model::Refusal;
+use crate::store::Problem;
+
+/// What a command produced: its response, or a refusal by policy.
+#[derive(Debug)]
+pub enum Outcome<T> {
+    Done(T),
+    Refused(Refusal),
+}
+
+/// The result of one call, as both front ends see it.
+pub type CallResult = Result<Outcome<Reply>, Error>;
+
+/// The process exit code for a call (ARCHITECTURE.md §4). The only place that decides it.
+pub fn exit_code(result: &CallResult) -> u8 {
+    match result {
+        Ok(Outcome::Done(_)) => 0,
+        Ok(Outcome::Refused(_)) => 3,
+        Err(e) => match e.kind {
+            ErrorKind::Operational => 1,
+            ErrorKind::Usage => 2,
+            ErrorKind::NotFound => 4,
+            ErrorKind::Conflict => 5,
+            ErrorKind::Internal => 70,
+        },
+    }
+}
+
+/// The one JSON document a call prints with `--json` (COMMANDS.md §1.5).
+pub fn envelope(result: &CallResult, warnings: &[Problem]) -> serde_json::Value {
+    use serde_json::{Map, Value, json};
+    let mut doc = Map::new();
+    match result {
+        Ok(Outcome::Done(reply)) => {
+            doc.insert("ok".into(), Value::Bool(true));
+            doc.insert("data".into(), reply.data.clone());
+        }
+        Ok(Outcome::Refused(r)) => {
+            doc.insert("ok".into(), Value::Bool(false));
+            doc.insert(
+                "refused".into(),
+                json!({"policy": r.policy, "reason": r.reason, "next": r.next}),
+            );
+        }
+        Err(e) => {
+            doc.insert("ok".into(), Value::Bool(false));
+            doc.insert(
+                "error".into(),
+                json!({"code": e.code, "message": e.message, "hints": e.hints}),
+            );
+        }
+    }
+    if !warnings.is_empty() {
+        let list = warnings
+            .iter()
+            .map(|w| json!({"path": w.path, "reason": w.reason.as_str(), "detail": w.detail}))
+            .collect();
+        doc.insert("warnings".into(), Value::Array(list));
+    }
+    Value::Object(doc)
+}

@@ -1,0 +1,21 @@
+//! L5: the only module that touches git. For now it only asks the `git` binary whether paths
+//! are tracked (for `doctor`); history, refs and worktrees arrive with gix.
+
+use std::path::Path;
+use std::process::Command;
+
+/// Whether git tracks `path` (relative to the work tree `root`): `None` when git cannot tell
+/// (no git binary, or not a repository).
+pub fn is_tracked(root: &Path, path: &str) -> Option<bool> {
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the git module owns git subprocesses"
+    )]
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(["ls-files", "-z", "--", path])
+        .output()
+        .ok()?;
+    out.status.success().then_some(!out.stdout.is_empty())
+}

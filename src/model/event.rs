@@ -1,0 +1,102 @@
+//! Events (docs/FORMAT.md §14): the envelope fields that folding and status need.
+
+use toml_edit::DocumentMut;
+
+use super::fields::{FieldError, Fields};
+use super::id::{is_agent_id, parse_ulid};
+
+/// Mailbox kinds: pending until a receipt settles them.
+pub const MAILBOX_KINDS: [&str; 10] = [
+    "claim",
+    "release",
+    "check",
+    "finish",
+    "block",
+    "unblock",
+    "comment",
+    "finding",
+    "propose-status",
+    "help",
+];
+
+/// Whether an event kind waits for a receipt. `answer` is a mailbox kind too.
+pub fn is_mailbox(kind: &str) -> bool {
+    MAILBOX_KINDS.contains(&kind) || kind == "answer"
+}
+
+/// Journal kinds: settled at birth.
+pub fn is_journal(kind: &str) -> bool {
+    matches!(kind, "run" | "advance" | "applied")
+}
+
+/// The envelope of one event and the kind fields status reads.
+#[derive(Debug, Clone)]
+pub struct EventHead {
+    pub id: String,
+    pub kind: String,
+    pub created: jiff::Timestamp,
+    pub created_by: String,
+    pub about: Option<String>,
+    /// `applied` receipts: the ids they settle as applied.
+    pub applied: Vec<String>,
+    /// `applied` receipts: the ids they settle as rejected, with reasons.
+    pub rejected: Vec<(String, String)>,
+    /// `help`: where the question goes.
+    pub to: Option<String>,
+    /// `answer`: the help event it answers.
+    pub question: Option<String>,
+}
+
+impl EventHead {
+    /// Parses an event whose filename is `<ULID>-<agent-id>-<kind>.md`.
+    pub fn from_front(front: &DocumentMut, filename: &str) -> Result<EventHead, FieldError> {
+        let f = Fields(front.as_table());
+        f.expect_kind("event")?;
+        let id = f.str("id")?;
+        let ulid = parse_ulid(id)
+            .ok_or_else(|| FieldError::schema(format!("`id` \"{id}\" is not a ULID")))?;
+        let kind = f.str("event_kind")?;
+        let created_by = f.str("created_by")?;
+        if !is_agent_id(created_by) {
+            return Err(FieldError::schema(format!(
+                "`created_by` \"{created_by}\" is not an agent id"
+            )));
+        }
+        let expected = format!("{}-{created_by}-{kind}.md", ulid);
+        if filename != expected {
+            return Err(FieldError::id_mismatch(format!(
+                "the filename should be \"{expected}\""
+            )));
+        }
+        let mut applied = Vec::new();
+        let mut rejected = Vec::new();
+        if kind == "applied" {
+            applied = f
+                .str_list("applied")?
+                .into_iter()
+                .map(String::from)
+                .collect();
+            if let Some(item) = f.get("rejected") {
+                let bad = || FieldError::schema("`rejected` must be an array of {id, reason}");
+                let arr = item.as_array().ok_or_else(bad)?;
+                for v in arr {
+                    let t = v.as_inline_table().ok_or_else(bad)?;
+                    let id = t.get("id").and_then(|v| v.as_str()).ok_or_else(bad)?;
+                    let reason = t.get("reason").and_then(|v| v.as_str()).unwrap_or("");
+                    rejected.push((id.to_string(), reason.to_string()));
+                }
+            }
+        }
+        Ok(EventHead {
+            id: ulid.to_string(),
+            kind: kind.to_string(),
+            created: f.time("created")?,
+            created_by: created_by.to_string(),
+            about: f.opt_str("about")?.map(str::to_string),
+            applied,
+            rejected,
+            to: f.opt_str("to")?.map(str::to_string),
+            question: f.opt_str("question")?.map(str::to_string),
+        })
+    }
+}

@@ -1,0 +1,182 @@
+//! Tasks (docs/FORMAT.md §12): the parts that listings and status need.
+
+use toml_edit::DocumentMut;
+
+use super::fields::{FieldError, Fields};
+use super::id::parse_ulid;
+
+/// MoSCoW priorities, highest first.
+pub const PRIORITIES: [&str; 4] = ["must", "should", "could", "wont"];
+/// Ways a done task was closed.
+pub const RESOLUTIONS: [&str; 3] = ["completed", "unverified", "abandoned"];
+
+/// The display number and slug a task filename carries: `<NNN>-<slug>.md`.
+pub fn parse_task_filename(name: &str) -> Option<(u32, &str)> {
+    let stem = name.strip_suffix(".md")?;
+    let (num, slug) = stem.split_once('-')?;
+    if num.len() < 3 || !num.bytes().all(|b| b.is_ascii_digit()) || slug.is_empty() {
+        return None;
+    }
+    Some((num.parse().ok()?, slug))
+}
+
+/// One `## Log` line: `- <timestamp> <agent-id> <text>[ (event <ULID>)]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogLine {
+    pub at: String,
+    pub agent: String,
+    pub text: String,
+    pub event: Option<String>,
+}
+
+/// The parts of a task that status and listings need.
+#[derive(Debug, Clone)]
+pub struct TaskHead {
+    pub id: String,
+    pub number: u32,
+    pub slug: String,
+    pub title: String,
+    pub owner: String,
+    pub rev: String,
+    pub assignee: Option<String>,
+    pub priority: String,
+    pub resolution: Option<String>,
+    pub log: Vec<LogLine>,
+}
+
+impl TaskHead {
+    /// Parses a task file named `filename` in the status folder `folder`, with its body.
+    pub fn parse(
+        front: &DocumentMut,
+        body: &str,
+        filename: &str,
+        folder: &str,
+        title: Option<&str>,
+    ) -> Result<TaskHead, FieldError> {
+        let f = Fields(front.as_table());
+        f.expect_kind("task")?;
+        let (number, slug) = parse_task_filename(filename).ok_or_else(|| {
+            FieldError::id_mismatch(format!(
+                "the filename \"{filename}\" is not `<NNN>-<slug>.md`"
+            ))
+        })?;
+        let id = f.str("id")?;
+        if id.strip_prefix("t-").and_then(parse_ulid).is_none() {
+            return Err(FieldError::schema(format!(
+                "`id` \"{id}\" is not `t-<ULID>`"
+            )));
+        }
+        let title =
+            title.ok_or_else(|| FieldError::schema("the body has no level-1 heading (title)"))?;
+        let resolution = f.opt_enum_str("resolution", &RESOLUTIONS)?;
+        if folder == "done" && resolution.is_none() {
+            return Err(FieldError::schema(
+                "a task in done/ needs `resolution` (completed, unverified or abandoned)",
+            ));
+        }
+        Ok(TaskHead {
+            id: id.to_string(),
+            number,
+            slug: slug.to_string(),
+            title: title.to_string(),
+            owner: f.str("owner")?.to_string(),
+            rev: f.str("rev")?.to_string(),
+            assignee: f.opt_str("assignee")?.map(str::to_string),
+            priority: f
+                .opt_enum_str("priority", &PRIORITIES)?
+                .unwrap_or("should")
+                .to_string(),
+            resolution: resolution.map(str::to_string),
+            log: parse_log(body),
+        })
+    }
+}
+
+/// The lines of the `## Log` section, oldest first; lines of another shape are skipped.
+pub fn parse_log(body: &str) -> Vec<LogLine> {
+    let mut in_log = false;
+    let mut out = Vec::new();
+    for line in body.lines() {
+        if let Some(h) = line.strip_prefix("## ") {
+            in_log = h.trim_end() == "Log";
+            continue;
+        }
+        if line.starts_with("# ") {
+            in_log = false;
+            continue;
+        }
+        if !in_log {
+            continue;
+        }
+        let Some(rest) = line.strip_prefix("- ") else {
+            continue;
+        };
+        let mut parts = rest.splitn(3, ' ');
+        let (Some(at), Some(agent), Some(text)) = (parts.next(), parts.next(), parts.next()) else {
+            continue;
+        };
+        let (text, event) = match text
+            .strip_suffix(')')
+            .and_then(|t| t.rsplit_once(" (event "))
+        {
+            Some((t, id)) if parse_ulid(id).is_some() => (t, Some(id.to_string())),
+            _ => (text, None),
+        };
+        out.push(LogLine {
+            at: at.to_string(),
+            agent: agent.to_string(),
+            text: text.to_string(),
+            event,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filenames() {
+        assert_eq!(
+            parse_task_filename("004-add-shim.md"),
+            Some((4, "add-shim"))
+        );
+        assert_eq!(parse_task_filename("1234-x.md"), Some((1234, "x")));
+        assert_eq!(parse_task_filename("04-x.md"), None);
+        assert_eq!(parse_task_filename("004-.md"), None);
+    }
+
+    #[test]
+    fn log_lines() {
+        let body = "# T\n\n## Log\n- 2026-03-02T09:20:11Z a-root created\n- 2026-03-03T10:02:44Z a-b claimed (event 01KJSJCSD0D9PPNTSVE6C6J8MS)\n\n## Other\n- x y z\n";
+        let log = parse_log(body);
+        assert_eq!(log.len(), 2);
+        assert_eq!(log[1].text, "claimed");
+        assert_eq!(log[1].event.as_deref(), Some("01KJSJCSD0D9PPNTSVE6C6J8MS"));
+    }
+}
+
+/// The `TaskRef` shape of COMMANDS.md §1.7.
+#[derive(Debug, Clone, serde::Serialize, PartialEq, Eq)]
+pub struct TaskRef {
+    pub id: String,
+    #[serde(rename = "ref")]
+    pub reference: String,
+    pub project: String,
+    pub number: u32,
+    pub title: String,
+}
+
+impl TaskRef {
+    /// The reference of `task` in the project directory `slug`.
+    pub fn of(slug: &str, task: &TaskHead) -> TaskRef {
+        TaskRef {
+            id: task.id.clone(),
+            reference: format!("{slug}/{:03}-{}", task.number, task.slug),
+            project: format!("p-{slug}"),
+            number: task.number,
+            title: task.title.clone(),
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! L2: reading (and later writing) the canonical objects of a workspace, with the warnings
+//! contract of docs/FORMAT.md §4.4: a listing skips a bad file and reports it; a command that
+//! needs that very object fails naming the file and the reason.
+
+pub mod agents;
+pub mod projects;
+pub mod roles;
+pub mod tasks;
+
+use std::path::Path;
+
+use crate::model::{FieldError, FieldErrorKind};
+use crate::store::{self, Document, Problem, Reason};
+use crate::workspace::Workspace;
+
+/// Errors of object access.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No object with that id or name.
+    #[error("no {what} `{id}`")]
+    NotFound { what: &'static str, id: String },
+    #[error("{0}")]
+    Store(#[from] store::Error),
+}
+
+impl Error {
+    /// Wraps a problem with a file the caller needed.
+    pub fn malformed(problem: Problem) -> Error {
+        Error::Store(store::Error::Malformed(problem))
+    }
+}
+
+/// The result of a listing: every good object, and one problem per file that was skipped.
+#[derive(Debug)]
+pub struct Listing<T> {
+    pub items: Vec<T>,
+    pub warnings: Vec<Problem>,
+}
+
+impl<T> Default for Listing<T> {
+    fn default() -> Self {
+        Listing {
+            items: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+}
+
+/// The `workspace` block several commands return: id, display name, format.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct WorkspaceInfo {
+    pub id: String,
+    pub name: Option<String>,
+    pub format: i64,
+}
+
+impl WorkspaceInfo {
+    /// The block for `ws`.
+    pub fn of(ws: &Workspace) -> WorkspaceInfo {
+        WorkspaceInfo {
+            id: ws.config.workspace_id.clone(),
+            name: ws.config.name.clone(),
+            format: ws.config.format,
+        }
+    }
+}
+
+/// Reads and parses one `.md` object file.
+pub fn read_document(ws: &Workspace, path: &Path) -> Result<Document, store::Error> {
+    let bytes = ws.fs.read(path)?;
+    Document::parse(&ws.display(path), &bytes).map_err(store::Error::Malformed)
+}
+
+/// Turns a field error of the file at `path` into a problem report.
+pub fn field_problem(ws: &Workspace, path: &Path, e: FieldError) -> Problem {
+    Problem {
+        path: ws.display(path),
+        reason: match e.kind {
+            FieldErrorKind::Schema => Reason::Schema,
+            FieldErrorKind::WrongKind => Reason::WrongKind,
+            FieldErrorKind::IdMismatch => Reason::IdMismatch,
+        },
+        detail: e.detail,
+    }
+}
+
+/// A listing helper: splits a store error into a warning when it is about the file itself,
+/// and passes real I/O failures up.
+pub(crate) fn warn_or_fail(
+    warnings: &mut Vec<Problem>,
+    result: Result<Document, store::Error>,
+) -> Result<Option<Document>, Error> {
+    match result {
+        Ok(doc) => Ok(Some(doc)),
+        Err(store::Error::Malformed(p)) => {
+            warnings.push(p);
+            Ok(None)
+        }
+        Err(e) => Err(e.into()),
+    }
+}

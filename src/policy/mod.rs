@@ -1,0 +1,3 @@
+//! L4: pure decision engines. Values in, values out: no files, no clock, no environment.
+
+pub mod guard;

@@ -1,0 +1,390 @@
+//! The filesystem seam. Every write dacli makes goes through one [`Fs`] value, which can be
+//! told to fail a chosen operation so that fault-injection tests can prove that no failure
+//! leaves a torn file under a final name (docs/FORMAT.md §4.2).
+
+use std::cell::Cell;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::error::{Error, Problem, Reason, lossy};
+
+/// Every temporary file dacli creates starts with this prefix; readers skip such names.
+pub const TEMP_PREFIX: &str = ".dacli-tmp-";
+
+/// The size caps of docs/FORMAT.md §2.
+pub struct Limits;
+
+impl Limits {
+    /// No file may exceed 1 MiB; no read takes more than this plus one byte.
+    pub const MAX_FILE: u64 = 1024 * 1024;
+    /// The frontmatter, between the fences, is at most 64 KiB.
+    pub const MAX_FRONTMATTER: usize = 64 * 1024;
+}
+
+/// The kinds of write operation a fault can be injected into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultOp {
+    Write,
+    Sync,
+    Rename,
+    Link,
+    Remove,
+    Mkdir,
+}
+
+impl FaultOp {
+    fn parse(s: &str) -> Option<FaultOp> {
+        Some(match s {
+            "write" => FaultOp::Write,
+            "sync" => FaultOp::Sync,
+            "rename" => FaultOp::Rename,
+            "link" => FaultOp::Link,
+            "remove" => FaultOp::Remove,
+            "mkdir" => FaultOp::Mkdir,
+            _ => return None,
+        })
+    }
+}
+
+/// Fail the `nth` (1-based) operation of kind `op` made through one [`Fs`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fault {
+    pub op: FaultOp,
+    pub nth: u32,
+}
+
+impl Fault {
+    /// Parses the test hook syntax `<op>:<n>`, e.g. `rename:1`.
+    pub fn parse(spec: &str) -> Option<Fault> {
+        let (op, nth) = spec.split_once(':')?;
+        Some(Fault {
+            op: FaultOp::parse(op.trim())?,
+            nth: nth.trim().parse().ok().filter(|n| *n > 0)?,
+        })
+    }
+}
+
+/// What a directory entry is, judged with `lstat` so that a FIFO or a device is never opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DirEntryKind {
+    File,
+    Dir,
+    /// A symlink whose target lies inside the jail; it is read as its target.
+    SymlinkInside,
+    /// A symlink whose target lies outside the jail, or dangles; never followed.
+    SymlinkEscape,
+    /// A FIFO, socket or device.
+    Special,
+}
+
+/// The filesystem seam: display root, containment jail, temp naming, lock deadline, faults.
+///
+/// Invariants: a file under a final name is only ever created by [`Fs::create_new`] (never
+/// overwriting) or replaced whole by [`Fs::replace`]; every temporary file is named with
+/// [`TEMP_PREFIX`] in the destination directory; a failed call leaves no new final name.
+#[derive(Debug)]
+pub struct Fs {
+    root: Option<PathBuf>,
+    jail: Option<PathBuf>,
+    temp_seed: u64,
+    temp_counter: Cell<u32>,
+    pub(super) lock_timeout: Duration,
+    fault: Option<Fault>,
+    counts: Cell<[u32; 6]>,
+}
+
+impl Fs {
+    /// A seam that reports paths relative to `root` (when given) and treats `jail` (a
+    /// canonical directory) as the boundary symlinks may not leave. `temp_seed` makes this
+    /// process's temporary names unique; it comes from the caller's random source.
+    pub fn new(
+        root: Option<PathBuf>,
+        jail: Option<PathBuf>,
+        temp_seed: u64,
+        lock_timeout: Duration,
+    ) -> Fs {
+        Fs {
+            root,
+            jail,
+            temp_seed,
+            temp_counter: Cell::new(0),
+            lock_timeout,
+            fault: None,
+            counts: Cell::new([0; 6]),
+        }
+    }
+
+    /// Arms a fault for tests.
+    pub fn with_fault(mut self, fault: Option<Fault>) -> Fs {
+        self.fault = fault;
+        self
+    }
+
+    /// The path as shown to users: relative to the work-tree root when it is inside it.
+    pub fn display(&self, path: &Path) -> String {
+        match &self.root {
+            Some(root) => match path.strip_prefix(root) {
+                Ok(rel) => lossy(rel),
+                Err(_) => lossy(path),
+            },
+            None => lossy(path),
+        }
+    }
+
+    fn hit(&self, op: FaultOp, path: &Path) -> Result<(), Error> {
+        let idx = op as usize;
+        let mut counts = self.counts.get();
+        counts[idx] += 1;
+        self.counts.set(counts);
+        match self.fault {
+            Some(f) if f.op == op && f.nth == counts[idx] => Err(Error::io(
+                op_name(op),
+                self.display(path),
+                io::Error::other("injected fault"),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Classifies a directory entry with `lstat`, resolving symlinks against the jail.
+    pub fn entry_kind(&self, path: &Path) -> Result<DirEntryKind, Error> {
+        let meta =
+            fs::symlink_metadata(path).map_err(|e| Error::io("stat", self.display(path), e))?;
+        let ft = meta.file_type();
+        if ft.is_symlink() {
+            return Ok(match (fs::canonicalize(path), &self.jail) {
+                (Ok(target), Some(jail)) if target.starts_with(jail) => {
+                    match fs::metadata(&target) {
+                        Ok(m) if m.is_dir() => DirEntryKind::SymlinkInside,
+                        Ok(m) if m.is_file() => DirEntryKind::SymlinkInside,
+                        _ => DirEntryKind::Special,
+                    }
+                }
+                _ => DirEntryKind::SymlinkEscape,
+            });
+        }
+        Ok(if ft.is_file() {
+            DirEntryKind::File
+        } else if ft.is_dir() {
+            DirEntryKind::Dir
+        } else {
+            DirEntryKind::Special
+        })
+    }
+
+    /// Lists a directory, sorted by name; an absent directory is empty (FORMAT §1).
+    pub fn list_dir(&self, dir: &Path) -> Result<Vec<(String, PathBuf)>, Error> {
+        let rd = match fs::read_dir(dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io("list", self.display(dir), e)),
+        };
+        let mut out = Vec::new();
+        for entry in rd {
+            let entry = entry.map_err(|e| Error::io("list", self.display(dir), e))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            out.push((name, entry.path()));
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    /// Reads a file for parsing: refuses special files and escaping symlinks before opening
+    /// and reads at most [`Limits::MAX_FILE`] plus one byte.
+    pub fn read(&self, path: &Path) -> Result<Vec<u8>, Error> {
+        let malformed = |reason, detail: String| {
+            Error::Malformed(Problem {
+                path: self.display(path),
+                reason,
+                detail,
+            })
+        };
+        match self.entry_kind(path)? {
+            DirEntryKind::File | DirEntryKind::SymlinkInside => {}
+            DirEntryKind::SymlinkEscape => {
+                return Err(malformed(
+                    Reason::SymlinkEscape,
+                    "symlink resolves outside .dacli/; not followed".into(),
+                ));
+            }
+            DirEntryKind::Special | DirEntryKind::Dir => {
+                return Err(malformed(
+                    Reason::NotRegular,
+                    "not a regular file; not opened".into(),
+                ));
+            }
+        }
+        let file = File::open(path).map_err(|e| Error::io("open", self.display(path), e))?;
+        let mut bytes = Vec::new();
+        file.take(Limits::MAX_FILE + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| Error::io("read", self.display(path), e))?;
+        if bytes.len() as u64 > Limits::MAX_FILE {
+            return Err(malformed(
+                Reason::TooLarge,
+                format!("larger than {} bytes", Limits::MAX_FILE),
+            ));
+        }
+        Ok(bytes)
+    }
+
+    /// Creates `dir` and its parents.
+    pub fn create_dir_all(&self, dir: &Path) -> Result<(), Error> {
+        if dir.is_dir() {
+            return Ok(());
+        }
+        self.hit(FaultOp::Mkdir, dir)?;
+        #[allow(clippy::disallowed_methods, reason = "store owns directory creation")]
+        fs::create_dir_all(dir).map_err(|e| Error::io("create directory", self.display(dir), e))
+    }
+
+    /// Atomic replace: write a temp file in the same directory, flush it, rename it over
+    /// `path`, flush the directory. Readers see the old bytes or the new, never a mix.
+    pub fn replace(&self, path: &Path, bytes: &[u8]) -> Result<(), Error> {
+        let dir = parent(path);
+        self.create_dir_all(dir)?;
+        let tmp = self.write_temp(dir, bytes)?;
+        let renamed = self.hit(FaultOp::Rename, path).and_then(|()| {
+            #[allow(clippy::disallowed_methods, reason = "store owns renames")]
+            fs::rename(&tmp, path).map_err(|e| Error::io("rename", self.display(path), e))
+        });
+        if let Err(e) = renamed {
+            self.discard(&tmp);
+            return Err(e);
+        }
+        self.sync_dir(dir)
+    }
+
+    /// Create-new: the record appears under `path` complete or not at all, and an existing
+    /// `path` is never overwritten ([`Error::Exists`]).
+    pub fn create_new(&self, path: &Path, bytes: &[u8]) -> Result<(), Error> {
+        let dir = parent(path);
+        self.create_dir_all(dir)?;
+        let tmp = self.write_temp(dir, bytes)?;
+        let linked = self.hit(FaultOp::Link, path).and_then(|()| {
+            #[allow(clippy::disallowed_methods, reason = "store owns no-replace links")]
+            fs::hard_link(&tmp, path).map_err(|e| {
+                if e.kind() == io::ErrorKind::AlreadyExists {
+                    Error::Exists {
+                        path: self.display(path),
+                    }
+                } else {
+                    Error::io("link", self.display(path), e)
+                }
+            })
+        });
+        self.discard(&tmp);
+        linked?;
+        self.sync_dir(dir)
+    }
+
+    /// Removes a file and flushes its directory. An absent file is not an error.
+    pub fn remove(&self, path: &Path) -> Result<(), Error> {
+        self.hit(FaultOp::Remove, path)?;
+        #[allow(clippy::disallowed_methods, reason = "store owns removals")]
+        match fs::remove_file(path) {
+            Ok(()) => self.sync_dir(parent(path)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(Error::io("remove", self.display(path), e)),
+        }
+    }
+
+    /// Publishes a fully written staging directory under `target`, which must not exist:
+    /// the whole tree appears at once or not at all.
+    pub fn publish_dir(&self, staging: &Path, target: &Path) -> Result<(), Error> {
+        if fs::symlink_metadata(target).is_ok() {
+            return Err(Error::Exists {
+                path: self.display(target),
+            });
+        }
+        self.hit(FaultOp::Rename, target)?;
+        #[allow(clippy::disallowed_methods, reason = "store owns renames")]
+        fs::rename(staging, target).map_err(|e| Error::io("rename", self.display(target), e))?;
+        self.sync_dir(parent(target))
+    }
+
+    /// Removes a staging directory dacli created, after a failure. Best effort.
+    pub fn discard_dir(&self, dir: &Path) {
+        let is_staging = dir
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with(TEMP_PREFIX));
+        if is_staging {
+            #[allow(clippy::disallowed_methods, reason = "store owns removals")]
+            let _ = fs::remove_dir_all(dir);
+        }
+    }
+
+    /// A fresh name for a temporary file or staging directory inside `dir`.
+    pub fn temp_name(&self, dir: &Path) -> PathBuf {
+        let n = self.temp_counter.get().wrapping_add(1);
+        self.temp_counter.set(n);
+        dir.join(format!("{TEMP_PREFIX}{:016x}{n:04x}", self.temp_seed))
+    }
+
+    fn write_temp(&self, dir: &Path, bytes: &[u8]) -> Result<PathBuf, Error> {
+        let tmp = self.temp_name(dir);
+        self.hit(FaultOp::Write, &tmp)?;
+        #[allow(clippy::disallowed_methods, reason = "store owns file creation")]
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .map_err(|e| Error::io("create", self.display(&tmp), e))?;
+        let written = file
+            .write_all(bytes)
+            .map_err(|e| Error::io("write", self.display(&tmp), e))
+            .and_then(|()| self.hit(FaultOp::Sync, &tmp))
+            .and_then(|()| {
+                file.sync_all()
+                    .map_err(|e| Error::io("flush", self.display(&tmp), e))
+            });
+        if let Err(e) = written {
+            self.discard(&tmp);
+            return Err(e);
+        }
+        Ok(tmp)
+    }
+
+    /// Best-effort cleanup of a temp file after a failure; a leftover is reported by `doctor`.
+    fn discard(&self, tmp: &Path) {
+        #[allow(clippy::disallowed_methods, reason = "store owns removals")]
+        let _ = fs::remove_file(tmp);
+    }
+
+    fn sync_dir(&self, dir: &Path) -> Result<(), Error> {
+        self.hit(FaultOp::Sync, dir)?;
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| Error::io("flush directory", self.display(dir), e))
+    }
+
+    /// Opens (creating if needed, never truncating) a lock file.
+    pub(super) fn open_lock_file(&self, path: &Path) -> Result<File, Error> {
+        self.create_dir_all(parent(path))?;
+        #[allow(clippy::disallowed_methods, reason = "store owns lock files")]
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| Error::io("open lock", self.display(path), e))
+    }
+}
+
+fn parent(path: &Path) -> &Path {
+    path.parent().unwrap_or(Path::new("."))
+}
+
+fn op_name(op: FaultOp) -> &'static str {
+    match op {
+        FaultOp::Write => "write",
+        FaultOp::Sync => "flush",
+        FaultOp::Rename => "rename",
+        FaultOp::Link => "link",
+        FaultOp::Remove => "remove",
+        FaultOp::Mkdir => "create directory",
+    }
+}

@@ -1,0 +1,59 @@
+//! OS advisory locks with a deadline (docs/FORMAT.md §4.3).
+
+use std::fs::{File, TryLockError};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use super::error::Error;
+use super::fs::Fs;
+
+/// An exclusive lock on one file under `.dacli/.locks/`, released when dropped.
+///
+/// Invariant: while a guard lives, no other dacli process holds the same lock; the kernel
+/// releases it if this process dies, so there is no stale-lock recovery to get wrong.
+#[derive(Debug)]
+pub struct LockGuard {
+    _file: File,
+}
+
+impl Fs {
+    /// Takes the exclusive lock `path`, waiting at most the configured deadline (30 s unless
+    /// `DACLI_LOCK_TIMEOUT_MS` says otherwise). It never proceeds unlocked.
+    pub fn lock(&self, path: &Path) -> Result<LockGuard, Error> {
+        let file = self.open_lock_file(path)?;
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "a lock deadline needs a monotonic clock"
+        )]
+        let start = Instant::now();
+        let mut pause = Duration::from_millis(2);
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(LockGuard { _file: file }),
+                Err(TryLockError::WouldBlock) => {}
+                Err(TryLockError::Error(e)) => {
+                    return Err(Error::io("lock", self.display(path), e));
+                }
+            }
+            let waited = start.elapsed();
+            if waited >= self.lock_timeout {
+                return Err(Error::LockTimeout {
+                    path: self.display(path),
+                    waited_ms: waited.as_millis() as u64,
+                });
+            }
+            std::thread::sleep(pause.min(self.lock_timeout - waited));
+            pause = (pause * 2).min(Duration::from_millis(50));
+        }
+    }
+
+    /// Probes a lock without waiting: true when another process holds it (for `doctor`).
+    pub fn is_locked(&self, path: &Path) -> Result<bool, Error> {
+        let file = self.open_lock_file(path)?;
+        match file.try_lock() {
+            Ok(()) => Ok(false),
+            Err(TryLockError::WouldBlock) => Ok(true),
+            Err(TryLockError::Error(e)) => Err(Error::io("lock", self.display(path), e)),
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! Shared test helpers: a real git repository in a temp dir and the real dacli binary.
+
+use std::path::{Path, PathBuf};
+use std::process::Command as Std;
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+/// The pinned clock and seed every deterministic test uses.
+pub const CLOCK: &str = "2026-03-02T09:00:00Z";
+pub const SEED: &str = "7";
+
+/// A temp git repository; removed on drop.
+pub struct Repo {
+    pub dir: tempfile::TempDir,
+}
+
+impl Repo {
+    /// `git init` in a fresh temp directory.
+    pub fn new() -> Repo {
+        let dir = tempfile::tempdir().expect("temp dir");
+        git(dir.path(), &["init", "-q", "-b", "main"]);
+        Repo { dir }
+    }
+
+    /// A repository with `dacli init` already run (clock and seed pinned).
+    pub fn initialized() -> Repo {
+        let repo = Repo::new();
+        repo.dacli(&["init", "--json"]).assert().success();
+        repo
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// `.dacli/<rel>`.
+    pub fn ws(&self, rel: &str) -> PathBuf {
+        self.path().join(".dacli").join(rel)
+    }
+
+    /// The dacli binary, run in this repository with a clean, pinned environment.
+    pub fn dacli(&self, args: &[&str]) -> Command {
+        let mut cmd = dacli();
+        cmd.current_dir(self.path()).args(args);
+        cmd
+    }
+
+    /// Runs dacli with `--json` and returns (exit code, the one JSON document).
+    pub fn json(&self, args: &[&str]) -> (i32, Value) {
+        let mut all = args.to_vec();
+        all.push("--json");
+        let out = self.dacli(&all).output().expect("runs");
+        (out.status.code().unwrap_or(-1), one_json(&out.stdout))
+    }
+
+    /// Writes a file under the work tree, creating parents.
+    pub fn write(&self, rel: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
+        let p = self.path().join(rel);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&p, bytes).expect("write");
+        p
+    }
+}
+
+/// The dacli binary with the environment reduced to what tests control.
+pub fn dacli() -> Command {
+    let mut cmd = Command::cargo_bin("dacli").expect("binary built");
+    for var in [
+        "DACLI_AGENT",
+        "NO_COLOR",
+        "DACLI_LOCK_TIMEOUT_MS",
+        "DACLI_TEST_FAULT",
+        "GH_TOKEN",
+        "GITHUB_TOKEN",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.env("DACLI_TEST_CLOCK", CLOCK)
+        .env("DACLI_TEST_SEED", SEED);
+    cmd
+}
+
+/// Parses stdout as exactly one JSON document (and nothing else).
+pub fn one_json(stdout: &[u8]) -> Value {
+    let text = std::str::from_utf8(stdout).expect("stdout is UTF-8");
+    assert_eq!(
+        text.trim_end().lines().count(),
+        1,
+        "stdout must be exactly one JSON line, got:\n{text}"
+    );
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}):\n{text}"))
+}
+
+/// Runs git in `dir`; panics on failure.
+pub fn git(dir: &Path, args: &[&str]) {
+    let out = Std::new("git")
+        .current_dir(dir)
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The repository root (where `.dacli-example` lives).
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
