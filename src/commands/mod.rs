@@ -2,7 +2,10 @@
 //! them share lives in a lower layer. This file only assembles the table.
 
 mod admin;
+mod collab;
 mod insight;
+mod knowledge;
+mod planning;
 mod team;
 
 use crate::dispatch::Table;
@@ -12,6 +15,9 @@ pub fn table() -> Table {
     let mut commands = Vec::new();
     commands.extend(admin::commands());
     commands.extend(team::commands());
+    commands.extend(planning::commands());
+    commands.extend(collab::commands());
+    commands.extend(knowledge::commands());
     commands.extend(insight::commands());
     Table::new(commands)
 }

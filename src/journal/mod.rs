@@ -1,6 +1,8 @@
 //! L3: the append-only event log (docs/FORMAT.md §14): reading it, verifying checksums and
 //! knowing which mailbox events are still pending.
 
+pub mod fold;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use sha2::{Digest, Sha256};
@@ -59,6 +61,29 @@ impl Journal {
         }
     }
 
+    /// Pending events about the object `about`, in ULID order.
+    pub fn pending_about<'a>(&'a self, about: &'a str) -> impl Iterator<Item = &'a EventHead> {
+        self.pending()
+            .filter(move |e| e.about.as_deref() == Some(about))
+    }
+
+    /// The event with this id.
+    pub fn get(&self, id: &str) -> Option<&EventHead> {
+        self.events
+            .binary_search_by(|e| e.id.as_str().cmp(id))
+            .ok()
+            .map(|i| &self.events[i])
+    }
+
+    /// The receipt (its id) that settled `id`, if any.
+    pub fn receipt_of(&self, id: &str) -> Option<&str> {
+        self.events
+            .iter()
+            .filter(|e| e.kind == "applied")
+            .find(|e| e.applied.iter().any(|a| a == id) || e.rejected.iter().any(|(r, _)| r == id))
+            .map(|e| e.id.as_str())
+    }
+
     /// Mailbox events that no honoured receipt settles.
     pub fn pending(&self) -> impl Iterator<Item = &EventHead> {
         self.events
@@ -96,13 +121,14 @@ pub fn read(ws: &Workspace) -> Result<Journal, objects::Error> {
                     else {
                         continue;
                     };
-                    let ev = match EventHead::from_front(&doc.front, &name) {
-                        Ok(ev) => ev,
-                        Err(e) => {
-                            listing.warnings.push(field_problem(ws, &path, e));
-                            continue;
-                        }
-                    };
+                    let ev =
+                        match EventHead::parse(&doc.front, &doc.body, &name, &ws.display(&path)) {
+                            Ok(ev) => ev,
+                            Err(e) => {
+                                listing.warnings.push(field_problem(ws, &path, e));
+                                continue;
+                            }
+                        };
                     if format!("{y}/{m}/{d}") != ev_date(&ev) {
                         listing.warnings.push(Problem {
                             path: ws.display(&path),
@@ -155,6 +181,55 @@ pub fn read(ws: &Workspace) -> Result<Journal, objects::Error> {
     }
     journal.events = listing.items;
     Ok(journal)
+}
+
+/// A new event to append. `fields` are the kind fields of FORMAT §14.2, in table order.
+#[derive(Debug, Clone)]
+pub struct NewEvent<'a> {
+    pub id: ulid::Ulid,
+    pub kind: &'a str,
+    pub created_by: &'a str,
+    pub about: Option<&'a str>,
+    pub fields: Vec<(&'a str, toml_edit::Item)>,
+    pub body: String,
+}
+
+/// Appends an event: one new file `events/YYYY/MM/DD/<ULID>-<agent>-<kind>.md`, created with
+/// create-new (never overwriting), `checksum` last. Returns the parsed event.
+pub fn append(ws: &Workspace, ev: NewEvent<'_>) -> Result<EventHead, objects::Error> {
+    use toml_edit::value;
+    let created = crate::model::id::ulid_time(ev.id);
+    let mut front = toml_edit::DocumentMut::new();
+    front["id"] = value(ev.id.to_string());
+    front["kind"] = value("event");
+    front["event_kind"] = value(ev.kind);
+    let created_text = crate::model::format_time(created);
+    let created_toml: toml_edit::Datetime =
+        created_text.parse().map_err(|_| objects::Error::NotFound {
+            what: "timestamp",
+            id: created_text.clone(),
+        })?;
+    front["created"] = value(created_toml);
+    front["created_by"] = value(ev.created_by);
+    if let Some(about) = ev.about {
+        front["about"] = value(about);
+    }
+    for (k, item) in ev.fields {
+        front[k] = item;
+    }
+    let unsigned = crate::store::Document::new(front.clone(), ev.body.clone()).render();
+    front["checksum"] = value(checksum(unsigned.as_bytes()));
+    let doc = crate::store::Document::new(front, ev.body);
+    let day = created.strftime("%Y/%m/%d").to_string();
+    let name = format!("{}-{}-{}.md", ev.id, ev.created_by, ev.kind);
+    let mut path = ws.path(&["events"]);
+    for part in day.split('/') {
+        path.push(part);
+    }
+    path.push(&name);
+    ws.fs.create_new(&path, doc.render().as_bytes())?;
+    EventHead::parse(&doc.front, &doc.body, &name, &ws.display(&path))
+        .map_err(|e| objects::Error::malformed(field_problem(ws, &path, e)))
 }
 
 /// The `checksum` of an event file: SHA-256 of its canonical form with the whole `checksum`

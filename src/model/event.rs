@@ -45,11 +45,22 @@ pub struct EventHead {
     pub to: Option<String>,
     /// `answer`: the help event it answers.
     pub question: Option<String>,
+    /// The whole frontmatter, for the kind fields folding reads.
+    pub front: DocumentMut,
+    /// The body (text of a comment, a finding's note body, a question, an answer).
+    pub body: String,
+    /// Path relative to the work-tree root.
+    pub path: String,
 }
 
 impl EventHead {
     /// Parses an event whose filename is `<ULID>-<agent-id>-<kind>.md`.
-    pub fn from_front(front: &DocumentMut, filename: &str) -> Result<EventHead, FieldError> {
+    pub fn parse(
+        front: &DocumentMut,
+        body: &str,
+        filename: &str,
+        path: &str,
+    ) -> Result<EventHead, FieldError> {
         let f = Fields(front.as_table());
         f.expect_kind("event")?;
         let id = f.str("id")?;
@@ -97,6 +108,40 @@ impl EventHead {
             rejected,
             to: f.opt_str("to")?.map(str::to_string),
             question: f.opt_str("question")?.map(str::to_string),
+            front: front.clone(),
+            body: body.to_string(),
+            path: path.to_string(),
         })
+    }
+}
+
+impl EventHead {
+    /// A string kind field.
+    pub fn field_str(&self, key: &str) -> Option<&str> {
+        self.front.get(key).and_then(|v| v.as_str())
+    }
+
+    /// A boolean kind field.
+    pub fn field_bool(&self, key: &str) -> Option<bool> {
+        self.front.get(key).and_then(|v| v.as_bool())
+    }
+
+    /// An integer kind field.
+    pub fn field_int(&self, key: &str) -> Option<i64> {
+        self.front.get(key).and_then(|v| v.as_integer())
+    }
+
+    /// The first line of the body (or of the title field), for summaries.
+    pub fn summary(&self) -> String {
+        let first = self
+            .body
+            .lines()
+            .map(|l| l.trim_start_matches('#').trim())
+            .find(|l| !l.is_empty())
+            .unwrap_or("");
+        match self.field_str("title").or(self.field_str("reason")) {
+            Some(t) if first.is_empty() => t.to_string(),
+            _ => first.to_string(),
+        }
     }
 }

@@ -2,12 +2,16 @@
 //! hand in parsed documents and get typed values or a [`FieldError`] naming the field.
 
 pub mod agent;
+pub mod body;
+pub mod dod;
 pub mod event;
 pub mod fields;
 pub mod id;
+pub mod note;
 pub mod project;
 pub mod role;
 pub mod task;
+pub mod taskdoc;
 
 use std::fmt;
 

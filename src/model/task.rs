@@ -180,3 +180,109 @@ impl TaskRef {
         }
     }
 }
+
+/// A task's status: the folder it is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Open,
+    Active,
+    Blocked,
+    Done,
+}
+
+impl Status {
+    /// All four, in lifecycle order.
+    pub const ALL: [Status; 4] = [Status::Open, Status::Active, Status::Blocked, Status::Done];
+
+    /// The folder name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Open => "open",
+            Status::Active => "active",
+            Status::Blocked => "blocked",
+            Status::Done => "done",
+        }
+    }
+
+    /// Parses a folder name.
+    pub fn parse(s: &str) -> Option<Status> {
+        Status::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A three-point estimate (PERT). Invariant: `0 ≤ optimistic ≤ probable ≤ pessimistic` and
+/// `pessimistic > 0`; a scalar is never an estimate.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Estimate {
+    pub optimistic: f64,
+    pub probable: f64,
+    pub pessimistic: f64,
+}
+
+impl Estimate {
+    /// Checks the invariant, saying what is wrong.
+    pub fn new(optimistic: f64, probable: f64, pessimistic: f64) -> Result<Estimate, String> {
+        let all = [optimistic, probable, pessimistic];
+        if all.iter().any(|v| !v.is_finite() || *v < 0.0) {
+            return Err("estimate values must be non-negative numbers".into());
+        }
+        if !(optimistic <= probable && probable <= pessimistic) {
+            return Err(format!(
+                "estimate must satisfy optimistic ≤ probable ≤ pessimistic (got {optimistic}, {probable}, {pessimistic})"
+            ));
+        }
+        if pessimistic <= 0.0 {
+            return Err("the pessimistic estimate must be greater than 0".into());
+        }
+        Ok(Estimate {
+            optimistic,
+            probable,
+            pessimistic,
+        })
+    }
+
+    /// Parses `O,P,Q`; a single number is rejected with the reason.
+    pub fn parse(text: &str) -> Result<Estimate, String> {
+        let parts: Vec<&str> = text.split(',').map(str::trim).collect();
+        if parts.len() != 3 {
+            return Err(format!(
+                "`{text}` is not a three-point estimate: give optimistic,probable,pessimistic, e.g. 2,4,9 (a single number hides the uncertainty)"
+            ));
+        }
+        let mut v = [0.0; 3];
+        for (i, p) in parts.iter().enumerate() {
+            v[i] = p
+                .parse::<f64>()
+                .map_err(|_| format!("`{p}` in estimate `{text}` is not a number"))?;
+        }
+        Estimate::new(v[0], v[1], v[2])
+    }
+
+    /// Expected effort `Te = (o + 4p + q) / 6`.
+    pub fn expected(&self) -> f64 {
+        (self.optimistic + 4.0 * self.probable + self.pessimistic) / 6.0
+    }
+
+    /// Standard deviation `σ = (q − o) / 6`.
+    pub fn sigma(&self) -> f64 {
+        (self.pessimistic - self.optimistic) / 6.0
+    }
+}
+
+/// Dependency types (FORMAT §12).
+pub const DEP_TYPES: [&str; 4] = ["FS", "SS", "FF", "SF"];
+
+/// One `depends_on` edge.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Dependency {
+    pub on: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+}

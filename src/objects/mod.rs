@@ -3,6 +3,7 @@
 //! needs that very object fails naming the file and the reason.
 
 pub mod agents;
+pub mod notes;
 pub mod projects;
 pub mod roles;
 pub mod tasks;

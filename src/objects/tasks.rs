@@ -1,19 +1,46 @@
-//! Tasks (docs/FORMAT.md §12): listing a project's status folders.
+//! Tasks (docs/FORMAT.md §12): listing, loading by reference, creating with a display number
+//! allocated under the project's sequence lock, and writing (atomic replace, or a status move).
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
-use crate::model::task::TaskHead;
-use crate::store::{DirEntryKind, Problem, Reason, TEMP_PREFIX};
+use crate::model::id::parse_ulid;
+use crate::model::task::{Status, TaskHead, TaskRef, parse_task_filename};
+use crate::model::taskdoc::TaskDoc;
+use crate::store::{DirEntryKind, Document, Problem, Reason, TEMP_PREFIX};
+use crate::workspace::names::check_slug;
 use crate::workspace::{STATUS_FOLDERS, Workspace};
 
-use super::{Error, Listing, field_problem, read_document, warn_or_fail};
+use super::{Error, Listing, field_problem, projects, read_document, warn_or_fail};
 
-/// A task and the status folder it is in (the folder is the status).
+/// A task as found on disk: where it is and its parsed content.
+///
+/// Invariant: `doc.status` is the folder the file was read from until a transition changes
+/// it; [`write`] then moves the file.
 #[derive(Debug, Clone)]
 pub struct Located {
+    /// The project's directory name.
+    pub project: String,
+    /// The folder it was read from.
     pub folder: &'static str,
+    /// Absolute path of the file.
+    pub file: PathBuf,
+    /// Path relative to the work-tree root, for output.
     pub path: String,
     pub task: TaskHead,
+    pub doc: TaskDoc,
+}
+
+impl Located {
+    /// The `TaskRef` of this task.
+    pub fn task_ref(&self) -> TaskRef {
+        TaskRef::of(&self.project, &self.task)
+    }
+
+    /// `<project>/<NNN>-<slug>`.
+    pub fn reference(&self) -> String {
+        self.task_ref().reference
+    }
 }
 
 /// Every task of the project `slug`, sorted by number then id. A file that is not a usable
@@ -47,13 +74,9 @@ pub fn list(ws: &Workspace, slug: &str) -> Result<Listing<Located>, Error> {
             let Some(doc) = warn_or_fail(&mut out.warnings, read_document(ws, &path))? else {
                 continue;
             };
-            match TaskHead::parse(&doc.front, &doc.body, &name, folder, doc.title()) {
-                Ok(task) => by_id.entry(task.id.clone()).or_default().push(Located {
-                    folder,
-                    path: ws.display(&path),
-                    task,
-                }),
-                Err(e) => out.warnings.push(field_problem(ws, &path, e)),
+            match located(ws, slug, folder, &name, path.clone(), doc) {
+                Ok(l) => by_id.entry(l.task.id.clone()).or_default().push(l),
+                Err(p) => out.warnings.push(p),
             }
         }
     }
@@ -62,14 +85,11 @@ pub fn list(ws: &Workspace, slug: &str) -> Result<Listing<Located>, Error> {
             copies.sort_by(|a, b| b.task.rev.cmp(&a.task.rev).then(a.path.cmp(&b.path)));
             let paths: Vec<_> = copies.iter().map(|c| c.path.clone()).collect();
             for c in &copies {
+                let others: Vec<_> = paths.iter().filter(|p| **p != c.path).cloned().collect();
                 out.warnings.push(Problem {
                     path: c.path.clone(),
                     reason: Reason::DuplicateId,
-                    detail: format!("{id} is also at {}", {
-                        let others: Vec<_> =
-                            paths.iter().filter(|p| **p != c.path).cloned().collect();
-                        others.join(", ")
-                    }),
+                    detail: format!("{id} is also at {}", others.join(", ")),
                 });
             }
         }
@@ -78,4 +98,222 @@ pub fn list(ws: &Workspace, slug: &str) -> Result<Listing<Located>, Error> {
     out.items
         .sort_by(|a, b| (a.task.number, &a.task.id).cmp(&(b.task.number, &b.task.id)));
     Ok(out)
+}
+
+fn located(
+    ws: &Workspace,
+    slug: &str,
+    folder: &'static str,
+    name: &str,
+    file: PathBuf,
+    doc: Document,
+) -> Result<Located, Problem> {
+    let task = TaskHead::parse(&doc.front, &doc.body, name, folder, doc.title())
+        .map_err(|e| field_problem(ws, &file, e))?;
+    let status = Status::parse(folder).unwrap_or(Status::Open);
+    let tdoc = TaskDoc {
+        front: doc.front,
+        body: doc.body,
+        status,
+    };
+    tdoc.estimate().map_err(|e| field_problem(ws, &file, e))?;
+    Ok(Located {
+        project: slug.to_string(),
+        folder,
+        path: ws.display(&file),
+        file,
+        task,
+        doc: tdoc,
+    })
+}
+
+/// Every task of every project (projects sorted by slug, tasks by number), with the warnings
+/// of both listings.
+pub fn list_all(ws: &Workspace) -> Result<Listing<Located>, Error> {
+    let mut out = Listing::default();
+    let p = projects::list(ws)?;
+    out.warnings.extend(p.warnings);
+    for project in &p.items {
+        let t = list(ws, &project.slug)?;
+        out.warnings.extend(t.warnings);
+        out.items.extend(t.items);
+    }
+    Ok(out)
+}
+
+/// Why a task reference did not resolve.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResolveError {
+    /// Nothing matched; `searched` says where.
+    NotFound { reference: String, searched: String },
+    /// Several matched; each as `<project>/<NNN>-<slug>`.
+    Ambiguous {
+        reference: String,
+        candidates: Vec<String>,
+    },
+    /// The reference names a project that does not exist.
+    NoProject { project: String },
+}
+
+/// Resolves a task reference in any FORMAT §3.3 form against `tasks` (a listing of the
+/// workspace, or of one project). The input is matched as every form it can denote.
+pub fn resolve<'a>(tasks: &'a [Located], reference: &str) -> Result<&'a Located, ResolveError> {
+    let input = reference.trim();
+    let (project, rest) = match input.split_once('/') {
+        Some((p, r)) => (Some(p.strip_prefix("p-").unwrap_or(p)), r),
+        None => (None, input),
+    };
+    if let Some(p) = project
+        && !tasks.iter().any(|t| t.project == p)
+    {
+        return Err(ResolveError::NoProject {
+            project: p.to_string(),
+        });
+    }
+    let scoped = tasks
+        .iter()
+        .filter(|t| project.is_none_or(|p| t.project == p));
+    let lower = rest.to_ascii_lowercase();
+    let ulid = lower
+        .strip_prefix("t-")
+        .unwrap_or(&lower)
+        .to_ascii_uppercase();
+    let as_ulid = parse_ulid(&ulid).map(|u| format!("t-{u}"));
+    let number = lower.parse::<u32>().ok();
+    let num_slug = lower.split_once('-').and_then(|(n, s)| {
+        (n.bytes().all(|b| b.is_ascii_digit()) && !n.is_empty())
+            .then(|| n.parse::<u32>().ok().map(|n| (n, s.to_string())))
+            .flatten()
+    });
+    let matches: Vec<&Located> = scoped
+        .filter(|t| {
+            as_ulid.as_deref() == Some(t.task.id.as_str())
+                || number == Some(t.task.number)
+                || t.task.slug == lower
+                || num_slug
+                    .as_ref()
+                    .is_some_and(|(n, s)| *n == t.task.number && *s == t.task.slug)
+        })
+        .collect();
+    match matches.as_slice() {
+        [one] => Ok(one),
+        [] => Err(ResolveError::NotFound {
+            reference: reference.to_string(),
+            searched: match project {
+                Some(p) => format!("ids, numbers and slugs of project {p}"),
+                None => "ids, numbers and slugs of every project".to_string(),
+            },
+        }),
+        many => {
+            let mut candidates: Vec<String> = many.iter().map(|t| t.reference()).collect();
+            candidates.sort();
+            candidates.dedup();
+            Err(ResolveError::Ambiguous {
+                reference: reference.to_string(),
+                candidates,
+            })
+        }
+    }
+}
+
+/// Finds a task by full id (`t-<ULID>`).
+pub fn by_id<'a>(tasks: &'a [Located], id: &str) -> Option<&'a Located> {
+    tasks.iter().find(|t| t.task.id == id)
+}
+
+/// The next display number of project `slug`: one more than the highest number in any
+/// filename of its four status folders. Call it under `seq-<slug>.lock`.
+pub fn next_number(ws: &Workspace, slug: &str) -> Result<u32, Error> {
+    let mut max = 0;
+    for folder in STATUS_FOLDERS {
+        for (name, _) in ws
+            .fs
+            .list_dir(&ws.path(&["projects", slug, "tasks", folder]))?
+        {
+            if let Some((n, _)) = parse_task_filename(&name) {
+                max = max.max(n);
+            }
+        }
+    }
+    Ok(max + 1)
+}
+
+/// The file a task with this number and slug has in `status`.
+pub fn file_for(ws: &Workspace, project: &str, status: Status, number: u32, slug: &str) -> PathBuf {
+    ws.path(&[
+        "projects",
+        project,
+        "tasks",
+        status.as_str(),
+        &format!("{number:03}-{slug}.md"),
+    ])
+}
+
+/// Creates a new task file in `open/` under the project's sequence lock, allocating its
+/// number. `title_slug` must be a valid slug. Returns the located task.
+pub fn create(
+    ws: &Workspace,
+    project: &str,
+    title_slug: &str,
+    doc: TaskDoc,
+) -> Result<Located, Error> {
+    check_slug(project).map_err(|_| Error::NotFound {
+        what: "project",
+        id: project.to_string(),
+    })?;
+    let _seq = ws.fs.lock(&ws.lock_path(&format!("seq-{project}")))?;
+    let number = next_number(ws, project)?;
+    let file = file_for(ws, project, doc.status, number, title_slug);
+    let rendered = Document::new(doc.front.clone(), doc.body.clone()).render();
+    ws.fs.create_new(&file, rendered.as_bytes())?;
+    let bytes = ws.fs.read(&file)?;
+    let parsed = Document::parse(&ws.display(&file), &bytes).map_err(Error::malformed)?;
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    located(ws, project, doc.status.as_str(), &name, file, parsed).map_err(Error::malformed)
+}
+
+/// Writes `doc` (already carrying its new `rev`) over the task found at `at`. When the status
+/// changed, this is a status move (FORMAT §4.2): create-new in the destination folder, then
+/// remove the old file. Call it under the task's lock. Returns the new path.
+pub fn write(ws: &Workspace, at: &Located, doc: &TaskDoc) -> Result<PathBuf, Error> {
+    let rendered = Document::new(doc.front.clone(), doc.body.clone()).render();
+    if doc.status.as_str() == at.folder {
+        ws.fs.replace(&at.file, rendered.as_bytes())?;
+        return Ok(at.file.clone());
+    }
+    let name = at
+        .file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let dest = ws.path(&["projects", &at.project, "tasks", doc.status.as_str(), &name]);
+    match ws.fs.create_new(&dest, rendered.as_bytes()) {
+        Ok(()) => {}
+        // A stale copy left by a crash mid-move: the writer under the lock replaces it.
+        Err(crate::store::Error::Exists { .. }) => ws.fs.replace(&dest, rendered.as_bytes())?,
+        Err(e) => return Err(e.into()),
+    }
+    ws.fs.remove(&at.file)?;
+    Ok(dest)
+}
+
+/// Re-reads one task by id from disk (after taking its lock), removing stale lower-`rev`
+/// copies left by an interrupted move.
+pub fn reload(ws: &Workspace, project: &str, id: &str) -> Result<Located, Error> {
+    let listing = list(ws, project)?;
+    let found = by_id(&listing.items, id)
+        .cloned()
+        .ok_or_else(|| Error::NotFound {
+            what: "task",
+            id: id.to_string(),
+        })?;
+    for w in &listing.warnings {
+        if w.reason == Reason::DuplicateId && w.path != found.path && w.detail.starts_with(id) {
+            ws.fs.remove(&ws.root().join(Path::new(&w.path)))?;
+        }
+    }
+    Ok(found)
 }

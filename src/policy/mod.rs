@@ -1,3 +1,4 @@
 //! L4: pure decision engines. Values in, values out: no files, no clock, no environment.
 
+pub mod dod;
 pub mod guard;
