@@ -6,6 +6,7 @@
 pub mod cli;
 pub mod commands;
 pub mod dispatch;
+pub mod exec;
 pub mod git;
 pub mod journal;
 pub mod model;

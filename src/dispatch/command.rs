@@ -74,6 +74,8 @@ pub struct Command {
     pub class: Class,
     pub mcp: Mcp,
     pub needs: Needs,
+    /// What an `ro` caller should do instead, when sharper than recording a finding.
+    pub ro_alternative: Option<&'static str>,
     augment: fn(clap::Command) -> clap::Command,
     run: Runner,
 }
@@ -119,7 +121,10 @@ impl Command {
             };
             let command_path = name.replace('.', " ");
             let class = req.class(class);
-            if let Some(refusal) = ctx.guard_class(class, &req.display_path(&command_path)) {
+            let alternative = ctx.table().get(name).and_then(|c| c.ro_alternative);
+            if let Some(refusal) =
+                ctx.guard_class(class, &req.display_path(&command_path), alternative)
+            {
                 return Ok(Outcome::Refused(refusal));
             }
             match run(ctx, req)? {
@@ -142,6 +147,7 @@ impl Command {
             class,
             mcp: Mcp::EscapeHatch,
             needs: Needs::Workspace,
+            ro_alternative: None,
             augment: Req::augment_args,
             run: Box::new(runner),
         }
@@ -150,6 +156,12 @@ impl Command {
     /// Sets what the command needs before it runs.
     pub fn needs(mut self, needs: Needs) -> Command {
         self.needs = needs;
+        self
+    }
+
+    /// Sets the sharper alternative an `ro` caller is pointed to when refused.
+    pub fn ro_alternative(mut self, text: &'static str) -> Command {
+        self.ro_alternative = Some(text);
         self
     }
 

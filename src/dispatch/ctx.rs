@@ -152,14 +152,25 @@ impl<'t> Ctx<'t> {
     }
 
     /// The class gate of the guard for the resolved caller (no identity: nothing to check).
-    pub(super) fn guard_class(&self, class: super::Class, command: &str) -> Option<Refusal> {
+    pub(super) fn guard_class(
+        &self,
+        class: super::Class,
+        command: &str,
+        alternative: Option<&str>,
+    ) -> Option<Refusal> {
         let id = self.identity.get()?;
         let ask = id
             .agent
             .parent
             .as_deref()
             .unwrap_or(crate::model::id::ROOT_AGENT);
-        crate::policy::guard::class_gate(id.agent.grant, class.needs_rw(), command, ask, None)
+        crate::policy::guard::class_gate(
+            id.agent.grant,
+            class.needs_rw(),
+            command,
+            ask,
+            alternative,
+        )
     }
 
     /// True when the caller is rw (root included).

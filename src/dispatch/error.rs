@@ -135,6 +135,43 @@ impl From<objects::Error> for Error {
     }
 }
 
+impl From<objects::tasks::ResolveError> for Error {
+    fn from(e: objects::tasks::ResolveError) -> Error {
+        use objects::tasks::ResolveError as R;
+        match e {
+            R::NotFound {
+                reference,
+                searched,
+            } => Error::not_found(format!(
+                "no task matches `{reference}` (searched {searched})"
+            ))
+            .hint("list tasks with `dacli task list --all`"),
+            R::Ambiguous {
+                reference,
+                candidates,
+            } => {
+                let mut err = Error::new(
+                    ErrorKind::Usage,
+                    "E_AMBIGUOUS",
+                    format!(
+                        "`{reference}` matches {} tasks: {}",
+                        candidates.len(),
+                        candidates.join(", ")
+                    ),
+                );
+                for c in candidates {
+                    err = err.hint(format!("use `{c}`"));
+                }
+                err
+            }
+            R::NoProject { project } => {
+                Error::not_found(format!("no project `{project}` in this workspace"))
+                    .hint("list projects with `dacli project list --status all`")
+            }
+        }
+    }
+}
+
 fn detail(d: &str) -> String {
     if d.is_empty() {
         String::new()

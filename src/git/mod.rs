@@ -19,3 +19,19 @@ pub fn is_tracked(root: &Path, path: &str) -> Option<bool> {
         .ok()?;
     out.status.success().then_some(!out.stdout.is_empty())
 }
+
+/// The SHA of `HEAD` in the work tree `root`, when there is one.
+pub fn head_sha(root: &Path) -> Option<String> {
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the git module owns git subprocesses"
+    )]
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(["rev-parse", "--verify", "-q", "HEAD"])
+        .output()
+        .ok()?;
+    let sha = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    (out.status.success() && sha.len() == 40).then_some(sha)
+}

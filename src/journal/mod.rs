@@ -2,6 +2,8 @@
 //! knowing which mailbox events are still pending.
 
 pub mod fold;
+pub mod sync;
+pub mod view;
 
 use std::collections::{BTreeMap, BTreeSet};
 

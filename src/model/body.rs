@@ -178,6 +178,46 @@ pub fn first_code_span(text: &str) -> Option<String> {
     (!span.is_empty()).then(|| span.to_string())
 }
 
+/// Replaces the content of section `name` with `text` (one blank line before the next
+/// heading), creating the section at the end when it is missing.
+pub fn replace_section(body: &str, name: &str, text: &str) -> String {
+    let text = text.trim_end_matches('\n');
+    match section_range(body, name) {
+        Some(range) => {
+            let tail = &body[range.end..];
+            let sep = if tail.is_empty() { "\n" } else { "\n\n" };
+            format!("{}{text}{sep}{tail}", &body[..range.start])
+        }
+        None => {
+            let mut out = body.trim_end_matches('\n').to_string();
+            if !out.is_empty() {
+                out.push_str("\n\n");
+            }
+            out.push_str(&format!("## {name}\n{text}\n"));
+            out
+        }
+    }
+}
+
+/// Replaces the first level-1 heading's text (the title), keeping everything else.
+pub fn replace_title(body: &str, title: &str) -> String {
+    for (range, line, in_code) in lines_outside_code(body) {
+        if !in_code && heading_level(line) == 1 {
+            let newline = if body[range.clone()].ends_with('\n') {
+                "\n"
+            } else {
+                ""
+            };
+            return format!(
+                "{}# {title}{newline}{}",
+                &body[..range.start],
+                &body[range.end..]
+            );
+        }
+    }
+    format!("# {title}\n\n{body}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

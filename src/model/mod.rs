@@ -51,6 +51,25 @@ impl fmt::Display for Grant {
     }
 }
 
+/// A timestamp as the TOML offset date-time dacli writes: UTC, whole seconds, `Z`.
+pub fn toml_time(t: jiff::Timestamp) -> toml_edit::Datetime {
+    let dt = t.to_zoned(jiff::tz::TimeZone::UTC).datetime();
+    toml_edit::Datetime {
+        date: Some(toml_edit::Date {
+            year: dt.year() as u16,
+            month: dt.month() as u8,
+            day: dt.day() as u8,
+        }),
+        time: Some(toml_edit::Time {
+            hour: dt.hour() as u8,
+            minute: dt.minute() as u8,
+            second: Some(dt.second() as u8),
+            nanosecond: None,
+        }),
+        offset: Some(toml_edit::Offset::Z),
+    }
+}
+
 /// Formats a timestamp the way dacli writes and prints it: UTC, whole seconds, `Z`.
 pub fn format_time(t: jiff::Timestamp) -> String {
     t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()

@@ -37,6 +37,16 @@ impl Located {
         TaskRef::of(&self.project, &self.task)
     }
 
+    /// The `TaskRef` with the title as folded (a retitle by the owner shows at once).
+    pub fn task_ref_folded(&self) -> TaskRef {
+        let mut r = self.task_ref();
+        let title = self.doc.title();
+        if !title.is_empty() {
+            r.title = title.to_string();
+        }
+        r
+    }
+
     /// `<project>/<NNN>-<slug>`.
     pub fn reference(&self) -> String {
         self.task_ref().reference

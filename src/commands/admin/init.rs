@@ -5,8 +5,8 @@ use toml_edit::{DocumentMut, Item, Table, value};
 
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, ErrorKind, Needs, Outcome};
 use crate::model::agent::token_hash;
-use crate::model::format_time;
 use crate::model::id::{ROOT_AGENT, ulid_time};
+use crate::model::toml_time;
 use crate::store::{Document, TomlRecord};
 use crate::workspace::{SUPPORTED_FORMAT, find_work_tree};
 
@@ -112,7 +112,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     let mut agent = DocumentMut::new();
     agent["id"] = value(ROOT_AGENT);
     agent["kind"] = value("agent");
-    agent["created"] = value(toml_time(ulid_time(root_rev))?);
+    agent["created"] = value(toml_time(ulid_time(root_rev)));
     agent["created_by"] = value(ROOT_AGENT);
     agent["owner"] = value(ROOT_AGENT);
     agent["rev"] = value(root_rev.to_string());
@@ -158,12 +158,6 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
             .collect(),
         path: shown,
     }))
-}
-
-fn toml_time(t: jiff::Timestamp) -> Result<toml_edit::Datetime, Error> {
-    format_time(t)
-        .parse()
-        .map_err(|_| Error::internal("a formatted timestamp did not parse as TOML"))
 }
 
 fn render(r: &Response, ctx: &Ctx) -> String {

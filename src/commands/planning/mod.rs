@@ -1,7 +1,19 @@
 //! planning: projects and tasks (COMMANDS.md §5).
 
+mod check;
+mod common;
+mod done;
+mod life;
+mod project;
+mod task;
+
 use crate::dispatch::Command;
 
 pub(super) fn commands() -> Vec<Command> {
-    vec![]
+    let mut out = project::commands();
+    out.extend(task::commands());
+    out.extend(life::commands());
+    out.extend(check::commands());
+    out.extend(done::commands());
+    out
 }

@@ -1,0 +1,628 @@
+//! `ask`, `answer`, `threads`: questions that block work until someone answers them.
+
+use serde::{Deserialize, Serialize};
+use toml_edit::value;
+
+use crate::dispatch::{Class, Classify, Command, Ctx, Error, ErrorKind, Mcp, Outcome, Refusal};
+use crate::journal::sync::{Scope, sync_all};
+use crate::journal::view::World;
+use crate::journal::{self, NewEvent};
+use crate::model::event::EventHead;
+use crate::model::format_time;
+use crate::model::id::ROOT_AGENT;
+use crate::model::task::{Status, TaskRef};
+use crate::model::taskdoc::{Stamp, one_line};
+use crate::objects::{self, tasks};
+
+fn load(ctx: &Ctx) -> Result<World, Error> {
+    let ws = ctx.ws()?;
+    let world = World::load(ws, &|f| crate::policy::dod::evaluate(f).passed)?;
+    ctx.warn_all(world.warnings.clone());
+    Ok(world)
+}
+
+/// Ask a question about a task, a project (`p-<slug>`) or the `workspace`. A question about a
+/// task blocks it (unless `--no-block`) for every reader at once, until it is answered.
+#[derive(Debug, clap::Args, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AskRequest {
+    /// A task reference, `p-<slug>` or `workspace`.
+    #[serde(rename = "ref")]
+    #[arg(value_name = "REF")]
+    reference: String,
+    /// The question.
+    question: String,
+    /// Route to a role, or `human`.
+    #[arg(long, value_name = "ROLE|human")]
+    #[serde(default)]
+    to: Option<String>,
+    /// The repository path you need help with.
+    #[arg(long, value_name = "PATH")]
+    #[serde(default)]
+    need: Option<String>,
+    /// Do not block the task while waiting.
+    #[arg(long)]
+    #[serde(default)]
+    no_block: bool,
+}
+
+impl Classify for AskRequest {}
+
+#[derive(Debug, Serialize)]
+pub struct AskResponse {
+    question: String,
+    about: Option<TaskRef>,
+    about_id: String,
+    to: Option<String>,
+    blocks: bool,
+    effect: &'static str,
+}
+
+fn ask(ctx: &Ctx, req: AskRequest) -> Result<Outcome<AskResponse>, Error> {
+    let ws = ctx.ws()?;
+    let me = ctx.identity()?.agent.clone();
+    if req.question.trim().is_empty() {
+        return Err(Error::usage("QUESTION must not be empty"));
+    }
+    if let Some(n) = &req.need {
+        crate::workspace::names::check_repo_path(n)
+            .map_err(|m| Error::new(ErrorKind::Usage, "E_PATH_ESCAPE", format!("--need: {m}")))?;
+    }
+    if let Some(to) = &req.to
+        && to != "human"
+    {
+        objects::roles::load(ws, to)?;
+    }
+    let world = load(ctx)?;
+    let (about_id, task) = match req.reference.as_str() {
+        "workspace" => ("workspace".to_string(), None),
+        p if p.starts_with("p-") => {
+            let slug = &p[2..];
+            if !objects::projects::list(ws)?
+                .items
+                .iter()
+                .any(|x| x.slug == slug)
+            {
+                return Err(Error::not_found(format!("no project `{slug}`")));
+            }
+            (p.to_string(), None)
+        }
+        r => {
+            let t = world.resolve(r)?;
+            (t.task.id.clone(), Some(t))
+        }
+    };
+    if let Some(t) = task
+        && t.doc.status == Status::Done
+    {
+        let r = t.reference();
+        return Ok(Outcome::Refused(Refusal::new(
+            "task.is_done",
+            format!("{r} is done; its questions are closed"),
+            format!("{r} is done; request a reopen: `dacli task reopen {r} --reason \"…\"`."),
+        )));
+    }
+    // Routing: --to, else the caller's role's first escalation target, else the owner.
+    let to = match &req.to {
+        Some(t) => Some(t.clone()),
+        None => match me.role.as_deref() {
+            Some(role) if role != "root" => objects::roles::load(ws, role)
+                .ok()
+                .and_then(|r| r.escalate_to.first().cloned()),
+            _ => None,
+        },
+    };
+    let blocks = task.is_some() && !req.no_block;
+    let mut fields = Vec::new();
+    if let Some(n) = &req.need {
+        fields.push(("need", value(n.as_str())));
+    }
+    if let Some(t) = &to {
+        fields.push(("to", value(t.as_str())));
+    }
+    fields.push(("blocks", value(blocks)));
+    let id = ctx.new_ulid();
+    let ev = journal::append(
+        ws,
+        NewEvent {
+            id,
+            kind: "help",
+            created_by: &me.id,
+            about: Some(&about_id),
+            fields,
+            body: format!("{}\n", req.question.trim_end()),
+        },
+    )?;
+    let mut effect = "proposed";
+    // The owner's own blocking question moves the task at once; the Log line carries the
+    // event id, so no later fold applies it twice.
+    if let Some(t) = task
+        && blocks
+        && t.doc.owner() == me.id
+    {
+        let ulid = t.task.id.trim_start_matches("t-");
+        let _lock = ws.fs.lock(&ws.lock_path(&format!("task-{ulid}")))?;
+        let fresh = tasks::reload(ws, &t.project, &t.task.id)?;
+        let mut doc = fresh.doc.clone();
+        let at = format_time(ev.created);
+        if doc
+            .question(
+                &ev.id,
+                true,
+                Stamp {
+                    at: &at,
+                    by: &me.id,
+                    event: Some(&ev.id),
+                },
+            )
+            .is_ok()
+        {
+            doc.front["rev"] = value(ctx.new_ulid().to_string());
+            tasks::write(ws, &fresh, &doc)?;
+            effect = "applied";
+        }
+    }
+    Ok(Outcome::Done(AskResponse {
+        question: ev.id,
+        about: task.map(|t| t.task_ref_folded()),
+        about_id,
+        to,
+        blocks,
+        effect,
+    }))
+}
+
+fn render_ask(r: &AskResponse, ctx: &Ctx) -> String {
+    if ctx.quiet() {
+        return format!("{}\n", r.question);
+    }
+    let about = r
+        .about
+        .as_ref()
+        .map_or(r.about_id.clone(), |t| t.reference.clone());
+    format!(
+        "asked {} about {about}{}{}\nanswer with: dacli answer {} \"…\"\n",
+        r.question,
+        r.to.as_deref()
+            .map(|t| format!(", routed to {t}"))
+            .unwrap_or_default(),
+        if r.blocks {
+            "; the task is blocked until it is answered"
+        } else {
+            ""
+        },
+        &r.question[..8]
+    )
+}
+
+/// Answer a question (its full id, or a unique prefix of at least 8 characters). The answer
+/// unblocks the task it blocked and becomes a note (a finding by default, or a decision).
+#[derive(Debug, clap::Args, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerRequest {
+    /// The question's event id or a unique prefix (≥ 8 characters).
+    question: String,
+    /// The answer.
+    text: String,
+    /// What the answer becomes.
+    #[arg(long = "as", value_enum, default_value = "finding")]
+    #[serde(default = "finding", rename = "as")]
+    as_: AnswerAs,
+    /// Title of the note (default: `Answer: <first line of the question>`).
+    #[arg(long, value_name = "TEXT")]
+    #[serde(default)]
+    title: Option<String>,
+    #[arg(long, value_name = "TEXT")]
+    #[serde(default)]
+    chose: Option<String>,
+    #[arg(long, value_name = "TEXT")]
+    #[serde(default)]
+    rejected: Option<String>,
+    #[arg(long, value_name = "TEXT")]
+    #[serde(default)]
+    because: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum AnswerAs {
+    Finding,
+    Decision,
+    None,
+}
+
+fn finding() -> AnswerAs {
+    AnswerAs::Finding
+}
+
+impl AnswerAs {
+    fn as_str(self) -> &'static str {
+        match self {
+            AnswerAs::Finding => "finding",
+            AnswerAs::Decision => "decision",
+            AnswerAs::None => "none",
+        }
+    }
+}
+
+impl Classify for AnswerRequest {}
+
+#[derive(Debug, Serialize)]
+pub struct AnswerResponse {
+    question: String,
+    answer: String,
+    about: Option<TaskRef>,
+    unblocked: bool,
+    note: Option<String>,
+    effect: &'static str,
+}
+
+/// Finds a help event by full id or unique prefix of at least 8 characters.
+fn find_question<'w>(world: &'w World, input: &str) -> Result<&'w EventHead, Error> {
+    let want = input.trim().to_ascii_uppercase();
+    let helps: Vec<&EventHead> = world
+        .journal
+        .events
+        .iter()
+        .filter(|e| e.kind == "help")
+        .collect();
+    if want.len() == 26
+        && let Some(e) = helps.iter().find(|e| e.id == want)
+    {
+        return Ok(e);
+    }
+    let matches: Vec<&&EventHead> = helps.iter().filter(|e| e.id.starts_with(&want)).collect();
+    let ambiguous = |cands: Vec<String>| {
+        let mut err = Error::new(
+            ErrorKind::Usage,
+            "E_AMBIGUOUS",
+            format!(
+                "question `{input}` matches {} questions: {}",
+                cands.len(),
+                cands.join(", ")
+            ),
+        );
+        for c in cands {
+            err = err.hint(format!("use `{c}`"));
+        }
+        err
+    };
+    if want.len() < 8 {
+        let cands: Vec<String> = matches.iter().map(|e| e.id.clone()).collect();
+        if cands.is_empty() {
+            return Err(Error::not_found(format!(
+                "no question starts with `{input}`"
+            )));
+        }
+        return Err(ambiguous(cands).hint("give at least 8 characters of the question id"));
+    }
+    match matches.as_slice() {
+        [one] => Ok(one),
+        [] => Err(Error::not_found(format!("no question `{input}`"))
+            .hint("list open questions with `dacli threads --open`")),
+        many => Err(ambiguous(many.iter().map(|e| e.id.clone()).collect())),
+    }
+}
+
+fn answer(ctx: &Ctx, req: AnswerRequest) -> Result<Outcome<AnswerResponse>, Error> {
+    let ws = ctx.ws()?;
+    let me = ctx.identity()?.agent.clone();
+    if req.text.trim().is_empty() {
+        return Err(Error::usage("TEXT must not be empty"));
+    }
+    let world = load(ctx)?;
+    let q = find_question(&world, &req.question)?;
+    let about = q.about.clone().unwrap_or_else(|| "workspace".into());
+    let task = world.task(&about);
+    if let Some(prev) = world
+        .journal
+        .events
+        .iter()
+        .find(|e| e.kind == "answer" && e.field_str("question") == Some(q.id.as_str()))
+    {
+        let r = task.map_or(about.clone(), |t| t.reference());
+        let note = if prev.field_str("as") == Some("none") {
+            "no note".to_string()
+        } else {
+            format!("note n-{}", prev.id)
+        };
+        return Ok(Outcome::Refused(Refusal::new(
+            "question.answered",
+            format!(
+                "question {} was answered by {} ({note})",
+                q.id, prev.created_by
+            ),
+            format!(
+                "Answered by {} ({note}); add to it with `dacli note add finding \"…\" --about {r}`.",
+                prev.created_by
+            ),
+        )));
+    }
+    let title = match &req.title {
+        Some(t) => one_line(t).to_string(),
+        None => format!("Answer: {}", one_line(&q.body)),
+    };
+    let body = match req.as_ {
+        AnswerAs::Decision => {
+            let (Some(chose), Some(rejected), Some(because)) =
+                (&req.chose, &req.rejected, &req.because)
+            else {
+                let missing: Vec<&str> = [
+                    ("--chose", &req.chose),
+                    ("--rejected", &req.rejected),
+                    ("--because", &req.because),
+                ]
+                .iter()
+                .filter(|(_, v)| v.is_none())
+                .map(|(f, _)| *f)
+                .collect();
+                return Ok(Outcome::Refused(Refusal::new(
+                    "note.decision_incomplete",
+                    format!(
+                        "an answer as a decision needs --chose, --rejected and --because; missing {}",
+                        missing.join(", ")
+                    ),
+                    "Add `--rejected`: what you considered and did not choose, and why; it is what makes the decision safe to revisit.",
+                )));
+            };
+            format!(
+                "# {title}\n\n{}\n\n## Chose\n{}\n\n## Rejected\n{}\n\n## Because\n{}\n",
+                req.text.trim(),
+                chose.trim(),
+                rejected.trim(),
+                because.trim()
+            )
+        }
+        _ => format!("# {title}\n\n{}\n", req.text.trim()),
+    };
+    let ev = journal::append(
+        ws,
+        NewEvent {
+            id: ctx.new_ulid(),
+            kind: "answer",
+            created_by: &me.id,
+            about: Some(&about),
+            fields: vec![
+                ("question", value(q.id.as_str())),
+                ("as", value(req.as_.as_str())),
+            ],
+            body,
+        },
+    )?;
+    // The owner of the question's object applies the answer at once.
+    let owner = match task {
+        Some(t) => Some(t.doc.owner().to_string()),
+        None if about == "workspace" => Some(ROOT_AGENT.to_string()),
+        None => objects::projects::list(ws)?
+            .items
+            .into_iter()
+            .find(|p| format!("p-{}", p.slug) == about)
+            .map(|p| p.owner),
+    };
+    let mut effect = "proposed";
+    if owner.as_deref() == Some(me.id.as_str()) {
+        let mint = || ctx.new_ulid();
+        sync_all(
+            ws,
+            &me.id,
+            &mint,
+            &|f| crate::policy::dod::evaluate(f).passed,
+            &Scope {
+                about: Some(about.clone()),
+                decline: Vec::new(),
+                dry_run: false,
+            },
+        )?;
+        effect = "applied";
+    }
+    let after = load(ctx)?;
+    let unblocked = match (task, after.task(&about)) {
+        (Some(before), Some(now)) => {
+            before.doc.status == Status::Blocked && now.doc.status != Status::Blocked
+        }
+        _ => false,
+    };
+    Ok(Outcome::Done(AnswerResponse {
+        question: q.id.clone(),
+        answer: ev.id.clone(),
+        about: after.task(&about).map(|t| t.task_ref_folded()),
+        unblocked,
+        note: (req.as_ != AnswerAs::None).then(|| format!("n-{}", ev.id)),
+        effect,
+    }))
+}
+
+fn render_answer(r: &AnswerResponse, ctx: &Ctx) -> String {
+    if ctx.quiet() {
+        return String::new();
+    }
+    format!(
+        "answered {} (event {}){}{}\n",
+        r.question,
+        r.answer,
+        if r.unblocked {
+            "; the task is unblocked"
+        } else {
+            ""
+        },
+        r.note
+            .as_deref()
+            .map(|n| format!("; note {n}"))
+            .unwrap_or_default()
+    )
+}
+
+/// Questions and their answers: open ones first (oldest first), then answered (newest first).
+#[derive(Debug, clap::Args, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThreadsRequest {
+    /// Only questions about this task, `p-<slug>` or `workspace`.
+    #[arg(long, value_name = "REF")]
+    #[serde(default)]
+    about: Option<String>,
+    /// Only open questions.
+    #[arg(long)]
+    #[serde(default)]
+    open: bool,
+    /// Only questions routed to this role (or `human`).
+    #[arg(long, value_name = "ROLE")]
+    #[serde(default)]
+    to: Option<String>,
+    /// Only questions you asked or that are routed to your role.
+    #[arg(long)]
+    #[serde(default)]
+    mine: bool,
+    #[arg(long, value_name = "N", default_value_t = 50)]
+    #[serde(default = "fifty")]
+    limit: usize,
+}
+
+fn fifty() -> usize {
+    50
+}
+
+impl Classify for ThreadsRequest {}
+
+#[derive(Debug, Serialize)]
+pub struct AnswerView {
+    event: String,
+    by: String,
+    #[serde(rename = "as")]
+    as_: String,
+    note: Option<String>,
+    text: String,
+    at: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Thread {
+    question: String,
+    about: Option<TaskRef>,
+    about_id: Option<String>,
+    asked_by: String,
+    to: Option<String>,
+    blocks: bool,
+    state: &'static str,
+    asked_at: String,
+    text: String,
+    answers: Vec<AnswerView>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ThreadsResponse {
+    threads: Vec<Thread>,
+    open: usize,
+    truncated: bool,
+}
+
+fn threads(ctx: &Ctx, req: ThreadsRequest) -> Result<Outcome<ThreadsResponse>, Error> {
+    let me = ctx.identity()?.agent.clone();
+    let world = load(ctx)?;
+    let about = match req.about.as_deref() {
+        None => None,
+        Some(a) if a == "workspace" || a.starts_with("p-") => Some(a.to_string()),
+        Some(r) => Some(world.resolve(r)?.task.id.clone()),
+    };
+    let mut list: Vec<Thread> = world
+        .journal
+        .events
+        .iter()
+        .filter(|e| e.kind == "help")
+        .filter(|e| about.as_ref().is_none_or(|a| e.about.as_ref() == Some(a)))
+        .filter(|e| req.to.as_ref().is_none_or(|t| e.to.as_ref() == Some(t)))
+        .filter(|e| !req.mine || e.created_by == me.id || (e.to.is_some() && e.to == me.role))
+        .map(|e| {
+            let answers: Vec<AnswerView> = world
+                .journal
+                .events
+                .iter()
+                .filter(|a| a.kind == "answer" && a.field_str("question") == Some(e.id.as_str()))
+                .map(|a| AnswerView {
+                    event: a.id.clone(),
+                    by: a.created_by.clone(),
+                    as_: a.field_str("as").unwrap_or("finding").to_string(),
+                    note: (a.field_str("as") != Some("none")).then(|| format!("n-{}", a.id)),
+                    text: a.body.trim().to_string(),
+                    at: format_time(a.created),
+                })
+                .collect();
+            Thread {
+                question: e.id.clone(),
+                about: e
+                    .about
+                    .as_deref()
+                    .and_then(|a| world.task(a))
+                    .map(tasks::Located::task_ref_folded),
+                about_id: e.about.clone(),
+                asked_by: e.created_by.clone(),
+                to: e.to.clone(),
+                blocks: e.field_bool("blocks").unwrap_or(true),
+                state: if answers.is_empty() {
+                    "open"
+                } else {
+                    "answered"
+                },
+                asked_at: format_time(e.created),
+                text: e.body.trim().to_string(),
+                answers,
+            }
+        })
+        .filter(|t| !req.open || t.state == "open")
+        .collect();
+    let open = list.iter().filter(|t| t.state == "open").count();
+    list.sort_by(|a, b| match (a.state, b.state) {
+        ("open", "open") => a.question.cmp(&b.question),
+        ("open", _) => std::cmp::Ordering::Less,
+        (_, "open") => std::cmp::Ordering::Greater,
+        _ => b.question.cmp(&a.question),
+    });
+    let truncated = list.len() > req.limit;
+    list.truncate(req.limit);
+    Ok(Outcome::Done(ThreadsResponse {
+        threads: list,
+        open,
+        truncated,
+    }))
+}
+
+fn render_threads(r: &ThreadsResponse, _ctx: &Ctx) -> String {
+    if r.threads.is_empty() {
+        return "no questions\n".into();
+    }
+    let mut out = String::new();
+    for t in &r.threads {
+        let about = t
+            .about
+            .as_ref()
+            .map(|x| x.reference.clone())
+            .or(t.about_id.clone())
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "{} [{}] about {about}{}\n{} wrote:\n",
+            t.question,
+            t.state,
+            t.to.as_deref()
+                .map(|x| format!(", to {x}"))
+                .unwrap_or_default(),
+            t.asked_by
+        ));
+        for l in t.text.lines() {
+            out.push_str(&format!("    {l}\n"));
+        }
+        for a in &t.answers {
+            out.push_str(&format!("  {} answered ({}):\n", a.by, a.as_));
+            for l in a.text.lines() {
+                out.push_str(&format!("    {l}\n"));
+            }
+        }
+    }
+    out
+}
+
+pub(super) fn commands() -> Vec<Command> {
+    vec![
+        Command::new("ask", Class::Append, ask, render_ask).mcp(Mcp::Tier1("ask")),
+        Command::new("answer", Class::Append, answer, render_answer).mcp(Mcp::Tier1("answer")),
+        Command::new("threads", Class::Read, threads, render_threads),
+    ]
+}

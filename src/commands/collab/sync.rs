@@ -1,0 +1,127 @@
+//! `dacli sync`: the owner applies pending events, materialises notes, writes receipts.
+
+use serde::{Deserialize, Serialize};
+
+use crate::dispatch::{Class, Classify, Command, Ctx, Error, Outcome};
+use crate::journal::sync::{Scope, Synced, sync_all};
+use crate::journal::view::World;
+
+/// Apply the pending events about everything you own (root: also what retired or missing
+/// owners left, and `workspace`): each object is rewritten once, notes are materialised, and
+/// one receipt per object records what was applied or rejected. Finish requests whose
+/// definition of done is unmet, reopen requests and open questions stay pending.
+#[derive(Debug, clap::Args, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Request {
+    /// Only this object: a task reference, `p-<slug>` or `workspace`.
+    #[arg(long, value_name = "REF|PROJECT|workspace")]
+    #[serde(default)]
+    about: Option<String>,
+    /// Report what would happen; write nothing.
+    #[arg(long)]
+    #[serde(default)]
+    dry_run: bool,
+    /// Reject this pending event (reason `declined`); repeatable.
+    #[arg(long = "decline", value_name = "EVENT")]
+    #[serde(default)]
+    decline: Vec<String>,
+}
+
+impl Classify for Request {}
+
+#[derive(Debug, Serialize)]
+pub struct Summary {
+    applied: usize,
+    rejected: usize,
+    pending: usize,
+    not_owned: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Response {
+    objects: Vec<Synced>,
+    summary: Summary,
+    dry_run: bool,
+}
+
+fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
+    let ws = ctx.ws()?;
+    let me = ctx.identity()?.agent.id.clone();
+    let about = match req.about.as_deref() {
+        None => None,
+        Some("workspace") => Some("workspace".to_string()),
+        Some(p) if p.starts_with("p-") => Some(p.to_string()),
+        Some(r) => {
+            let world = World::load(ws, &|f| crate::policy::dod::evaluate(f).passed)?;
+            Some(world.resolve(r)?.task.id.clone())
+        }
+    };
+    let decline = req.decline.iter().map(|d| d.to_ascii_uppercase()).collect();
+    let mint = || ctx.new_ulid();
+    let (objects, not_owned) = sync_all(
+        ws,
+        &me,
+        &mint,
+        &|f| crate::policy::dod::evaluate(f).passed,
+        &Scope {
+            about,
+            decline,
+            dry_run: req.dry_run,
+        },
+    )?;
+    let summary = Summary {
+        applied: objects.iter().map(|o| o.applied.len()).sum(),
+        rejected: objects.iter().map(|o| o.rejected.len()).sum(),
+        pending: objects.iter().map(|o| o.pending.len()).sum(),
+        not_owned,
+    };
+    Ok(Outcome::Done(Response {
+        objects,
+        summary,
+        dry_run: req.dry_run,
+    }))
+}
+
+fn render(r: &Response, ctx: &Ctx) -> String {
+    if ctx.quiet() {
+        return String::new();
+    }
+    let mut out = String::new();
+    for o in &r.objects {
+        out.push_str(&format!(
+            "{}: {} applied, {} rejected, {} pending{}\n",
+            o.about,
+            o.applied.len(),
+            o.rejected.len(),
+            o.pending.len(),
+            o.receipt
+                .as_deref()
+                .map(|r| format!(" (receipt {r})"))
+                .unwrap_or_default()
+        ));
+        for rej in &o.rejected {
+            out.push_str(&format!("  rejected {}: {}\n", rej.id, rej.reason));
+        }
+        for p in &o.pending {
+            out.push_str(&format!("  pending {}: {}\n", p.id, p.why));
+        }
+        for n in &o.notes {
+            out.push_str(&format!("  note {n}\n"));
+        }
+    }
+    out.push_str(&format!(
+        "{}{} applied, {} rejected, {} pending; {} object(s) with pending events belong to others\n",
+        if r.dry_run { "dry run: " } else { "" },
+        r.summary.applied,
+        r.summary.rejected,
+        r.summary.pending,
+        r.summary.not_owned
+    ));
+    out
+}
+
+pub(super) fn commands() -> Vec<Command> {
+    vec![Command::new("sync", Class::Mutate, run, render).ro_alternative(
+        "leave it: your events are already visible to every reader, and each object's owner applies them at its sync",
+    )]
+}

@@ -1,0 +1,311 @@
+//! What the planning commands share: loading the folded world, resolving references, acting
+//! as owner (sync first, then the transition, one write), and appending events.
+
+use std::collections::BTreeSet;
+
+use toml_edit::Item;
+
+use crate::dispatch::{Ctx, Error};
+use crate::journal::fold::{Folded, dod_facts, fold_task};
+use crate::journal::sync::{Synced, sync_task};
+use crate::journal::view::World;
+use crate::journal::{self, Journal, NewEvent};
+use crate::model::agent::AgentStatus;
+use crate::model::event::EventHead;
+use crate::model::format_time;
+use crate::model::id::ROOT_AGENT;
+use crate::model::taskdoc::{Stamp, TaskDoc};
+use crate::objects::{self, notes, tasks};
+use crate::store::LockGuard;
+use crate::workspace::Workspace;
+
+/// Loads the folded world and reports skipped files.
+pub(super) fn world(ctx: &Ctx) -> Result<World, Error> {
+    let ws = ctx.ws()?;
+    let world = World::load(ws, &|f| crate::policy::dod::evaluate(f).passed)?;
+    ctx.warn_all(world.warnings.clone());
+    Ok(world)
+}
+
+/// The formatted "now" for Log lines.
+pub(super) fn now_text(ctx: &Ctx) -> String {
+    format_time(ctx.now())
+}
+
+/// Whether the caller rewrites this object as its owner: it is the owner, or it is root and
+/// the owner is retired or missing (root acts for them, FORMAT §13.1).
+pub(super) fn acts_as_owner(ctx: &Ctx, owner: &str) -> Result<bool, Error> {
+    let me = &ctx.identity()?.agent.id;
+    if me == owner {
+        return Ok(true);
+    }
+    if me != ROOT_AGENT {
+        return Ok(false);
+    }
+    let ws = ctx.ws()?;
+    Ok(match objects::agents::load(ws, owner) {
+        Ok(a) => a.status == AgentStatus::Retired,
+        Err(objects::Error::NotFound { .. }) => true,
+        Err(e) => return Err(e.into()),
+    })
+}
+
+/// A task re-read under its lock, with a journal read after the lock was taken.
+pub(super) struct Locked {
+    _guard: LockGuard,
+    pub task: tasks::Located,
+    pub journal: Journal,
+    pub notes: Vec<notes::Located>,
+}
+
+impl Locked {
+    /// Takes `task-<ULID>.lock` and re-reads the task and the journal.
+    pub(super) fn take(ctx: &Ctx, t: &tasks::Located) -> Result<Locked, Error> {
+        let ws = ctx.ws()?;
+        let ulid = t.task.id.trim_start_matches("t-");
+        let guard = ws.fs.lock(&ws.lock_path(&format!("task-{ulid}")))?;
+        let task = tasks::reload(ws, &t.project, &t.task.id)?;
+        let journal = journal::read(ws)?;
+        let notes = notes::list(ws)?.items;
+        Ok(Locked {
+            _guard: guard,
+            task,
+            journal,
+            notes,
+        })
+    }
+
+    /// The folded view of the locked task.
+    pub(super) fn folded(&self, ws: &Workspace) -> (TaskDoc, Folded) {
+        let mut doc = self.task.doc.clone();
+        let pending: Vec<&EventHead> = self.journal.pending_about(&self.task.task.id).collect();
+        let snapshot = self.task.clone();
+        let folded = fold_task(&mut doc, &pending, &self.journal, &mut |d: &TaskDoc| {
+            crate::policy::dod::evaluate(&dod_facts(ws, &self.journal, &self.notes, &snapshot, d))
+                .passed
+        });
+        (doc, folded)
+    }
+
+    /// As owner: applies the pending events for real (with a receipt) and re-reads the task,
+    /// so the owner's own transition lands on top of everything that came before it.
+    pub(super) fn sync_first(&mut self, ctx: &Ctx) -> Result<Synced, Error> {
+        let ws = ctx.ws()?;
+        let me = ctx.identity()?.agent.id.clone();
+        let mint = || ctx.new_ulid();
+        let snapshot = self.task.clone();
+        let journal = &self.journal;
+        let notes = &self.notes;
+        let (_, synced) = sync_task(
+            ws,
+            journal,
+            &self.task,
+            &me,
+            &mint,
+            &mut |d: &TaskDoc| {
+                crate::policy::dod::evaluate(&dod_facts(ws, journal, notes, &snapshot, d)).passed
+            },
+            &[],
+            false,
+        )?;
+        if synced.receipt.is_some() || !synced.applied.is_empty() {
+            self.task = tasks::reload(ws, &self.task.project, &self.task.task.id)?;
+            self.journal = journal::read(ws)?;
+            self.notes = notes::list(ws)?.items;
+        }
+        Ok(synced)
+    }
+
+    /// Writes `doc` over the locked task with a fresh `rev`; returns the new path.
+    pub(super) fn write(&self, ctx: &Ctx, mut doc: TaskDoc) -> Result<String, Error> {
+        let ws = ctx.ws()?;
+        doc.front["rev"] = toml_edit::value(ctx.new_ulid().to_string());
+        let path = tasks::write(ws, &self.task, &doc)?;
+        Ok(ws.display(&path))
+    }
+}
+
+/// A stamp for the caller's own direct act (no event).
+pub(super) fn own_stamp<'a>(at: &'a str, me: &'a str) -> Stamp<'a> {
+    Stamp {
+        at,
+        by: me,
+        event: None,
+    }
+}
+
+/// Appends an event by the caller about `about`.
+pub(super) fn append_event(
+    ctx: &Ctx,
+    kind: &str,
+    about: &str,
+    fields: Vec<(&str, Item)>,
+    body: String,
+) -> Result<EventHead, Error> {
+    let ws = ctx.ws()?;
+    let me = ctx.identity()?.agent.id.clone();
+    Ok(journal::append(
+        ws,
+        NewEvent {
+            id: ctx.new_ulid(),
+            kind,
+            created_by: &me,
+            about: Some(about),
+            fields,
+            body,
+        },
+    )?)
+}
+
+/// Resolves a project given as slug or `p-<slug>` among the existing ones.
+pub(super) fn project_slug(ws: &Workspace, input: &str) -> Result<String, Error> {
+    let slug = input.strip_prefix("p-").unwrap_or(input);
+    crate::workspace::names::check_slug(slug).map_err(Error::bad_slug)?;
+    let listing = objects::projects::list(ws)?;
+    if listing.items.iter().any(|p| p.slug == slug) {
+        Ok(slug.to_string())
+    } else {
+        Err(
+            Error::not_found(format!("no project `{slug}` in this workspace"))
+                .hint("list projects with `dacli project list --status all`"),
+        )
+    }
+}
+
+/// Ids of every task that (transitively) has `id` as parent or dependency target, used for
+/// cycle checks: adding an edge `from -> to` closes a cycle when `from` is reachable from `to`.
+pub(super) fn reaches(world: &World, from: &str, target: &str) -> Option<Vec<String>> {
+    // Depth-first over parent and dependency edges from `from`, looking for `target`.
+    let mut stack = vec![(from.to_string(), vec![from.to_string()])];
+    let mut seen = BTreeSet::new();
+    while let Some((id, path)) = stack.pop() {
+        if id == target {
+            return Some(path);
+        }
+        if !seen.insert(id.clone()) {
+            continue;
+        }
+        let Some(t) = world.task(&id) else { continue };
+        let mut next: Vec<String> = t.doc.depends_on().into_iter().map(|d| d.on).collect();
+        next.extend(t.doc.parent().map(str::to_string));
+        for n in next {
+            let mut p = path.clone();
+            p.push(n.clone());
+            stack.push((n, p));
+        }
+    }
+    None
+}
+
+/// The refusal text for a cycle `a → … → a`, with task references.
+pub(super) fn cycle_text(world: &World, path: &[String]) -> String {
+    path.iter()
+        .map(|id| world.task(id).map_or(id.clone(), |t| t.reference()))
+        .collect::<Vec<_>>()
+        .join(" → ")
+}
+
+/// The result of a dual command (COMMANDS.md §1.4): the owner mutates, anyone else appends.
+#[derive(Debug, serde::Serialize)]
+pub(super) struct DualResult {
+    pub task: crate::model::task::TaskRef,
+    pub status: crate::model::task::Status,
+    pub assignee: Option<String>,
+    pub effect: &'static str,
+    pub event: Option<String>,
+}
+
+/// What a dual command does once the task is locked and folded.
+pub(super) struct Dual<'a> {
+    /// The event kind for the non-owner path.
+    pub kind: &'a str,
+    pub fields: Vec<(&'a str, Item)>,
+    pub body: String,
+}
+
+/// A dual command's look at the folded view under the lock: `Some(Err)` refuses,
+/// `Some(Ok(()))` means already so (unchanged), `None` proceeds.
+pub(super) type Precheck<'a> =
+    dyn Fn(&TaskDoc, &tasks::Located) -> Option<Result<(), crate::model::Refusal>> + 'a;
+
+/// Runs a dual command. `precheck` sees the folded view under the lock and may refuse or
+/// declare the request a no-op (`Ok(Some(None))` = unchanged). `apply` performs the
+/// transition, on the owner's file or, for others, in memory to report the folded result.
+pub(super) fn run_dual(
+    ctx: &Ctx,
+    reference: &str,
+    owner_path: bool,
+    spec: Dual<'_>,
+    precheck: &Precheck<'_>,
+    apply: &dyn Fn(
+        &mut TaskDoc,
+        Stamp<'_>,
+    ) -> Result<crate::model::taskdoc::Change, crate::model::taskdoc::Reject>,
+) -> Result<crate::dispatch::Outcome<DualResult>, Error> {
+    use crate::dispatch::Outcome;
+    use crate::model::taskdoc::Change;
+    let ws = ctx.ws()?;
+    let me = ctx.identity()?.agent.id.clone();
+    let world = world(ctx)?;
+    let t = world.resolve(reference)?;
+    let mut locked = Locked::take(ctx, t)?;
+    let (view, _) = locked.folded(ws);
+    let task_ref = locked.task.task_ref_folded();
+    match precheck(&view, &locked.task) {
+        Some(Err(refusal)) => return Ok(Outcome::Refused(refusal)),
+        Some(Ok(())) => {
+            return Ok(Outcome::Done(DualResult {
+                task: task_ref,
+                status: view.status,
+                assignee: view.assignee().map(str::to_string),
+                effect: "unchanged",
+                event: None,
+            }));
+        }
+        None => {}
+    }
+    let at = now_text(ctx);
+    if owner_path && acts_as_owner(ctx, view.owner())? {
+        locked.sync_first(ctx)?;
+        let mut doc = locked.task.doc.clone();
+        let change = apply(&mut doc, own_stamp(&at, &me)).map_err(|r| {
+            Error::new(
+                crate::dispatch::ErrorKind::Conflict,
+                "E_CONFLICT",
+                format!("{} cannot apply: {}", task_ref.reference, r.as_str()),
+            )
+        })?;
+        let (status, assignee) = (doc.status, doc.assignee().map(str::to_string));
+        if change == Change::Applied {
+            locked.write(ctx, doc)?;
+        }
+        return Ok(Outcome::Done(DualResult {
+            task: task_ref,
+            status,
+            assignee,
+            effect: if change == Change::Applied {
+                "applied"
+            } else {
+                "unchanged"
+            },
+            event: None,
+        }));
+    }
+    let ev = append_event(ctx, spec.kind, &locked.task.task.id, spec.fields, spec.body)?;
+    let mut after = view.clone();
+    let _ = apply(
+        &mut after,
+        Stamp {
+            at: &at,
+            by: &me,
+            event: Some(&ev.id),
+        },
+    );
+    Ok(Outcome::Done(DualResult {
+        task: task_ref,
+        status: after.status,
+        assignee: after.assignee().map(str::to_string),
+        effect: "proposed",
+        event: Some(ev.id),
+    }))
+}

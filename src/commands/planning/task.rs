@@ -1,0 +1,1166 @@
+//! `task add | list | show | edit` (COMMANDS.md §5).
+
+use serde::{Deserialize, Serialize};
+use toml_edit::{Array, DocumentMut, InlineTable, Value, value};
+
+use super::common::{Locked, acts_as_owner, cycle_text, project_slug, reaches, world};
+use crate::dispatch::text::table;
+use crate::dispatch::{Class, Classify, Command, Ctx, Error, ErrorKind, Mcp, Outcome, Refusal};
+use crate::journal::view::{TaskSummary, World};
+use crate::model::body::{
+    append_to_section, replace_section, replace_title, section_items, section_text,
+};
+use crate::model::dod::DodReport;
+use crate::model::format_time;
+use crate::model::id::ulid_time;
+use crate::model::task::{DEP_TYPES, Dependency, Estimate, Status, TaskRef};
+use crate::model::taskdoc::TaskDoc;
+use crate::model::toml_time;
+use crate::objects::{projects, tasks};
+use crate::workspace::names::{check_repo_path, check_slug, slugify};
+
+/// MoSCoW priority.
+#[derive(Debug, Clone, Copy, clap::ValueEnum, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Priority {
+    Must,
+    Should,
+    Could,
+    Wont,
+}
+
+impl Priority {
+    fn as_str(self) -> &'static str {
+        match self {
+            Priority::Must => "must",
+            Priority::Should => "should",
+            Priority::Could => "could",
+            Priority::Wont => "wont",
+        }
+    }
+}
+
+/// Create a task in `open/` of a project; you become its owner.
+///
+/// Give it acceptance criteria (`--accept`, repeatable): a criterion naming a command in
+/// backticks must be verified with `task check --verify` before the task can be done.
+#[derive(Debug, clap::Args, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AddRequest {
+    /// One-line title.
+    title: String,
+    /// The project (default: the only active project).
+    #[arg(long, value_name = "PROJECT")]
+    #[serde(default)]
+    project: Option<String>,
+    /// The outcome this task serves.
+    #[arg(long = "so-that", value_name = "TEXT")]
+    #[serde(default)]
+    so_that: Option<String>,
+    /// Background a worker needs.
+    #[arg(long, value_name = "TEXT")]
+    #[serde(default)]
+    context: Option<String>,
+    /// An acceptance criterion (repeatable).
+    #[arg(long = "accept", value_name = "TEXT")]
+    #[serde(default)]
+    accept: Vec<String>,
+    /// Something explicitly not part of this task (repeatable).
+    #[arg(long = "out-of-scope", value_name = "TEXT")]
+    #[serde(default)]
+    out_of_scope: Vec<String>,
+    /// Three-point estimate `O,P,Q` (optimistic ≤ probable ≤ pessimistic); a single number is
+    /// refused.
+    #[arg(long, value_name = "O,P,Q")]
+    #[serde(default)]
+    estimate: Option<String>,
+    #[arg(long, value_enum, default_value = "should")]
+    #[serde(default = "should")]
+    priority: Priority,
+    /// Parent task (same project).
+    #[arg(long, value_name = "REF")]
+    #[serde(default)]
+    parent: Option<String>,
+    /// A dependency `REF[:FS|SS|FF|SF]` (repeatable; default FS).
+    #[arg(long = "depends-on", value_name = "REF[:TYPE]")]
+    #[serde(default)]
+    depends_on: Vec<String>,
+    /// A repository path this task touches (repeatable).
+    #[arg(long = "trace", value_name = "PATH")]
+    #[serde(default)]
+    traces: Vec<String>,
+    /// A tag (repeatable).
+    #[arg(long = "tag", value_name = "TAG")]
+    #[serde(default)]
+    tags: Vec<String>,
+    /// Create it even when a not-done task has the same title.
+    #[arg(long)]
+    #[serde(default)]
+    allow_duplicate: bool,
+}
+
+fn should() -> Priority {
+    Priority::Should
+}
+
+impl Classify for AddRequest {}
+
+#[derive(Debug, Serialize)]
+pub struct Notice {
+    code: &'static str,
+    message: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct AddResponse {
+    task: TaskSummary,
+    path: String,
+    notices: Vec<Notice>,
+    effect: &'static str,
+}
+
+fn line(flag: &str, text: &str) -> Result<(), Error> {
+    if text.contains('\n') || text.trim().is_empty() {
+        Err(Error::usage(format!("{flag} must be one non-empty line")))
+    } else {
+        Ok(())
+    }
+}
+
+/// Parses `REF[:TYPE]`.
+fn parse_dep(spec: &str) -> Result<(&str, &str), Error> {
+    match spec.rsplit_once(':') {
+        Some((r, t)) if DEP_TYPES.contains(&t) => Ok((r, t)),
+        Some((_, t)) if t.chars().all(|c| c.is_ascii_uppercase()) && !t.is_empty() => {
+            Err(Error::usage(format!(
+                "--depends-on `{spec}`: type `{t}` is not one of FS, SS, FF, SF"
+            )))
+        }
+        _ => Ok((spec, "FS")),
+    }
+}
+
+fn resolve_in<'w>(
+    world: &'w World,
+    project: &str,
+    reference: &str,
+) -> Result<&'w tasks::Located, Error> {
+    // Short forms are tried within the project first; ids and qualified forms as given.
+    let scoped = if reference.contains('/') {
+        reference.to_string()
+    } else {
+        format!("{project}/{reference}")
+    };
+    match world.resolve(&scoped) {
+        Ok(t) => Ok(t),
+        // A bare id or number might live in another project: resolve workspace-wide then.
+        Err(_) => Ok(world.resolve(reference)?),
+    }
+}
+
+fn dep_array(deps: &[Dependency]) -> Array {
+    let mut arr = Array::new();
+    for d in deps {
+        let mut t = InlineTable::new();
+        t.insert("on", Value::from(d.on.as_str()));
+        t.insert("type", Value::from(d.kind.as_str()));
+        arr.push(Value::InlineTable(t));
+    }
+    arr
+}
+
+fn str_array(items: &[String]) -> Array {
+    let mut a = Array::new();
+    for i in items {
+        a.push(i.as_str());
+    }
+    a
+}
+
+fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
+    let ws = ctx.ws()?;
+    let me = ctx.identity()?.agent.id.clone();
+    line("TITLE", &req.title)?;
+    for (flag, items) in [
+        ("--accept", &req.accept),
+        ("--out-of-scope", &req.out_of_scope),
+    ] {
+        for i in items {
+            line(flag, i)?;
+        }
+    }
+    let estimate = match &req.estimate {
+        Some(e) => Some(Estimate::parse(e).map_err(|m| Error::usage(format!("--estimate: {m}")))?),
+        None => None,
+    };
+    for t in &req.traces {
+        check_repo_path(t)
+            .map_err(|m| Error::new(ErrorKind::Usage, "E_PATH_ESCAPE", format!("--trace: {m}")))?;
+    }
+    for t in &req.tags {
+        check_slug(t).map_err(|m| Error::bad_slug(format!("--tag: {m}")))?;
+    }
+    let listing = projects::list(ws)?;
+    ctx.warn_all(listing.warnings.clone());
+    let project = match &req.project {
+        Some(p) => project_slug(ws, p)?,
+        None => {
+            let active: Vec<_> = listing
+                .items
+                .iter()
+                .filter(|p| p.status == "active")
+                .collect();
+            match active.as_slice() {
+                [one] => one.slug.clone(),
+                [] => {
+                    return Err(Error::usage("no active project: pass --project")
+                        .hint("create one with `dacli project add \"…\"`"));
+                }
+                many => {
+                    return Err(Error::usage(format!(
+                        "several active projects ({}): pass --project",
+                        many.iter()
+                            .map(|p| p.slug.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )));
+                }
+            }
+        }
+    };
+    let head = listing
+        .items
+        .iter()
+        .find(|p| p.slug == project)
+        .ok_or_else(|| Error::not_found(format!("no project `{project}`")))?;
+    if head.status != "active" {
+        return Ok(Outcome::Refused(Refusal::new(
+            "project.not_active",
+            format!(
+                "project {project} is {}; tasks are created in active projects only",
+                head.status
+            ),
+            format!(
+                "{project} is {}; ask {}: `dacli project edit {project} --status active`.",
+                head.status, head.owner
+            ),
+        )));
+    }
+    let world = world(ctx)?;
+    let title_slug = slugify(&req.title);
+    if !req.allow_duplicate
+        && let Some(dup) = world.tasks.iter().find(|t| {
+            t.project == project
+                && t.doc.status != Status::Done
+                && slugify(t.doc.title()) == title_slug
+        })
+    {
+        return Ok(Outcome::Refused(Refusal::new(
+            "task.duplicate",
+            format!("{} already has this title and is not done", dup.reference()),
+            format!(
+                "{} has this title: update it, or pass `--allow-duplicate` if the work differs.",
+                dup.reference()
+            ),
+        )));
+    }
+    let parent = match &req.parent {
+        Some(r) => {
+            let p = resolve_in(&world, &project, r)?;
+            if p.project != project {
+                return Err(Error::usage(format!(
+                    "--parent {} is in project {}, not {project}: a parent must be in the same project",
+                    p.reference(),
+                    p.project
+                )));
+            }
+            Some(p.task.id.clone())
+        }
+        None => None,
+    };
+    let mut deps = Vec::new();
+    for spec in &req.depends_on {
+        let (r, kind) = parse_dep(spec)?;
+        let t = resolve_in(&world, &project, r)?;
+        if !deps.iter().any(|d: &Dependency| d.on == t.task.id) {
+            deps.push(Dependency {
+                on: t.task.id.clone(),
+                kind: kind.to_string(),
+            });
+        }
+    }
+    let id = ctx.new_ulid();
+    let created = ulid_time(id);
+    let mut front = DocumentMut::new();
+    front["id"] = value(format!("t-{id}"));
+    front["kind"] = value("task");
+    front["created"] = value(toml_time(created));
+    front["created_by"] = value(me.as_str());
+    front["owner"] = value(me.as_str());
+    front["rev"] = value(id.to_string());
+    if let Some(p) = &parent {
+        front["parent"] = value(p.as_str());
+    }
+    front["priority"] = value(req.priority.as_str());
+    if let Some(e) = estimate {
+        let mut t = InlineTable::new();
+        for (k, v) in [
+            ("optimistic", e.optimistic),
+            ("probable", e.probable),
+            ("pessimistic", e.pessimistic),
+        ] {
+            t.insert(k, number(v));
+        }
+        front["estimate"] = value(t);
+    }
+    if !deps.is_empty() {
+        front["depends_on"] = value(dep_array(&deps));
+    }
+    if !req.traces.is_empty() {
+        front["traces"] = value(str_array(&req.traces));
+    }
+    if !req.tags.is_empty() {
+        front["tags"] = value(str_array(&req.tags));
+    }
+    let mut body = format!("# {}\n", req.title.trim());
+    if let Some(s) = &req.so_that {
+        body.push_str(&format!("\n## So that\n{}\n", s.trim()));
+    }
+    if let Some(c) = &req.context {
+        body.push_str(&format!("\n## Context\n{}\n", c.trim()));
+    }
+    body.push_str("\n## Acceptance\n");
+    for a in &req.accept {
+        body.push_str(&format!("- [ ] {}\n", a.trim()));
+    }
+    if !req.out_of_scope.is_empty() {
+        body.push_str("\n## Out of scope\n");
+        for o in &req.out_of_scope {
+            body.push_str(&format!("- {}\n", o.trim()));
+        }
+    }
+    body.push_str(&format!(
+        "\n## Log\n- {} {me} created\n",
+        format_time(created)
+    ));
+    let doc = TaskDoc {
+        front,
+        body,
+        status: Status::Open,
+    };
+    let created = tasks::create(ws, &project, &title_slug, doc)?;
+    let mut notices = Vec::new();
+    if req.accept.is_empty() {
+        notices.push(Notice {
+            code: "no_acceptance",
+            message: format!(
+                "{} has no acceptance criteria; it cannot be done until it has some (`dacli task edit {} --accept \"…\"`)",
+                created.reference(),
+                created.reference()
+            ),
+        });
+    }
+    let world = World::load(ws, &|f| crate::policy::dod::evaluate(f).passed)?;
+    let summary = world.summary(world.task(&created.task.id).unwrap_or(&created));
+    Ok(Outcome::Done(AddResponse {
+        task: summary,
+        path: created.path,
+        notices,
+        effect: "created",
+    }))
+}
+
+/// An effort number as TOML: integers stay integers (`2`, not `2.0`).
+fn number(v: f64) -> Value {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        Value::from(v as i64)
+    } else {
+        Value::from(v)
+    }
+}
+
+fn render_add(r: &AddResponse, ctx: &Ctx) -> String {
+    let mut out = String::new();
+    if !ctx.quiet() {
+        out.push_str(&format!(
+            "created {}  {}\n",
+            r.task.task.reference, r.task.task.title
+        ));
+    }
+    for n in &r.notices {
+        out.push_str(&format!("note: {}\n", n.message));
+    }
+    out
+}
+
+/// List tasks (open, active and blocked by default; `--all` adds done), folded with every
+/// pending event.
+#[derive(Debug, clap::Args, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListRequest {
+    #[arg(long, value_name = "PROJECT")]
+    #[serde(default)]
+    project: Option<String>,
+    /// Only these statuses (repeatable).
+    #[arg(long = "status", value_enum)]
+    #[serde(default)]
+    status: Vec<StatusArg>,
+    /// Include done tasks.
+    #[arg(long)]
+    #[serde(default)]
+    all: bool,
+    #[arg(long, value_name = "AGENT")]
+    #[serde(default)]
+    assignee: Option<String>,
+    #[arg(long, value_name = "AGENT")]
+    #[serde(default)]
+    owner: Option<String>,
+    /// Only tasks assigned to you.
+    #[arg(long)]
+    #[serde(default)]
+    mine: bool,
+    /// Only tasks ready to start, best first.
+    #[arg(long)]
+    #[serde(default)]
+    ready: bool,
+    #[arg(long, value_name = "TAG")]
+    #[serde(default)]
+    tag: Option<String>,
+    /// Only children of this task.
+    #[arg(long, value_name = "REF")]
+    #[serde(default)]
+    parent: Option<String>,
+    /// At most N tasks (0: all).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[serde(default)]
+    limit: usize,
+    /// Continue after this cursor (the `next_cursor` of the previous page).
+    #[arg(long, value_name = "CURSOR")]
+    #[serde(default)]
+    cursor: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum StatusArg {
+    Open,
+    Active,
+    Blocked,
+    Done,
+}
+
+impl StatusArg {
+    fn status(self) -> Status {
+        match self {
+            StatusArg::Open => Status::Open,
+            StatusArg::Active => Status::Active,
+            StatusArg::Blocked => Status::Blocked,
+            StatusArg::Done => Status::Done,
+        }
+    }
+}
+
+impl Classify for ListRequest {}
+
+#[derive(Debug, Serialize)]
+pub struct ListResponse {
+    tasks: Vec<TaskSummary>,
+    total: usize,
+    truncated: bool,
+    next_cursor: Option<String>,
+}
+
+fn list(ctx: &Ctx, req: ListRequest) -> Result<Outcome<ListResponse>, Error> {
+    let ws = ctx.ws()?;
+    let me = ctx.identity()?.agent.id.clone();
+    let world = world(ctx)?;
+    let project = req
+        .project
+        .as_deref()
+        .map(|p| project_slug(ws, p))
+        .transpose()?;
+    let parent = match &req.parent {
+        Some(r) => Some(world.resolve(r)?.task.id.clone()),
+        None => None,
+    };
+    let statuses: Vec<Status> = if !req.status.is_empty() {
+        req.status.iter().map(|s| s.status()).collect()
+    } else if req.all {
+        Status::ALL.to_vec()
+    } else {
+        vec![Status::Open, Status::Active, Status::Blocked]
+    };
+    let mut selected: Vec<&tasks::Located> = world
+        .tasks
+        .iter()
+        .filter(|t| project.as_ref().is_none_or(|p| &t.project == p))
+        .filter(|t| statuses.contains(&t.doc.status))
+        .filter(|t| {
+            req.assignee
+                .as_deref()
+                .is_none_or(|a| t.doc.assignee() == Some(a))
+        })
+        .filter(|t| req.owner.as_deref().is_none_or(|o| t.doc.owner() == o))
+        .filter(|t| !req.mine || t.doc.assignee() == Some(me.as_str()))
+        .filter(|t| req.tag.as_ref().is_none_or(|g| t.doc.tags().contains(g)))
+        .filter(|t| parent.as_deref().is_none_or(|p| t.doc.parent() == Some(p)))
+        .collect();
+    selected.sort_by(|a, b| {
+        (&a.project, a.task.number, &a.task.id).cmp(&(&b.project, b.task.number, &b.task.id))
+    });
+    if req.ready {
+        selected = ready_order(&world, selected);
+    }
+    let total = selected.len();
+    if let Some(c) = &req.cursor {
+        let at = selected
+            .iter()
+            .position(|t| &t.task.id == c)
+            .ok_or_else(|| Error::usage(format!("--cursor `{c}` is not a task of this listing")))?;
+        selected.drain(..=at);
+    }
+    let truncated = req.limit > 0 && selected.len() > req.limit;
+    if truncated {
+        selected.truncate(req.limit);
+    }
+    let next_cursor = truncated
+        .then(|| selected.last().map(|t| t.task.id.clone()))
+        .flatten();
+    Ok(Outcome::Done(ListResponse {
+        tasks: selected.iter().map(|t| world.summary(t)).collect(),
+        total,
+        truncated,
+        next_cursor,
+    }))
+}
+
+/// Ready tasks (COMMANDS.md §5 `--ready`): open, unassigned, not `wont`, no not-done child,
+/// every dependency satisfied; best first.
+fn ready_order<'w>(world: &'w World, selected: Vec<&'w tasks::Located>) -> Vec<&'w tasks::Located> {
+    let status_of = |id: &str| world.task(id).map(|t| t.doc.status);
+    let mut ready: Vec<(&tasks::Located, usize)> = selected
+        .into_iter()
+        .filter(|t| {
+            t.doc.status == Status::Open && t.doc.assignee().is_none() && t.doc.priority() != "wont"
+        })
+        .filter(|t| {
+            !world
+                .tasks
+                .iter()
+                .any(|c| c.doc.parent() == Some(t.task.id.as_str()) && c.doc.status != Status::Done)
+        })
+        .filter(|t| {
+            t.doc.depends_on().iter().all(|d| match d.kind.as_str() {
+                "FS" => status_of(&d.on) == Some(Status::Done),
+                "SS" => matches!(status_of(&d.on), Some(Status::Active | Status::Done)),
+                _ => true,
+            })
+        })
+        .map(|t| (t, dependents(world, &t.task.id)))
+        .collect();
+    let rank = |p: &str| match p {
+        "must" => 0,
+        "should" => 1,
+        _ => 2,
+    };
+    ready.sort_by(|(a, da), (b, db)| {
+        rank(a.doc.priority())
+            .cmp(&rank(b.doc.priority()))
+            .then(db.cmp(da))
+            .then((&a.project, a.task.number).cmp(&(&b.project, b.task.number)))
+    });
+    ready.into_iter().map(|(t, _)| t).collect()
+}
+
+/// How many not-done tasks transitively depend on `id`.
+fn dependents(world: &World, id: &str) -> usize {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut stack = vec![id.to_string()];
+    while let Some(cur) = stack.pop() {
+        for t in &world.tasks {
+            if t.doc.status != Status::Done
+                && t.doc.depends_on().iter().any(|d| d.on == cur)
+                && seen.insert(t.task.id.clone())
+            {
+                stack.push(t.task.id.clone());
+            }
+        }
+    }
+    seen.len()
+}
+
+fn render_list(r: &ListResponse, _ctx: &Ctx) -> String {
+    if r.tasks.is_empty() {
+        return "no tasks\n".into();
+    }
+    let mut rows = vec![
+        ["TASK", "STATUS", "PRIO", "ASSIGNEE", "DONE", "TITLE"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>(),
+    ];
+    for t in &r.tasks {
+        rows.push(vec![
+            t.task.reference.clone(),
+            format!("{}{}", t.status, if t.pending > 0 { "*" } else { "" }),
+            t.priority.clone(),
+            t.assignee.clone().unwrap_or_else(|| "-".into()),
+            format!("{}/{}", t.acceptance.checked, t.acceptance.total),
+            t.task.title.clone(),
+        ]);
+    }
+    let mut out = table(&rows, &[]);
+    if r.truncated {
+        out.push_str(&format!(
+            "… {} more (continue with --cursor {})\n",
+            r.total - r.tasks.len(),
+            r.next_cursor.as_deref().unwrap_or("")
+        ));
+    }
+    if r.tasks.iter().any(|t| t.pending > 0) {
+        out.push_str("* pending events folded in; the owner's `dacli sync` applies them\n");
+    }
+    out
+}
+
+/// Show one task, folded: fields, sections, criteria, Log, pending events and the
+/// definition-of-done verdict.
+#[derive(Debug, clap::Args, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShowRequest {
+    /// Task reference: id, number, slug, `<NNN>-<slug>`, optionally `<project>/…`.
+    reference: String,
+}
+
+impl Classify for ShowRequest {}
+
+#[derive(Debug, Serialize)]
+pub struct DepView {
+    on: TaskRef,
+    #[serde(rename = "type")]
+    kind: String,
+    satisfied: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct CriterionView {
+    n: u32,
+    text: String,
+    checked: bool,
+    command: Option<String>,
+    verified: bool,
+    pending_check: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LogView {
+    at: String,
+    by: String,
+    text: String,
+    event: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PendingView {
+    id: String,
+    kind: String,
+    author: String,
+    created: String,
+    state: &'static str,
+    why: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ShowResponse {
+    #[serde(flatten)]
+    summary: TaskSummary,
+    path: String,
+    parent: Option<TaskRef>,
+    depends_on: Vec<DepView>,
+    traces: Vec<String>,
+    so_that: Option<String>,
+    context: Option<String>,
+    out_of_scope: Vec<String>,
+    criteria: Vec<CriterionView>,
+    log: Vec<LogView>,
+    pending_events: Vec<PendingView>,
+    generation: i64,
+    resolution: Option<String>,
+    delivery: Option<serde_json::Value>,
+    github: Option<serde_json::Value>,
+    dod: DodReport,
+}
+
+fn show(ctx: &Ctx, req: ShowRequest) -> Result<Outcome<ShowResponse>, Error> {
+    let ws = ctx.ws()?;
+    let world = world(ctx)?;
+    let t = world.resolve(&req.reference)?;
+    let doc = &t.doc;
+    let status_of = |id: &str| world.task(id).map(|x| x.doc.status);
+    let facts = crate::journal::fold::dod_facts(ws, &world.journal, &world.notes, t, doc);
+    let dod = crate::policy::dod::evaluate(&facts);
+    let fold = world.folds.get(&t.task.id);
+    let waiting_why = |id: &str| {
+        fold.and_then(|f| {
+            f.waiting
+                .iter()
+                .find(|(w, _)| w == id)
+                .map(|(_, why)| why.to_string())
+        })
+        .or_else(|| {
+            fold.and_then(|f| {
+                f.rejected
+                    .iter()
+                    .find(|(r, _)| r == id)
+                    .map(|(_, r)| format!("would be rejected: {r}"))
+            })
+        })
+    };
+    let pending_events: Vec<PendingView> = world
+        .journal
+        .pending_about(&t.task.id)
+        .map(|e| PendingView {
+            id: e.id.clone(),
+            kind: e.kind.clone(),
+            author: e.created_by.clone(),
+            created: format_time(e.created),
+            state: "pending",
+            why: waiting_why(&e.id),
+        })
+        .collect();
+    let pending_checks: Vec<(u32, String)> = world
+        .journal
+        .pending_about(&t.task.id)
+        .filter(|e| e.kind == "check")
+        .flat_map(|e| {
+            e.front
+                .get("items")
+                .and_then(|i| i.as_array())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|v| v.as_inline_table()?.get("n")?.as_integer())
+                        .map(|n| (n as u32, e.id.clone()))
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default()
+        })
+        .collect();
+    let criteria = facts
+        .criteria
+        .iter()
+        .map(|c| CriterionView {
+            n: c.n,
+            text: c.text.clone(),
+            checked: c.checked,
+            command: c.command.clone(),
+            verified: c.verified,
+            pending_check: pending_checks
+                .iter()
+                .find(|(n, _)| *n == c.n)
+                .map(|(_, e)| e.clone()),
+        })
+        .collect();
+    let to_json = |key: &str| {
+        doc.front.get(key).and_then(|i| {
+            let text = format!("v = {}", i.to_string().trim());
+            toml_edit::de::from_str::<std::collections::BTreeMap<String, serde_json::Value>>(&text)
+                .ok()
+                .and_then(|m| m.get("v").cloned())
+        })
+    };
+    Ok(Outcome::Done(ShowResponse {
+        summary: world.summary(t),
+        path: t.path.clone(),
+        parent: doc
+            .parent()
+            .and_then(|p| world.task(p))
+            .map(|p| p.task_ref_folded()),
+        depends_on: doc
+            .depends_on()
+            .into_iter()
+            .map(|d| {
+                let satisfied = match d.kind.as_str() {
+                    "FS" | "FF" => status_of(&d.on) == Some(Status::Done),
+                    _ => matches!(status_of(&d.on), Some(Status::Active | Status::Done)),
+                };
+                DepView {
+                    on: world
+                        .task(&d.on)
+                        .map(|x| x.task_ref_folded())
+                        .unwrap_or(TaskRef {
+                            id: d.on.clone(),
+                            reference: d.on.clone(),
+                            project: String::new(),
+                            number: 0,
+                            title: "(missing task)".into(),
+                        }),
+                    kind: d.kind,
+                    satisfied,
+                }
+            })
+            .collect(),
+        traces: doc.traces(),
+        so_that: section_text(&doc.body, "So that").map(str::to_string),
+        context: section_text(&doc.body, "Context").map(str::to_string),
+        out_of_scope: section_items(&doc.body, "Out of scope"),
+        criteria,
+        log: doc
+            .log()
+            .into_iter()
+            .map(|l| LogView {
+                at: l.at,
+                by: l.agent,
+                text: l.text,
+                event: l.event,
+            })
+            .collect(),
+        pending_events,
+        generation: doc.generation(),
+        resolution: doc.resolution().map(str::to_string),
+        delivery: to_json("delivery"),
+        github: to_json("github"),
+        dod,
+    }))
+}
+
+fn render_show(r: &ShowResponse, _ctx: &Ctx) -> String {
+    let s = &r.summary;
+    let mut out = format!("{}  {}\n", s.task.reference, s.task.title);
+    out.push_str(&format!(
+        "{} · {} · owner {} · assignee {}\n",
+        s.status,
+        s.priority,
+        s.owner,
+        s.assignee.as_deref().unwrap_or("-")
+    ));
+    if let Some(e) = &s.estimate {
+        out.push_str(&format!(
+            "estimate {}/{}/{} (expected {})\n",
+            e.optimistic, e.probable, e.pessimistic, e.expected
+        ));
+    }
+    if let Some(p) = &r.parent {
+        out.push_str(&format!("parent {}\n", p.reference));
+    }
+    for d in &r.depends_on {
+        out.push_str(&format!(
+            "depends on {} ({}){}\n",
+            d.on.reference,
+            d.kind,
+            if d.satisfied {
+                ""
+            } else {
+                " — not yet satisfied"
+            }
+        ));
+    }
+    if let Some(so) = &r.so_that {
+        out.push_str(&format!("\nSo that: {so}\n"));
+    }
+    out.push_str("\nAcceptance:\n");
+    for c in &r.criteria {
+        out.push_str(&format!(
+            "  {}. [{}] {}{}\n",
+            c.n,
+            if c.checked { "x" } else { " " },
+            c.text,
+            if c.command.is_some() && c.checked && !c.verified {
+                "  (unverified)"
+            } else {
+                ""
+            }
+        ));
+    }
+    if !r.pending_events.is_empty() {
+        out.push_str("\nPending events (folded in above):\n");
+        for p in &r.pending_events {
+            out.push_str(&format!(
+                "  {} {} by {}{}\n",
+                p.id,
+                p.kind,
+                p.author,
+                p.why
+                    .as_deref()
+                    .map(|w| format!(" — {w}"))
+                    .unwrap_or_default()
+            ));
+        }
+    }
+    out.push_str("\nLog:\n");
+    for l in &r.log {
+        out.push_str(&format!("  {} {} {}\n", l.at, l.by, l.text));
+    }
+    if r.dod.passed {
+        out.push_str("\ndefinition of done: met\n");
+    } else {
+        out.push_str("\ndefinition of done: not met\n");
+        for u in &r.dod.unmet {
+            out.push_str(&format!("  - {}: {} {}\n", u.policy, u.item, u.detail));
+        }
+    }
+    out
+}
+
+/// Edit a task you own. `--accept` appends criteria (existing ones are never reworded);
+/// retitling keeps the number and filename.
+#[derive(Debug, clap::Args, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EditRequest {
+    reference: String,
+    #[arg(long, value_name = "TEXT")]
+    #[serde(default)]
+    title: Option<String>,
+    #[arg(long, value_enum)]
+    #[serde(default)]
+    priority: Option<Priority>,
+    #[arg(long, value_name = "O,P,Q")]
+    #[serde(default)]
+    estimate: Option<String>,
+    /// New parent, or `none`.
+    #[arg(long, value_name = "REF|none")]
+    #[serde(default)]
+    parent: Option<String>,
+    #[arg(long = "so-that", value_name = "TEXT")]
+    #[serde(default)]
+    so_that: Option<String>,
+    #[arg(long, value_name = "TEXT")]
+    #[serde(default)]
+    context: Option<String>,
+    #[arg(long = "accept", value_name = "TEXT")]
+    #[serde(default)]
+    accept: Vec<String>,
+    #[arg(long = "out-of-scope", value_name = "TEXT")]
+    #[serde(default)]
+    out_of_scope: Vec<String>,
+    #[arg(long = "trace", value_name = "PATH")]
+    #[serde(default)]
+    trace: Vec<String>,
+    #[arg(long = "untrace", value_name = "PATH")]
+    #[serde(default)]
+    untrace: Vec<String>,
+    #[arg(long = "tag", value_name = "TAG")]
+    #[serde(default)]
+    tag: Vec<String>,
+    #[arg(long = "untag", value_name = "TAG")]
+    #[serde(default)]
+    untag: Vec<String>,
+}
+
+impl Classify for EditRequest {}
+
+#[derive(Debug, Serialize)]
+pub struct EditResponse {
+    task: TaskSummary,
+    changed: Vec<&'static str>,
+    effect: &'static str,
+}
+
+fn edit(ctx: &Ctx, req: EditRequest) -> Result<Outcome<EditResponse>, Error> {
+    let ws = ctx.ws()?;
+    let world = world(ctx)?;
+    let t = world.resolve(&req.reference)?;
+    let reference = t.reference();
+    if !acts_as_owner(ctx, t.doc.owner())? {
+        return Ok(Outcome::Refused(not_owner(
+            &reference,
+            t.doc.owner(),
+            "edit it",
+        )));
+    }
+    if t.doc.status == Status::Done {
+        return Ok(Outcome::Refused(is_done(&reference, t.doc.resolution())));
+    }
+    let new_parent = match req.parent.as_deref() {
+        None => None,
+        Some("none") => Some(None),
+        Some(r) => {
+            let p = world.resolve(r)?;
+            if p.project != t.project {
+                return Err(Error::usage(format!(
+                    "--parent {} is in project {}: a parent must be in the same project",
+                    p.reference(),
+                    p.project
+                )));
+            }
+            if let Some(path) = reaches(&world, &p.task.id, &t.task.id)
+                .or_else(|| (p.task.id == t.task.id).then(|| vec![t.task.id.clone()]))
+            {
+                let mut cycle = vec![t.task.id.clone()];
+                cycle.extend(path);
+                return Ok(Outcome::Refused(cycle_refusal(&world, &cycle)));
+            }
+            Some(Some(p.task.id.clone()))
+        }
+    };
+    let estimate = match &req.estimate {
+        Some(e) => Some(Estimate::parse(e).map_err(|m| Error::usage(format!("--estimate: {m}")))?),
+        None => None,
+    };
+    for p in &req.trace {
+        check_repo_path(p)
+            .map_err(|m| Error::new(ErrorKind::Usage, "E_PATH_ESCAPE", format!("--trace: {m}")))?;
+    }
+    for g in &req.tag {
+        check_slug(g).map_err(|m| Error::bad_slug(format!("--tag: {m}")))?;
+    }
+    let mut locked = Locked::take(ctx, t)?;
+    locked.sync_first(ctx)?;
+    let mut doc = locked.task.doc.clone();
+    let mut changed = Vec::new();
+    if let Some(title) = &req.title {
+        line("--title", title)?;
+        doc.body = replace_title(&doc.body, title.trim());
+        changed.push("title");
+    }
+    if let Some(p) = req.priority {
+        doc.front["priority"] = value(p.as_str());
+        changed.push("priority");
+    }
+    if let Some(e) = estimate {
+        let mut tbl = InlineTable::new();
+        for (k, v) in [
+            ("optimistic", e.optimistic),
+            ("probable", e.probable),
+            ("pessimistic", e.pessimistic),
+        ] {
+            tbl.insert(k, number(v));
+        }
+        doc.front["estimate"] = value(tbl);
+        changed.push("estimate");
+    }
+    if let Some(p) = new_parent {
+        doc.set_opt("parent", p.as_deref());
+        changed.push("parent");
+    }
+    if let Some(s) = &req.so_that {
+        doc.body = replace_section(&doc.body, "So that", s.trim());
+        changed.push("so_that");
+    }
+    if let Some(c) = &req.context {
+        doc.body = replace_section(&doc.body, "Context", c.trim());
+        changed.push("context");
+    }
+    for a in &req.accept {
+        line("--accept", a)?;
+        doc.body = append_to_section(&doc.body, "Acceptance", &format!("- [ ] {}", a.trim()));
+    }
+    if !req.accept.is_empty() {
+        changed.push("acceptance");
+    }
+    for o in &req.out_of_scope {
+        line("--out-of-scope", o)?;
+        doc.body = append_to_section(&doc.body, "Out of scope", &format!("- {}", o.trim()));
+    }
+    if !req.out_of_scope.is_empty() {
+        changed.push("out_of_scope");
+    }
+    if !req.trace.is_empty() || !req.untrace.is_empty() {
+        let mut traces = doc.traces();
+        traces.retain(|x| !req.untrace.contains(x));
+        for p in &req.trace {
+            if !traces.contains(p) {
+                traces.push(p.clone());
+            }
+        }
+        set_list(&mut doc, "traces", &traces);
+        changed.push("traces");
+    }
+    if !req.tag.is_empty() || !req.untag.is_empty() {
+        let mut tags = doc.tags();
+        tags.retain(|x| !req.untag.contains(x));
+        for g in &req.tag {
+            if !tags.contains(g) {
+                tags.push(g.clone());
+            }
+        }
+        set_list(&mut doc, "tags", &tags);
+        changed.push("tags");
+    }
+    if !changed.is_empty() {
+        locked.write(ctx, doc)?;
+    }
+    let world = World::load(ws, &|f| crate::policy::dod::evaluate(f).passed)?;
+    let task = world
+        .task(&locked.task.task.id)
+        .map(|x| world.summary(x))
+        .ok_or_else(|| Error::internal("the edited task vanished"))?;
+    Ok(Outcome::Done(EditResponse {
+        task,
+        effect: if changed.is_empty() {
+            "unchanged"
+        } else {
+            "applied"
+        },
+        changed,
+    }))
+}
+
+fn set_list(doc: &mut TaskDoc, key: &str, items: &[String]) {
+    if items.is_empty() {
+        doc.front.remove(key);
+    } else {
+        doc.front[key] = value(str_array(items));
+    }
+}
+
+fn render_edit(r: &EditResponse, ctx: &Ctx) -> String {
+    if ctx.quiet() {
+        return String::new();
+    }
+    if r.changed.is_empty() {
+        format!("{}: nothing to change\n", r.task.task.reference)
+    } else {
+        format!(
+            "{}: changed {}\n",
+            r.task.task.reference,
+            r.changed.join(", ")
+        )
+    }
+}
+
+/// `task.not_owner` for an owner-only action.
+pub(super) fn not_owner(reference: &str, owner: &str, action: &str) -> Refusal {
+    Refusal::new(
+        "task.not_owner",
+        format!("{reference} belongs to {owner}; only its owner may {action}"),
+        format!("Only {owner} may {action}: `dacli ask {reference} \"…\"`."),
+    )
+}
+
+/// `task.is_done` for a change to a done task.
+pub(super) fn is_done(reference: &str, resolution: Option<&str>) -> Refusal {
+    Refusal::new(
+        "task.is_done",
+        format!(
+            "{reference} is done ({})",
+            resolution.unwrap_or("completed")
+        ),
+        format!(
+            "{reference} is done ({}); request a reopen: `dacli task reopen {reference} --reason \"…\"`.",
+            resolution.unwrap_or("completed")
+        ),
+    )
+}
+
+/// `task.cycle` naming the loop.
+pub(super) fn cycle_refusal(world: &World, cycle: &[String]) -> Refusal {
+    let text = cycle_text(world, cycle);
+    Refusal::new(
+        "task.cycle",
+        format!("{text} would be a cycle"),
+        format!("{text} would be a cycle; drop one edge."),
+    )
+}
+
+pub(super) fn commands() -> Vec<Command> {
+    vec![
+        Command::new("task.add", Class::Mutate, add, render_add)
+            .mcp(Mcp::Tier1("add_task"))
+            .ro_alternative(
+                "record the missing work as `dacli note add finding \"…\" --about <ref>` or `dacli ask`; an rw agent files tasks",
+            ),
+        Command::new("task.list", Class::Read, list, render_list).mcp(Mcp::Tier1("list_tasks")),
+        Command::new("task.show", Class::Read, show, render_show),
+        Command::new("task.edit", Class::Mutate, edit, render_edit),
+    ]
+}

@@ -1,0 +1,133 @@
+//! The folded view of the whole workspace, as every read presents it: tasks with their pending
+//! events applied in memory, the journal, and the notes.
+
+use std::collections::BTreeMap;
+
+use crate::model::dod::DodFacts;
+use crate::objects::{self, Listing, notes, tasks};
+use crate::store::Problem;
+use crate::workspace::Workspace;
+
+use super::Journal;
+use super::fold::{Folded, fold_all};
+
+/// Everything a read needs, loaded once per call.
+pub struct World {
+    /// Every task, folded.
+    pub tasks: Vec<tasks::Located>,
+    /// What folding did, by task id (only tasks with pending events).
+    pub folds: BTreeMap<String, Folded>,
+    pub journal: Journal,
+    pub notes: Vec<notes::Located>,
+    /// Files skipped while loading.
+    pub warnings: Vec<Problem>,
+}
+
+impl World {
+    /// Loads and folds. `passes` is the definition-of-done verdict used for finish requests.
+    pub fn load(
+        ws: &Workspace,
+        passes: &dyn Fn(&DodFacts) -> bool,
+    ) -> Result<World, objects::Error> {
+        let Listing {
+            items: mut tasks,
+            mut warnings,
+        } = tasks::list_all(ws)?;
+        let journal = super::read(ws)?;
+        let notes = notes::list(ws)?;
+        warnings.extend(notes.warnings);
+        warnings.extend(journal.warnings.iter().cloned());
+        let folds = fold_all(ws, &journal, &notes.items, &mut tasks, passes);
+        Ok(World {
+            tasks,
+            folds,
+            journal,
+            notes: notes.items,
+            warnings,
+        })
+    }
+
+    /// The folded task with this id.
+    pub fn task(&self, id: &str) -> Option<&tasks::Located> {
+        tasks::by_id(&self.tasks, id)
+    }
+
+    /// Resolves a task reference in any FORMAT §3.3 form.
+    pub fn resolve(&self, reference: &str) -> Result<&tasks::Located, tasks::ResolveError> {
+        tasks::resolve(&self.tasks, reference)
+    }
+
+    /// Pending event ids about a task (after folding: those still waiting, plus any the fold
+    /// applied or rejected, which a sync would settle).
+    pub fn pending_ids(&self, id: &str) -> Vec<String> {
+        self.journal
+            .pending_about(id)
+            .map(|e| e.id.clone())
+            .collect()
+    }
+}
+
+/// The `TaskSummary` shape of COMMANDS.md §1.7: a task reference plus its folded state.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct TaskSummary {
+    #[serde(flatten)]
+    pub task: crate::model::task::TaskRef,
+    pub status: crate::model::task::Status,
+    pub priority: String,
+    pub owner: String,
+    pub assignee: Option<String>,
+    pub acceptance: Acceptance,
+    pub estimate: Option<EstimateView>,
+    pub tags: Vec<String>,
+    pub pending: usize,
+    pub finish_requested: bool,
+}
+
+/// Checked and total acceptance criteria.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct Acceptance {
+    pub checked: usize,
+    pub total: usize,
+}
+
+/// An estimate with its expected value.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct EstimateView {
+    pub optimistic: f64,
+    pub probable: f64,
+    pub pessimistic: f64,
+    pub expected: f64,
+}
+
+impl World {
+    /// The summary of a (folded) task.
+    pub fn summary(&self, t: &tasks::Located) -> TaskSummary {
+        let criteria = t.doc.criteria();
+        let fold = self.folds.get(&t.task.id);
+        TaskSummary {
+            task: t.task_ref_folded(),
+            status: t.doc.status,
+            priority: t.doc.priority().to_string(),
+            owner: t.doc.owner().to_string(),
+            assignee: t.doc.assignee().map(str::to_string),
+            acceptance: Acceptance {
+                checked: criteria.iter().filter(|c| c.checked).count(),
+                total: criteria.len(),
+            },
+            estimate: t.doc.estimate().ok().flatten().map(|e| EstimateView {
+                optimistic: e.optimistic,
+                probable: e.probable,
+                pessimistic: e.pessimistic,
+                expected: round2(e.expected()),
+            }),
+            tags: t.doc.tags(),
+            pending: fold.map_or(0, |f| f.waiting.len() + f.applied.len() + f.rejected.len()),
+            finish_requested: fold.is_some_and(Folded::finish_requested),
+        }
+    }
+}
+
+/// Rounds to two decimals, as every effort figure is printed.
+pub fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
