@@ -11,8 +11,13 @@ pub const CLOCK: &str = "2026-03-02T09:00:00Z";
 pub const SEED: &str = "7";
 
 /// A temp git repository; removed on drop.
+///
+/// Each dacli run in it gets the pinned clock advanced by one second per run and its own
+/// seed, so that ids minted by successive processes are unique and sort in the order the
+/// runs happened, as they would with a real clock.
 pub struct Repo {
     pub dir: tempfile::TempDir,
+    step: std::cell::Cell<i64>,
 }
 
 impl Repo {
@@ -20,7 +25,10 @@ impl Repo {
     pub fn new() -> Repo {
         let dir = tempfile::tempdir().expect("temp dir");
         git(dir.path(), &["init", "-q", "-b", "main"]);
-        Repo { dir }
+        Repo {
+            dir,
+            step: std::cell::Cell::new(0),
+        }
     }
 
     /// A repository with `dacli init` already run (clock and seed pinned).
@@ -41,8 +49,16 @@ impl Repo {
 
     /// The dacli binary, run in this repository with a clean, pinned environment.
     pub fn dacli(&self, args: &[&str]) -> Command {
+        let step = self.step.get();
+        self.step.set(step + 1);
+        let clock: jiff::Timestamp = CLOCK.parse().expect("pinned clock");
+        let now = jiff::Timestamp::from_second(clock.as_second() + step).expect("in range");
+        let seed: i64 = SEED.parse::<i64>().expect("pinned seed") + step;
         let mut cmd = dacli();
-        cmd.current_dir(self.path()).args(args);
+        cmd.current_dir(self.path())
+            .args(args)
+            .env("DACLI_TEST_CLOCK", now.to_string())
+            .env("DACLI_TEST_SEED", seed.to_string());
         cmd
     }
 
