@@ -10,3 +10,4 @@ mod hostile;
 mod spine;
 mod store;
 mod support;
+mod team;
