@@ -11,3 +11,4 @@ mod lifecycle;
 mod spine;
 mod store;
 mod support;
+mod team;

@@ -1,9 +1,22 @@
 //! team: agents, identities and roles (COMMANDS.md §4).
 
+mod lineage;
+mod list;
+mod retire;
+mod show;
+mod spawn;
+mod tree;
 mod whoami;
 
 use crate::dispatch::Command;
 
 pub(super) fn commands() -> Vec<Command> {
-    vec![whoami::command()]
+    vec![
+        whoami::command(),
+        spawn::command(),
+        list::command(),
+        show::command(),
+        retire::command(),
+        tree::command(),
+    ]
 }

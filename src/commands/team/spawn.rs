@@ -1,0 +1,217 @@
+//! `dacli agent spawn`: a child identity and its token, shown once.
+
+use serde::{Deserialize, Serialize};
+
+use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome, Refusal};
+use crate::model::agent::{Agent, AgentStatus, AgentView, token_hash};
+use crate::model::id::{ROOT_AGENT, is_agent_id, ulid_time};
+use crate::model::role::Role;
+use crate::model::{Grant, format_time};
+use crate::objects::{self, agents, roles};
+use crate::workspace::Workspace;
+use crate::workspace::names::check_slug;
+
+use super::lineage::Roster;
+
+/// Create a child agent and print its token, once.
+///
+/// The token goes to stdout alone (`TOKEN=$(dacli agent spawn --grant rw --role builder)`) and
+/// is stored nowhere: only its hash is kept. The grant is the lowest of the one requested, the
+/// parent's and the role's. Launch the child with `DACLI_AGENT=$TOKEN`.
+#[derive(Debug, clap::Args, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Request {
+    /// The grant to ask for; the result never exceeds the parent's or the role's grant.
+    #[arg(long, value_enum)]
+    grant: GrantArg,
+    /// The role the agent takes (an existing `roles/<NAME>.md`); the id becomes
+    /// `a-<NAME>-<ULID>`.
+    #[arg(long, value_name = "NAME")]
+    #[serde(default)]
+    role: Option<String>,
+    /// The parent and owner of the new agent: you (the default) or a live descendant of yours.
+    #[arg(long, value_name = "AGENT")]
+    #[serde(default)]
+    parent: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum GrantArg {
+    Rw,
+    Ro,
+}
+
+impl From<GrantArg> for Grant {
+    fn from(g: GrantArg) -> Grant {
+        match g {
+            GrantArg::Rw => Grant::Rw,
+            GrantArg::Ro => Grant::Ro,
+        }
+    }
+}
+
+impl Classify for Request {}
+
+#[derive(Debug, Serialize)]
+pub struct Response {
+    agent: AgentView,
+    requested: Grant,
+    granted: Grant,
+    token: String,
+    env: &'static str,
+    notices: Vec<Notice>,
+}
+
+#[derive(Debug, Serialize)]
+struct Notice {
+    code: &'static str,
+    message: String,
+}
+
+pub(super) fn command() -> Command {
+    Command::new("agent.spawn", Class::Mutate, run, render).mcp(Mcp::Never)
+}
+
+fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
+    let ws = ctx.ws()?;
+    let me = &ctx.identity()?.agent;
+    let requested = Grant::from(req.grant);
+    let role = req.role.as_deref().map(|r| load_role(ws, r)).transpose()?;
+    let parent_id = req.parent.as_deref().unwrap_or(&me.id).to_string();
+    if !is_agent_id(&parent_id) {
+        return Err(Error::not_found(format!(
+            "--parent: no agent `{parent_id}` in this workspace"
+        )));
+    }
+
+    // Holding the parent's lock orders this spawn against a retirement of the parent, which
+    // counts live children under the same lock.
+    let _lock = ws.fs.lock(&ws.lock_path(&agents::lock_name(&parent_id)))?;
+    let parent = agents::load(ws, &parent_id)?;
+    let listing = agents::list(ws)?;
+    ctx.warn_all(listing.warnings);
+    let roster = Roster::new(listing.items);
+    if let Some(refusal) = lineage_refusal(&roster, me, &parent) {
+        return Ok(Outcome::Refused(refusal));
+    }
+
+    let mut granted = requested;
+    let mut ceilings = Vec::new();
+    if parent.grant < requested {
+        granted = granted.min(parent.grant);
+        ceilings.push(format!("parent {} is {}", parent.id, parent.grant));
+    }
+    if let Some(r) = role.as_ref().filter(|r| r.grant < requested) {
+        granted = granted.min(r.grant);
+        ceilings.push(format!("role {} grants at most {}", r.name, r.grant));
+    }
+    let notices = if ceilings.is_empty() {
+        Vec::new()
+    } else {
+        vec![Notice {
+            code: "grant_lowered",
+            message: format!(
+                "requested {requested}, granted {granted}: {}",
+                ceilings.join("; ")
+            ),
+        }]
+    };
+
+    let ulid = ctx.new_ulid();
+    let id = match &role {
+        Some(r) => format!("a-{}-{ulid}", r.name),
+        None => format!("a-{ulid}"),
+    };
+    let token = mint_token(ctx, &id);
+    let agent = Agent {
+        id,
+        created: ulid_time(ulid),
+        created_by: me.id.clone(),
+        owner: parent.id.clone(),
+        parent: Some(parent.id.clone()),
+        grant: granted,
+        role: role.map(|r| r.name),
+        token_hash: Some(token_hash(&token)),
+        status: AgentStatus::Live,
+        retired_at: None,
+        retired_by: None,
+    };
+    agents::create(ws, &agent, &ulid.to_string())?;
+    Ok(Outcome::Done(Response {
+        agent: agent.view(),
+        requested,
+        granted,
+        token,
+        env: "DACLI_AGENT",
+        notices,
+    }))
+}
+
+/// Loads the role named by `--role`: a bad name is a usage error, `root` is reserved, and a
+/// role without its file is not found.
+fn load_role(ws: &Workspace, name: &str) -> Result<Role, Error> {
+    check_slug(name).map_err(|why| Error::bad_slug(format!("--role: {why}")))?;
+    if name == "root" {
+        return Err(
+            Error::usage("--role: the role name `root` is reserved for a-root")
+                .hint("pick another role, or spawn without --role"),
+        );
+    }
+    roles::load(ws, name).map_err(|e| match e {
+        objects::Error::NotFound { .. } => {
+            Error::not_found(format!("no role `{name}` in this workspace")).hint(format!(
+                "create {} first, or spawn without --role",
+                ws.display(&ws.path(&["roles", &format!("{name}.md")]))
+            ))
+        }
+        other => other.into(),
+    })
+}
+
+/// `--parent` must be the caller or one of its live descendants; root may name any live agent.
+fn lineage_refusal(roster: &Roster, me: &Agent, parent: &Agent) -> Option<Refusal> {
+    if parent.id == me.id {
+        return None;
+    }
+    let reason = if parent.status == AgentStatus::Retired {
+        format!(
+            "{} was retired at {}; a new agent needs a live parent",
+            parent.id,
+            parent.retired_at.map(format_time).unwrap_or_default()
+        )
+    } else if me.id == ROOT_AGENT || roster.is_within(&parent.id, &me.id) {
+        return None;
+    } else {
+        format!("{} is not {} or one of its descendants", parent.id, me.id)
+    };
+    Some(Refusal::new(
+        "agent.not_descendant",
+        reason,
+        "Spawn under yourself or one of your descendants (`dacli agent tree`).",
+    ))
+}
+
+/// `dacli_<agent-id>_<64 lower-case hex>` from 32 random bytes (FORMAT §6).
+fn mint_token(ctx: &Ctx, id: &str) -> String {
+    let mut secret = [0u8; 32];
+    ctx.fill_random(&mut secret);
+    let hex: String = secret.iter().map(|b| format!("{b:02x}")).collect();
+    format!("dacli_{id}_{hex}")
+}
+
+fn render(r: &Response, ctx: &Ctx) -> String {
+    // The token is the product: alone on stdout, even with --quiet; the rest is stderr.
+    if !ctx.quiet() {
+        ctx.notice(format!(
+            "spawned {} ({}, {})",
+            r.agent.id,
+            r.agent.role.as_deref().unwrap_or("no role"),
+            r.granted
+        ));
+    }
+    for n in &r.notices {
+        ctx.notice(format!("{}: {}", n.code, n.message));
+    }
+    format!("{}\n", r.token)
+}
