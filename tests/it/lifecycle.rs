@@ -1,12 +1,11 @@
 //! The working core as agents use it: a scripted lifecycle through the CLI, the definition
 //! of done, concurrent task creation and racing claims.
 
-use std::path::Path;
 use std::process::{Command as Std, Stdio};
 
 use serde_json::Value;
 
-use crate::support::{Repo, dacli, git};
+use crate::support::{Repo, git};
 
 /// Writes an agent record with a token derived from `name`, returns the token.
 pub fn agent(repo: &Repo, role: &str, n: usize, grant: &str) -> (String, String) {
@@ -22,7 +21,7 @@ pub fn agent(repo: &Repo, role: &str, n: usize, grant: &str) -> (String, String)
         })
         .collect();
     let id = format!("a-{role}-{ulid}");
-    let token = format!("dacli_{id}_{}", format!("{n:064x}"));
+    let token = format!("dacli_{id}_{n:064x}");
     let hash = dacli::model::agent::token_hash(&token);
     repo.write(
         &format!(".dacli/agents/{id}.md"),
@@ -526,6 +525,4 @@ fn racing_claims_have_exactly_one_winner_per_round() {
         }
         assert_eq!((winners, refused), (1, 7), "round {round}");
     }
-    let _ = Path::new("");
-    let _ = dacli();
 }

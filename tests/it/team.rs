@@ -17,7 +17,7 @@ static NEXT_SEED: AtomicU64 = AtomicU64::new(1000);
 fn run_as(repo: &Repo, token: Option<&str>, args: &[&str]) -> (i32, Value) {
     let mut all = args.to_vec();
     all.push("--json");
-    let mut cmd = repo.dacli(&all);
+    let mut cmd = pinned(repo, &all);
     cmd.env(
         "DACLI_TEST_SEED",
         NEXT_SEED.fetch_add(1, Ordering::Relaxed).to_string(),
@@ -43,7 +43,7 @@ fn spawn(repo: &Repo, token: Option<&str>, args: &[&str]) -> (String, String) {
 
 /// Spawns with a chosen seed (hence a known id order); panics unless it succeeds.
 fn spawn_seeded(repo: &Repo, token: Option<&str>, grant: &str, seed: &str) -> (String, String) {
-    let mut cmd = repo.dacli(&["agent", "spawn", "--grant", grant, "--json"]);
+    let mut cmd = pinned(repo, &["agent", "spawn", "--grant", grant, "--json"]);
     cmd.env("DACLI_TEST_SEED", seed);
     if let Some(t) = token {
         cmd.env("DACLI_AGENT", t);
@@ -643,7 +643,7 @@ fn tree_nests_children_by_id_and_shows_retired_agents_only_with_all() {
         json!({"root": {"agent": view(&a, "rw", "live", "a-root"), "children": kids}})
     );
 
-    let out = repo.dacli(&["agent", "tree", &a]).output().unwrap();
+    let out = pinned(&repo, &["agent", "tree", &a]).output().unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(
         text,
@@ -897,4 +897,11 @@ fn the_example_workspace_reads_as_documented() {
     );
     assert_eq!(show["data"]["created"], "2026-03-02T09:14:05Z");
     assert_eq!(all_files(&example), before, "reads never write");
+}
+
+/// These tests pin the clock for every run (their ids are ordered by chosen seeds).
+fn pinned(repo: &Repo, args: &[&str]) -> assert_cmd::Command {
+    let mut cmd = repo.dacli(args);
+    cmd.env("DACLI_TEST_CLOCK", crate::support::CLOCK);
+    cmd
 }
