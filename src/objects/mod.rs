@@ -3,8 +3,10 @@
 //! needs that very object fails naming the file and the reason.
 
 pub mod agents;
+pub mod glossary;
 pub mod notes;
 pub mod projects;
+pub mod risks;
 pub mod roles;
 pub mod tasks;
 

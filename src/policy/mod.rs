@@ -2,3 +2,4 @@
 
 pub mod dod;
 pub mod guard;
+pub mod risk;
