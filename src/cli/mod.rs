@@ -178,7 +178,7 @@ fn help_data(table: &Table, args: &[OsString]) -> serde_json::Value {
                 (None, Some(s)) => format!("-{s}"),
                 (None, None) => a.get_id().to_string(),
             };
-            let takes_value = a.get_num_args().is_some_and(|n| n.takes_values());
+            let takes_value = a.get_action().takes_values();
             let repeatable = matches!(
                 a.get_action(),
                 clap::ArgAction::Append | clap::ArgAction::Count

@@ -6,11 +6,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::dispatch::text::table;
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome};
-use crate::journal::{self, EventState};
+use crate::journal::EventState;
+use crate::journal::view::World;
 use crate::model::format_time;
+use crate::model::task::Status;
 use crate::model::task::TaskRef;
 use crate::objects::WorkspaceInfo;
-use crate::objects::{projects, tasks};
+use crate::objects::projects;
 use crate::workspace::STATUS_FOLDERS;
 use crate::workspace::names::check_slug;
 
@@ -116,9 +118,12 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     {
         return Err(
             Error::not_found(format!("no project `{slug}` in this workspace"))
-                .hint("list projects with `dacli status`"),
+                .hint("list projects with `dacli project list --status all`"),
         );
     }
+    // Every read is folded: a pending claim or block shows as its effect at once.
+    let world = World::load(ws, &|f| crate::policy::dod::evaluate(f).passed)?;
+    ctx.warn_all(world.warnings.clone());
     let mut out_projects = Vec::new();
     let mut active = Vec::new();
     // Every task of every project, by id: events name their object by id.
@@ -127,28 +132,33 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     for p in &listing.items {
         project_owner.insert(p.id.clone(), p.owner.clone());
         let in_scope = only.as_ref().is_none_or(|s| s == &p.slug);
-        let t = tasks::list(ws, &p.slug)?;
-        ctx.warn_all(t.warnings);
         let mut counts: BTreeMap<&'static str, usize> =
             STATUS_FOLDERS.iter().map(|f| (*f, 0)).collect();
-        for located in &t.items {
-            let tref = TaskRef::of(&p.slug, &located.task);
-            *counts.entry(located.folder).or_default() += 1;
-            if in_scope && located.folder == "active" {
+        for located in world.tasks.iter().filter(|t| t.project == p.slug) {
+            let tref = located.task_ref_folded();
+            *counts.entry(located.doc.status.as_str()).or_default() += 1;
+            if in_scope && located.doc.status == Status::Active {
                 let since = located
-                    .task
-                    .log
+                    .doc
+                    .log()
                     .iter()
                     .rev()
-                    .find(|l| l.text == "claimed" || l.text.starts_with("status open -> active"))
+                    .find(|l| {
+                        l.text == "claimed"
+                            || l.text.starts_with("assigned ")
+                            || l.text.starts_with("status open -> active")
+                    })
                     .map(|l| l.at.clone());
                 active.push(Active {
                     task: tref.clone(),
-                    assignee: located.task.assignee.clone(),
+                    assignee: located.doc.assignee().map(str::to_string),
                     since,
                 });
             }
-            task_index.insert(located.task.id.clone(), (tref, located.task.owner.clone()));
+            task_index.insert(
+                located.task.id.clone(),
+                (tref, located.doc.owner().to_string()),
+            );
         }
         if in_scope {
             out_projects.push(ProjectStatus {
@@ -161,7 +171,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         }
     }
 
-    let journal = journal::read(ws)?;
+    let journal = &world.journal;
     let in_scope_event = |about: Option<&String>| match (&only, about) {
         (None, _) => true,
         (Some(slug), Some(id)) => {
@@ -245,7 +255,6 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
             }
         })
         .collect();
-    ctx.warn_all(journal.warnings);
     let warnings = ctx.warning_count();
     Ok(Outcome::Done(Response {
         workspace: WorkspaceInfo::of(ws),
