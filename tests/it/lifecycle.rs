@@ -526,3 +526,44 @@ fn racing_claims_have_exactly_one_winner_per_round() {
         assert_eq!((winners, refused), (1, 7), "round {round}");
     }
 }
+
+#[test]
+fn accept_verifies_what_the_assignee_could_not_and_closes_the_task() {
+    let repo = Repo::initialized();
+    let (_, ro) = agent(&repo, "reviewer", 3, "ro");
+    ok(&repo, &["project", "add", "P", "--slug", "checkout"]);
+    ok(
+        &repo,
+        &[
+            "task",
+            "add",
+            "Shim",
+            "--accept",
+            "plain one",
+            "--accept",
+            "`true` passes",
+        ],
+    );
+    let (code, _) = as_agent(&repo, &ro, &["task", "claim", "1"]);
+    assert_eq!(code, 0);
+    let (code, _) = as_agent(&repo, &ro, &["task", "check", "1", "--n", "1"]);
+    assert_eq!(code, 0);
+    // ro cannot verify: the finish request carries the owner-only condition.
+    let (code, fin) = as_agent(&repo, &ro, &["task", "done", "1"]);
+    assert_eq!(code, 0, "{fin}");
+    assert_eq!(fin["data"]["effect"], "proposed");
+    assert_eq!(fin["data"]["dod"]["unmet"][0]["owner_only"], true);
+    assert_eq!(
+        ok(&repo, &["task", "list"])["data"]["tasks"][0]["finish_requested"],
+        true
+    );
+    let (code, doc) = as_agent(&repo, &ro, &["accept", "1"]);
+    assert_eq!(code, 3);
+    assert_eq!(doc["refused"]["policy"], "grant.read_only");
+    let accepted = ok(&repo, &["accept", "1"]);
+    assert_eq!(accepted["data"]["accepted"][0]["ref"], "checkout/001-shim");
+    assert_eq!(accepted["data"]["ran"][0]["command"], "true");
+    assert_eq!(task_files(&repo), vec!["done/001-shim.md"]);
+    let status = ok(&repo, &["status"]);
+    assert_eq!(status["data"]["pending"]["events"], 0, "{status}");
+}

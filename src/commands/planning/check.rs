@@ -162,47 +162,14 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         }));
     }
     // Run every verification first: one failure checks nothing.
-    let commit = crate::git::head_sha(ws.root());
-    let mut verifications: Vec<(u32, Verify)> = Vec::new();
-    for c in &needs_verify {
-        let command = c.command.clone().unwrap_or_default();
-        let ran = crate::exec::run_shell(&command, ws.root(), Duration::from_secs(req.timeout))
-            .map_err(|e| {
-                Error::new(
-                    crate::dispatch::ErrorKind::Operational,
-                    "E_COMMAND_FAILED",
-                    format!("cannot run `{command}`: {e}"),
-                )
-            })?;
-        if ran.exit_code != 0 {
-            let why = if ran.timed_out {
-                format!("timed out after {} s", req.timeout)
-            } else {
-                ran.last_line.clone()
-            };
-            return Ok(Outcome::Refused(Refusal::new(
-                "dod.verify_failed",
-                format!(
-                    "`{command}` exited {} for criterion {}: nothing was checked",
-                    ran.exit_code, c.n
-                ),
-                format!(
-                    "`{command}` exited {} (`{why}`): fix the cause, then check again.",
-                    ran.exit_code
-                ),
-            )));
-        }
-        verifications.push((
-            c.n,
-            Verify {
-                command,
-                exit_code: ran.exit_code,
-                output: ran.output,
-                duration_ms: ran.duration_ms,
-                commit: commit.clone(),
-            },
-        ));
-    }
+    let commands: Vec<(u32, String)> = needs_verify
+        .iter()
+        .map(|c| (c.n, c.command.clone().unwrap_or_default()))
+        .collect();
+    let verifications = match verify_all(ws.root(), &commands, req.timeout)? {
+        Ok(v) => v,
+        Err(refused) => return Ok(Outcome::Refused(refused)),
+    };
     let plain: Vec<(u32, String)> = selected
         .iter()
         .filter(|c| c.command.is_none())
@@ -312,6 +279,56 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         effect: "proposed",
         event: last_event,
     }))
+}
+
+/// Runs each criterion's own command (`sh -c`, in the work-tree root); the first failure is
+/// the `dod.verify_failed` refusal and nothing is recorded.
+pub(super) fn verify_all(
+    root: &std::path::Path,
+    commands: &[(u32, String)],
+    timeout: u64,
+) -> Result<Result<Vec<(u32, Verify)>, Refusal>, Error> {
+    let commit = crate::git::head_sha(root);
+    let mut out = Vec::new();
+    for (n, command) in commands {
+        let ran =
+            crate::exec::run_shell(command, root, Duration::from_secs(timeout)).map_err(|e| {
+                Error::new(
+                    crate::dispatch::ErrorKind::Operational,
+                    "E_COMMAND_FAILED",
+                    format!("cannot run `{command}`: {e}"),
+                )
+            })?;
+        if ran.exit_code != 0 {
+            let why = if ran.timed_out {
+                format!("timed out after {timeout} s")
+            } else {
+                ran.last_line.clone()
+            };
+            return Ok(Err(Refusal::new(
+                "dod.verify_failed",
+                format!(
+                    "`{command}` exited {} for criterion {n}: nothing was checked",
+                    ran.exit_code
+                ),
+                format!(
+                    "`{command}` exited {} (`{why}`): fix the cause, then check again.",
+                    ran.exit_code
+                ),
+            )));
+        }
+        out.push((
+            *n,
+            Verify {
+                command: command.clone(),
+                exit_code: ran.exit_code,
+                output: ran.output,
+                duration_ms: ran.duration_ms,
+                commit: commit.clone(),
+            },
+        ));
+    }
+    Ok(Ok(out))
 }
 
 fn apply(

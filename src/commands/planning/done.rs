@@ -142,8 +142,16 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     // The assignee: what it could satisfy itself refuses; what only the owner (or an rw agent)
     // can satisfy travels with the finish event, and the owner's sync completes it.
     let mut report = report;
+    let command_criterion = |item: &str| {
+        facts
+            .criteria
+            .iter()
+            .any(|c| c.n.to_string() == item && c.command.is_some())
+    };
     for u in &mut report.unmet {
         u.owner_only = match u.policy.as_str() {
+            // Checking a command criterion needs --verify, which needs rw.
+            "dod.unchecked_acceptance" => me.grant != Grant::Rw && command_criterion(&u.item),
             "dod.unverified_criterion" => me.grant != Grant::Rw,
             "dod.lint_failed" => true,
             "dod.note_required" => me.grant != Grant::Rw && u.item != "finding" && u.item != "any",

@@ -1,5 +1,6 @@
 //! planning: projects and tasks (COMMANDS.md §5).
 
+mod accept;
 mod check;
 mod common;
 mod done;
@@ -15,5 +16,6 @@ pub(super) fn commands() -> Vec<Command> {
     out.extend(life::commands());
     out.extend(check::commands());
     out.extend(done::commands());
+    out.extend(accept::commands());
     out
 }

@@ -1,0 +1,250 @@
+//! `accept`: the owner's verification of proposed work — apply pending events, run the
+//! verifications nobody recorded, optionally check the remaining plain criteria, then close
+//! as `task done` would.
+
+use serde::{Deserialize, Serialize};
+
+use super::check::verify_all;
+use super::common::{Locked, acts_as_owner, now_text, own_stamp, world};
+use crate::dispatch::{Class, Classify, Command, Ctx, Error, Outcome, Refusal};
+use crate::journal::fold::dod_facts;
+use crate::journal::sync::{Scope, sync_all};
+use crate::model::task::{Status, TaskRef};
+use crate::model::taskdoc::Change;
+use crate::policy::dod::{evaluate, refusal};
+
+/// Accept proposed work on tasks you own (or `--all` with a pending finish request): apply
+/// their pending events, run `--verify` for command criteria that lack a verification record,
+/// and close them through the definition of done. With one REF a refusal is the answer; with
+/// several, outcomes are per task.
+#[derive(Debug, clap::Args, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Request {
+    /// Task references.
+    #[arg(value_name = "REF", required_unless_present = "all")]
+    #[serde(default, rename = "refs")]
+    references: Vec<String>,
+    /// Every task you own with a pending finish request.
+    #[arg(long, conflicts_with = "references")]
+    #[serde(default)]
+    all: bool,
+    /// Check the remaining plain criteria as your own assertion.
+    #[arg(long)]
+    #[serde(default)]
+    check_remaining: bool,
+    /// One line of evidence logged with what you check.
+    #[arg(long, value_name = "TEXT")]
+    #[serde(default)]
+    evidence: Option<String>,
+    /// Do not run verification commands.
+    #[arg(long)]
+    #[serde(default)]
+    no_verify: bool,
+}
+
+impl Classify for Request {}
+
+#[derive(Debug, Serialize)]
+pub struct RefusedTask {
+    task: TaskRef,
+    refused: Refusal,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Ran {
+    task: String,
+    command: String,
+    exit_code: i64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Response {
+    accepted: Vec<TaskRef>,
+    refused: Vec<RefusedTask>,
+    ran: Vec<Ran>,
+}
+
+fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
+    let me = ctx.identity()?.agent.id.clone();
+    if let Some(e) = &req.evidence
+        && (e.contains('\n') || e.trim().is_empty())
+    {
+        return Err(Error::usage("--evidence must be one non-empty line"));
+    }
+    let world = world(ctx)?;
+    let ids: Vec<String> = if req.all {
+        world
+            .tasks
+            .iter()
+            .filter(|t| {
+                t.doc.owner() == me
+                    && world
+                        .folds
+                        .get(&t.task.id)
+                        .is_some_and(|f| f.finish_requested())
+            })
+            .map(|t| t.task.id.clone())
+            .collect()
+    } else {
+        let mut v = Vec::new();
+        for r in &req.references {
+            v.push(world.resolve(r)?.task.id.clone());
+        }
+        v
+    };
+    let single = !req.all && ids.len() == 1;
+    let mut out = Response {
+        accepted: Vec::new(),
+        refused: Vec::new(),
+        ran: Vec::new(),
+    };
+    for id in ids {
+        let Some(t) = world.task(&id) else { continue };
+        let r = t.reference();
+        let task_ref = t.task_ref_folded();
+        if !acts_as_owner(ctx, t.doc.owner())? {
+            let refused = Refusal::new(
+                "task.not_owner",
+                format!(
+                    "{r} belongs to {}; only its owner accepts it",
+                    t.doc.owner()
+                ),
+                format!(
+                    "To request completion run `dacli task done {r}`; {} accepts it.",
+                    t.doc.owner()
+                ),
+            );
+            if single {
+                return Ok(Outcome::Refused(refused));
+            }
+            out.refused.push(RefusedTask {
+                task: task_ref,
+                refused,
+            });
+            continue;
+        }
+        match accept_one(ctx, t, &req, &me, &mut out.ran)? {
+            Ok(()) => out.accepted.push(task_ref),
+            Err(refused) if single => return Ok(Outcome::Refused(refused)),
+            Err(refused) => out.refused.push(RefusedTask {
+                task: task_ref,
+                refused,
+            }),
+        }
+    }
+    Ok(Outcome::Done(out))
+}
+
+fn accept_one(
+    ctx: &Ctx,
+    t: &crate::objects::tasks::Located,
+    req: &Request,
+    me: &str,
+    ran: &mut Vec<Ran>,
+) -> Result<Result<(), Refusal>, Error> {
+    let ws = ctx.ws()?;
+    let mut locked = Locked::take(ctx, t)?;
+    locked.sync_first(ctx)?;
+    if locked.task.doc.status == Status::Done {
+        return Ok(Ok(()));
+    }
+    let mut doc = locked.task.doc.clone();
+    let at = now_text(ctx);
+    let st = own_stamp(&at, me);
+    let facts = dod_facts(ws, &locked.journal, &locked.notes, &locked.task, &doc);
+    if !req.no_verify {
+        let commands: Vec<(u32, String)> = facts
+            .criteria
+            .iter()
+            .filter(|c| c.command.is_some() && !(c.checked && c.verified))
+            .map(|c| (c.n, c.command.clone().unwrap_or_default()))
+            .collect();
+        let verified = match verify_all(ws.root(), &commands, 600)? {
+            Ok(v) => v,
+            Err(refused) => return Ok(Err(refused)),
+        };
+        for (n, v) in &verified {
+            ran.push(Ran {
+                task: locked.task.task.id.clone(),
+                command: v.command.clone(),
+                exit_code: v.exit_code,
+            });
+            let text = facts
+                .criteria
+                .iter()
+                .find(|c| c.n == *n)
+                .map(|c| c.text.clone())
+                .unwrap_or_default();
+            let _ = doc.check(&[(*n, text)], Some(v), st);
+        }
+    }
+    if req.check_remaining {
+        let plain: Vec<(u32, String)> = doc
+            .criteria()
+            .into_iter()
+            .filter(|c| !c.checked && c.command.is_none())
+            .map(|c| (c.n, c.text))
+            .collect();
+        if !plain.is_empty() {
+            let _ = doc.check(&plain, None, st);
+            if let Some(e) = &req.evidence {
+                for (n, _) in &plain {
+                    doc.comment(&format!("evidence {n}: {}", e.trim()), st);
+                }
+            }
+        }
+    }
+    let facts = dod_facts(ws, &locked.journal, &locked.notes, &locked.task, &doc);
+    let report = evaluate(&facts);
+    if let Some(refused) = refusal(&report) {
+        // Keep what was verified or checked: that work is real even if the task cannot close.
+        if doc.body != locked.task.doc.body {
+            locked.write(ctx, doc)?;
+        }
+        return Ok(Err(refused));
+    }
+    if doc.finish(st).unwrap_or(Change::Unchanged) == Change::Applied {
+        locked.write(ctx, doc)?;
+    }
+    drop(locked);
+    // The finish requests this acceptance answers are now settled by a receipt.
+    let mint = || ctx.new_ulid();
+    sync_all(
+        ws,
+        me,
+        &mint,
+        &|f| evaluate(f).passed,
+        &Scope {
+            about: Some(t.task.id.clone()),
+            decline: Vec::new(),
+            dry_run: false,
+        },
+    )?;
+    Ok(Ok(()))
+}
+
+fn render(r: &Response, ctx: &Ctx) -> String {
+    let mut out = String::new();
+    if !ctx.quiet() {
+        for t in &r.accepted {
+            out.push_str(&format!("accepted {}\n", t.reference));
+        }
+    }
+    for x in &r.ran {
+        out.push_str(&format!(
+            "  ran `{}` for {}: exit {}\n",
+            x.command, x.task, x.exit_code
+        ));
+    }
+    for f in &r.refused {
+        out.push_str(&format!(
+            "refused {} [{}]: {}\n  next: {}\n",
+            f.task.reference, f.refused.policy, f.refused.reason, f.refused.next
+        ));
+    }
+    out
+}
+
+pub(super) fn commands() -> Vec<Command> {
+    vec![Command::new("accept", Class::Mutate, run, render)]
+}
