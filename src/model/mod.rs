@@ -7,6 +7,7 @@ pub mod dod;
 pub mod event;
 pub mod fields;
 pub mod id;
+pub mod lint;
 pub mod note;
 pub mod project;
 pub mod role;

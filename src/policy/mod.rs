@@ -2,3 +2,6 @@
 
 pub mod dod;
 pub mod guard;
+pub mod lint;
+pub mod plan;
+pub mod scope;
