@@ -4,6 +4,7 @@ mod burndown;
 mod chart;
 mod lint;
 mod lint_fix;
+mod lint_scan;
 mod next;
 mod status;
 mod velocity;
