@@ -273,7 +273,7 @@ pub fn dod_facts(
         path: task.path.clone(),
         criteria,
         test,
-        lint_errors: lint.then(Vec::new),
+        lint_errors: lint.then(|| crate::model::lint::task_errors(doc)),
         note,
     }
 }

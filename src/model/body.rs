@@ -63,6 +63,39 @@ pub fn section_range(body: &str, name: &str) -> Option<Range<usize>> {
     start.map(|s| s..body.len())
 }
 
+/// How many level-2 headings named `name` (a structural section) the body has outside fenced
+/// code. Readers use the first; more than one is what `lint` reports as `duplicate_section`.
+pub fn section_heading_count(body: &str, name: &str) -> usize {
+    lines_outside_code(body)
+        .iter()
+        .filter(|(_, line, in_code)| {
+            !*in_code && heading_level(line) == 2 && line[3..].trim_end() == name
+        })
+        .count()
+}
+
+/// The lines of section `name` that lie outside fenced code, in order (none when the section
+/// is absent).
+pub fn section_lines_outside_code<'a>(body: &'a str, name: &str) -> Vec<&'a str> {
+    let Some(range) = section_range(body, name) else {
+        return Vec::new();
+    };
+    lines_outside_code(body)
+        .into_iter()
+        .filter(|(lr, _, in_code)| !*in_code && lr.start >= range.start && lr.start < range.end)
+        .map(|(_, line, _)| line)
+        .collect()
+}
+
+/// Every line of the body outside fenced code (fence lines excluded), in order.
+pub fn lines_outside_fences(body: &str) -> Vec<&str> {
+    lines_outside_code(body)
+        .into_iter()
+        .filter(|(_, _, in_code)| !*in_code)
+        .map(|(_, line, _)| line)
+        .collect()
+}
+
 /// The trimmed text of section `name`; `None` when absent, `Some("")` when empty.
 pub fn section_text<'a>(body: &'a str, name: &str) -> Option<&'a str> {
     section_range(body, name).map(|r| body[r].trim())

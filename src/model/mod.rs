@@ -8,6 +8,7 @@ pub mod event;
 pub mod fields;
 pub mod glossary;
 pub mod id;
+pub mod lint;
 pub mod note;
 pub mod project;
 pub mod risk;

@@ -2,4 +2,7 @@
 
 pub mod dod;
 pub mod guard;
+pub mod lint;
+pub mod plan;
 pub mod risk;
+pub mod scope;

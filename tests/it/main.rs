@@ -7,6 +7,7 @@
 mod architecture;
 mod example;
 mod hostile;
+mod insight;
 mod knowledge;
 mod lifecycle;
 mod spine;

@@ -1,0 +1,292 @@
+//! `dacli next`: the ready tasks an agent could claim now, best first.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::view::{TaskSummary, View, estimate_of, project_slug};
+use crate::dispatch::text::table;
+use crate::dispatch::{Class, Classify, Command, Ctx, Error, Outcome};
+use crate::model::id::ROOT_AGENT;
+use crate::model::role::Role;
+use crate::model::task::Status;
+use crate::objects::{self, agents, roles};
+use crate::policy::plan::{dependents, ready};
+use crate::policy::scope::Scope;
+use crate::store::{Problem, Reason};
+use crate::workspace::Workspace;
+
+/// Show the ready tasks you (or another agent) could claim now, in `task list --ready` order:
+/// priority, then how many open tasks each unblocks. Tasks outside the agent's role scope, and
+/// everything once its role is at its WIP cap, are left out and counted.
+#[derive(Debug, clap::Args, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Request {
+    /// Only this project (slug or `p-<slug>`).
+    #[arg(long, value_name = "PROJECT")]
+    #[serde(default)]
+    project: Option<String>,
+    /// How many tasks to show (0: all).
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    #[serde(default = "five")]
+    limit: usize,
+    /// The agent to pick for (default: you).
+    #[arg(long = "for", value_name = "AGENT")]
+    #[serde(default, rename = "for")]
+    for_agent: Option<String>,
+}
+
+fn five() -> usize {
+    5
+}
+
+impl Classify for Request {}
+
+#[derive(Debug, Serialize)]
+pub struct Response {
+    items: Vec<Item>,
+    /// Ready tasks not listed: outside the role scope, over the WIP cap, or beyond `--limit`.
+    omitted: usize,
+    notices: Vec<Notice>,
+    #[serde(skip)]
+    left_out: LeftOut,
+}
+
+#[derive(Debug, Serialize)]
+struct Item {
+    rank: usize,
+    task: TaskSummary,
+    why: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct Notice {
+    code: &'static str,
+    message: String,
+}
+
+/// Why ready tasks were left out, for the text output.
+#[derive(Debug, Default)]
+struct LeftOut {
+    role: Option<String>,
+    scope: usize,
+    wip: usize,
+    limit: usize,
+}
+
+pub(super) fn command() -> Command {
+    Command::new("next", Class::Read, run, render)
+}
+
+fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
+    let ws = ctx.ws()?;
+    let only = project_slug(ctx, req.project.as_deref())?;
+    let agent_id = match &req.for_agent {
+        Some(id) => {
+            agents::load(ws, id).map_err(|e| match e {
+                objects::Error::NotFound { .. } => {
+                    Error::not_found(format!("no agent `{id}` in this workspace"))
+                        .hint("list agents with `dacli agent list`")
+                }
+                e => e.into(),
+            })?;
+            id.clone()
+        }
+        None => ctx.identity()?.agent.id.clone(),
+    };
+    let mut role_of = RoleCache::default();
+    // Root is exempt from role checks (COMMANDS.md §5 `task claim`).
+    let role = if agent_id == ROOT_AGENT {
+        None
+    } else {
+        role_of.role_record(ws, &agent_id)?
+    };
+    let scope = match &role {
+        Some(r) => {
+            Scope::new(&r.scope, &r.out_of_scope).map_err(|why| malformed_role(ws, r, why))?
+        }
+        None => Scope::everything(),
+    };
+
+    let view = View::load(ctx)?;
+    let plan = view.plan_tasks();
+    let order: Vec<usize> = ready(&plan)
+        .into_iter()
+        .filter(|&i| only.as_ref().is_none_or(|p| &plan[i].project == p))
+        .collect();
+    let unblocks = dependents(&plan, &order);
+
+    let mut notices = Vec::new();
+    let at_cap = match &role {
+        Some(r) if r.wip > 0 => {
+            let active: Vec<String> = view
+                .tasks
+                .iter()
+                .filter(|t| t.doc.status == Status::Active)
+                .filter(|t| {
+                    t.doc
+                        .assignee()
+                        .is_some_and(|a| role_of.role_name(ws, a).as_deref() == Some(&r.name))
+                })
+                .map(|t| t.reference())
+                .collect();
+            let full = active.len() >= r.wip as usize;
+            if full {
+                notices.push(Notice {
+                    code: "wip_cap",
+                    message: format!(
+                        "role {} has {}/{} active tasks ({}): finish or `dacli task release` one before claiming another",
+                        r.name,
+                        active.len(),
+                        r.wip,
+                        active.join(", ")
+                    ),
+                });
+            }
+            full
+        }
+        _ => false,
+    };
+
+    let mut left_out = LeftOut {
+        role: role.as_ref().map(|r| r.name.clone()),
+        ..LeftOut::default()
+    };
+    let mut items = Vec::new();
+    for &i in &order {
+        let t = &view.tasks[i];
+        if at_cap {
+            left_out.wip += 1;
+            continue;
+        }
+        if !scope.outside(&t.doc.traces()).is_empty() {
+            left_out.scope += 1;
+            continue;
+        }
+        if req.limit > 0 && items.len() >= req.limit {
+            left_out.limit += 1;
+            continue;
+        }
+        let mut why = vec![plan[i].priority.clone()];
+        let n = unblocks.get(&i).copied().unwrap_or(0);
+        if n > 0 {
+            why.push(format!("unblocks {n}"));
+        }
+        items.push(Item {
+            rank: items.len() + 1,
+            task: view.summary(t),
+            why,
+        });
+    }
+
+    let unestimated = order
+        .iter()
+        .filter(|&&i| estimate_of(&view.tasks[i]).is_none())
+        .count();
+    if unestimated > 0 {
+        notices.push(Notice {
+            code: "unestimated",
+            message: format!(
+                "{unestimated} of {} ready tasks have no estimate; the order ignores effort (add one with `dacli task edit <ref> --estimate O,P,Q`)",
+                order.len()
+            ),
+        });
+    }
+    for n in &notices {
+        ctx.notice(n.message.clone());
+    }
+    Ok(Outcome::Done(Response {
+        omitted: left_out.scope + left_out.wip + left_out.limit,
+        items,
+        notices,
+        left_out,
+    }))
+}
+
+fn malformed_role(ws: &Workspace, role: &Role, why: String) -> Error {
+    crate::store::Error::Malformed(Problem {
+        path: ws.display(&ws.path(&["roles", &format!("{}.md", role.name)])),
+        reason: Reason::Schema,
+        detail: why,
+    })
+    .into()
+}
+
+/// Agents' roles, loaded once each.
+#[derive(Default)]
+struct RoleCache {
+    names: BTreeMap<String, Option<String>>,
+}
+
+impl RoleCache {
+    /// The role name an agent holds (`None`: no role, or no such agent).
+    fn role_name(&mut self, ws: &Workspace, agent: &str) -> Option<String> {
+        self.names
+            .entry(agent.to_string())
+            .or_insert_with(|| agents::load(ws, agent).ok().and_then(|a| a.role))
+            .clone()
+    }
+
+    /// The role record an agent holds; `None` without a role or when the role file is missing
+    /// (no scope and no cap, as `whoami` shows it).
+    fn role_record(&mut self, ws: &Workspace, agent: &str) -> Result<Option<Role>, Error> {
+        let Some(name) = self.role_name(ws, agent) else {
+            return Ok(None);
+        };
+        match roles::load(ws, &name) {
+            Ok(r) => Ok(Some(r)),
+            Err(objects::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+fn render(r: &Response, _ctx: &Ctx) -> String {
+    let mut out = String::new();
+    if r.items.is_empty() {
+        out.push_str("Nothing ready to claim.\n");
+    } else {
+        let mut rows = vec![vec![
+            "#".to_string(),
+            "TASK".into(),
+            "PRIORITY".into(),
+            "TE".into(),
+            "WHY".into(),
+            "TITLE".into(),
+        ]];
+        for i in &r.items {
+            rows.push(vec![
+                i.rank.to_string(),
+                i.task.task.reference.clone(),
+                i.task.priority.clone(),
+                i.task
+                    .estimate
+                    .as_ref()
+                    .map_or("-".to_string(), |e| e.expected.to_string()),
+                i.why.join(", "),
+                i.task.task.title.clone(),
+            ]);
+        }
+        out.push_str(&table(&rows, &[0, 3]));
+    }
+    if r.omitted > 0 {
+        let l = &r.left_out;
+        let role = l.role.as_deref().unwrap_or("-");
+        let mut parts = Vec::new();
+        if l.scope > 0 {
+            parts.push(format!("{} outside role {role}'s scope", l.scope));
+        }
+        if l.wip > 0 {
+            parts.push(format!("{} held back by role {role}'s WIP cap", l.wip));
+        }
+        if l.limit > 0 {
+            parts.push(format!("{} beyond --limit", l.limit));
+        }
+        out.push_str(&format!(
+            "\n{} more ready task(s) not shown: {}\n",
+            r.omitted,
+            parts.join(", ")
+        ));
+    }
+    out
+}
