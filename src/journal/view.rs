@@ -90,16 +90,56 @@ pub struct Acceptance {
     pub total: usize,
 }
 
-/// An estimate with its expected value.
-#[derive(Debug, Clone, Copy, serde::Serialize)]
+/// An estimate as printed: the three points as written (whole values as integers, `2` not
+/// `2.0`), and `Te` to two decimals.
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct EstimateView {
-    pub optimistic: f64,
-    pub probable: f64,
-    pub pessimistic: f64,
+    pub optimistic: serde_json::Number,
+    pub probable: serde_json::Number,
+    pub pessimistic: serde_json::Number,
     pub expected: f64,
 }
 
+impl EstimateView {
+    /// The printed form of an estimate.
+    pub fn of(e: crate::model::task::Estimate) -> EstimateView {
+        EstimateView {
+            optimistic: number(e.optimistic),
+            probable: number(e.probable),
+            pessimistic: number(e.pessimistic),
+            expected: round2(e.expected()),
+        }
+    }
+}
+
+/// A JSON number that prints whole values as integers, as they were written.
+pub fn number(v: f64) -> serde_json::Number {
+    if v.fract() == 0.0 && v.abs() < 9.0e15 {
+        serde_json::Number::from(v as i64)
+    } else {
+        serde_json::Number::from_f64(v).unwrap_or_else(|| serde_json::Number::from(0))
+    }
+}
+
 impl World {
+    /// The planning view of every task, index for index with `tasks`.
+    pub fn plan_tasks(&self) -> Vec<crate::model::task::PlanTask> {
+        self.tasks
+            .iter()
+            .map(|t| crate::model::task::PlanTask {
+                id: t.task.id.clone(),
+                project: t.project.clone(),
+                number: t.task.number,
+                status: t.doc.status,
+                assignee: t.doc.assignee().map(str::to_string),
+                priority: t.doc.priority().to_string(),
+                parent: t.doc.parent().map(str::to_string),
+                depends_on: t.doc.depends_on(),
+                estimate: t.doc.estimate().ok().flatten(),
+            })
+            .collect()
+    }
+
     /// The summary of a (folded) task.
     pub fn summary(&self, t: &tasks::Located) -> TaskSummary {
         let criteria = t.doc.criteria();
@@ -114,14 +154,9 @@ impl World {
                 checked: criteria.iter().filter(|c| c.checked).count(),
                 total: criteria.len(),
             },
-            estimate: t.doc.estimate().ok().flatten().map(|e| EstimateView {
-                optimistic: e.optimistic,
-                probable: e.probable,
-                pessimistic: e.pessimistic,
-                expected: round2(e.expected()),
-            }),
+            estimate: t.doc.estimate().ok().flatten().map(EstimateView::of),
             tags: t.doc.tags(),
-            pending: fold.map_or(0, |f| f.waiting.len() + f.applied.len() + f.rejected.len()),
+            pending: self.journal.pending_about(&t.task.id).count(),
             finish_requested: fold.is_some_and(Folded::finish_requested),
         }
     }

@@ -286,3 +286,18 @@ pub struct Dependency {
     #[serde(rename = "type")]
     pub kind: String,
 }
+
+/// What readiness and its order need to know about one task (its folded view).
+#[derive(Debug, Clone)]
+pub struct PlanTask {
+    pub id: String,
+    /// The project's slug.
+    pub project: String,
+    pub number: u32,
+    pub status: Status,
+    pub assignee: Option<String>,
+    pub priority: String,
+    pub parent: Option<String>,
+    pub depends_on: Vec<Dependency>,
+    pub estimate: Option<Estimate>,
+}

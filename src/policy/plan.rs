@@ -9,20 +9,7 @@ use jiff::{SignedDuration, Timestamp, ToSpan};
 
 use crate::model::task::{Dependency, Estimate, LogLine, Status};
 
-/// What readiness and its order need to know about one task (its folded view).
-#[derive(Debug, Clone)]
-pub struct PlanTask {
-    pub id: String,
-    /// The project's slug.
-    pub project: String,
-    pub number: u32,
-    pub status: Status,
-    pub assignee: Option<String>,
-    pub priority: String,
-    pub parent: Option<String>,
-    pub depends_on: Vec<Dependency>,
-    pub estimate: Option<Estimate>,
-}
+pub use crate::model::task::PlanTask;
 
 /// The rank of a MoSCoW priority: `must` 0, `should` 1, `could` 2, `wont` (and anything
 /// unknown) 3.

@@ -111,27 +111,7 @@ pub struct ListResponse {
 
 /// Parses `<TIME>`: RFC 3339, or a duration back from now.
 fn parse_time(ctx: &Ctx, flag: &str, s: &str) -> Result<jiff::Timestamp, Error> {
-    if let Ok(t) = s.parse::<jiff::Timestamp>() {
-        return Ok(t);
-    }
-    let (num, unit) = s.split_at(s.len().saturating_sub(1));
-    let n: i64 = num.parse().map_err(|_| {
-        Error::usage(format!(
-            "{flag} `{s}`: give an RFC 3339 time or a duration like 90d, 12h, 30m"
-        ))
-    })?;
-    let secs = match unit {
-        "d" => n * 86_400,
-        "h" => n * 3_600,
-        "m" => n * 60,
-        _ => {
-            return Err(Error::usage(format!(
-                "{flag} `{s}`: the unit must be d, h or m"
-            )));
-        }
-    };
-    Ok(jiff::Timestamp::from_second(ctx.now().as_second() - secs)
-        .unwrap_or(jiff::Timestamp::UNIX_EPOCH))
+    crate::policy::plan::parse_time(s, ctx.now()).map_err(|m| Error::usage(format!("{flag}: {m}")))
 }
 
 fn about_id(tasks: &[crate::objects::tasks::Located], about: &str) -> Result<String, Error> {

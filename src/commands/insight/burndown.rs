@@ -5,7 +5,7 @@ use std::path::{Component, Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::chart::burndown_svg;
-use super::view::{View, effort_text, estimate_of, project_slug};
+use super::view::{effort_text, estimate_of, project_slug};
 use crate::dispatch::text::table;
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, ErrorKind, Outcome};
 use crate::model::id::{parse_ulid, ulid_time};
@@ -109,7 +109,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         .as_deref()
         .map(|o| out_path(ctx, ws, o))
         .transpose()?;
-    let view = View::load(ctx)?;
+    let view = super::view::load(ctx)?;
     let tasks: Vec<BurnTask> = view
         .tasks
         .iter()

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::view::{TaskSummary, View, estimate_of, project_slug};
+use super::view::{TaskSummary, estimate_of, project_slug};
 use crate::dispatch::text::table;
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Outcome};
 use crate::model::id::ROOT_AGENT;
@@ -108,7 +108,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         None => Scope::everything(),
     };
 
-    let view = View::load(ctx)?;
+    let view = super::view::load(ctx)?;
     let plan = view.plan_tasks();
     let order: Vec<usize> = ready(&plan)
         .into_iter()

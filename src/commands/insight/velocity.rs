@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::view::{View, effort_text, estimate_of, project_slug};
+use super::view::{effort_text, estimate_of, project_slug};
 use crate::dispatch::text::table;
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Outcome};
 use crate::model::task::Status;
@@ -98,7 +98,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     }
     let ws = ctx.ws()?;
     let only = project_slug(ctx, req.project.as_deref())?;
-    let view = View::load(ctx)?;
+    let view = super::view::load(ctx)?;
     let done: Vec<Completion> = view
         .tasks
         .iter()

@@ -81,7 +81,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         ));
     }
     let only = project_slug(ctx, req.project.as_deref())?;
-    let view = View::load(ctx)?;
+    let view = super::view::load(ctx)?;
     let listing = projects::list(ctx.ws()?)?;
     ctx.warn_all(listing.warnings);
     let mut out = Vec::new();

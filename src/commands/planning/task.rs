@@ -534,59 +534,17 @@ fn list(ctx: &Ctx, req: ListRequest) -> Result<Outcome<ListResponse>, Error> {
     }))
 }
 
-/// Ready tasks (COMMANDS.md §5 `--ready`): open, unassigned, not `wont`, no not-done child,
-/// every dependency satisfied; best first.
+/// Ready tasks (COMMANDS.md §5 `--ready`) among `selected`, best first, judged on the whole
+/// workspace (dependencies cross projects).
 fn ready_order<'w>(world: &'w World, selected: Vec<&'w tasks::Located>) -> Vec<&'w tasks::Located> {
-    let status_of = |id: &str| world.task(id).map(|t| t.doc.status);
-    let mut ready: Vec<(&tasks::Located, usize)> = selected
+    let plan = world.plan_tasks();
+    let keep: std::collections::BTreeSet<&str> =
+        selected.iter().map(|t| t.task.id.as_str()).collect();
+    crate::policy::plan::ready(&plan)
         .into_iter()
-        .filter(|t| {
-            t.doc.status == Status::Open && t.doc.assignee().is_none() && t.doc.priority() != "wont"
-        })
-        .filter(|t| {
-            !world
-                .tasks
-                .iter()
-                .any(|c| c.doc.parent() == Some(t.task.id.as_str()) && c.doc.status != Status::Done)
-        })
-        .filter(|t| {
-            t.doc.depends_on().iter().all(|d| match d.kind.as_str() {
-                "FS" => status_of(&d.on) == Some(Status::Done),
-                "SS" => matches!(status_of(&d.on), Some(Status::Active | Status::Done)),
-                _ => true,
-            })
-        })
-        .map(|t| (t, dependents(world, &t.task.id)))
-        .collect();
-    let rank = |p: &str| match p {
-        "must" => 0,
-        "should" => 1,
-        _ => 2,
-    };
-    ready.sort_by(|(a, da), (b, db)| {
-        rank(a.doc.priority())
-            .cmp(&rank(b.doc.priority()))
-            .then(db.cmp(da))
-            .then((&a.project, a.task.number).cmp(&(&b.project, b.task.number)))
-    });
-    ready.into_iter().map(|(t, _)| t).collect()
-}
-
-/// How many not-done tasks transitively depend on `id`.
-fn dependents(world: &World, id: &str) -> usize {
-    let mut seen = std::collections::BTreeSet::new();
-    let mut stack = vec![id.to_string()];
-    while let Some(cur) = stack.pop() {
-        for t in &world.tasks {
-            if t.doc.status != Status::Done
-                && t.doc.depends_on().iter().any(|d| d.on == cur)
-                && seen.insert(t.task.id.clone())
-            {
-                stack.push(t.task.id.clone());
-            }
-        }
-    }
-    seen.len()
+        .map(|i| &world.tasks[i])
+        .filter(|t| keep.contains(t.task.id.as_str()))
+        .collect()
 }
 
 fn render_list(r: &ListResponse, _ctx: &Ctx) -> String {
