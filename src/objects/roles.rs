@@ -40,3 +40,24 @@ pub fn read_shortcuts(ws: &Workspace) -> Result<Listing<String>, Error> {
     }
     Ok(out)
 }
+
+/// Every role, sorted by name; unreadable role files are skipped and reported.
+pub fn list(ws: &Workspace) -> Result<Listing<Role>, Error> {
+    let mut out = Listing::default();
+    for (name, path) in ws.fs.list_dir(&ws.path(&["roles"]))? {
+        let Some(stem) = name.strip_suffix(".md") else {
+            continue;
+        };
+        if check_slug(stem).is_err() {
+            continue;
+        }
+        let Some(doc) = warn_or_fail(&mut out.warnings, read_document(ws, &path))? else {
+            continue;
+        };
+        match Role::from_front(&doc.front, stem) {
+            Ok(r) => out.items.push(r),
+            Err(e) => out.warnings.push(field_problem(ws, &path, e)),
+        }
+    }
+    Ok(out)
+}

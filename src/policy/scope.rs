@@ -57,6 +57,38 @@ impl Scope {
     }
 }
 
+/// The role that should answer a question about `path` (COMMANDS.md §7 `ask --need`): among
+/// roles with a non-empty `scope` covering it, the one whose matching glob has the longest
+/// literal prefix; ties go to the first name. `roles` are `(name, scope, out_of_scope)`.
+pub fn route<'a>(roles: &'a [(String, Vec<String>, Vec<String>)], path: &str) -> Option<&'a str> {
+    let mut best: Option<(usize, &str)> = None;
+    for (name, scope, out) in roles {
+        if scope.is_empty() {
+            continue;
+        }
+        let Ok(compiled) = Scope::new(scope, out) else {
+            continue;
+        };
+        if !compiled.covers(path) {
+            continue;
+        }
+        let specificity = scope
+            .iter()
+            .filter(|g| Scope::new(&[(*g).clone()], &[]).is_ok_and(|s| s.covers(path)))
+            .map(|g| g.find(['*', '?', '[', '{']).unwrap_or(g.len()))
+            .max()
+            .unwrap_or(0);
+        let better = match best {
+            None => true,
+            Some((b, n)) => specificity > b || (specificity == b && name.as_str() < n),
+        };
+        if better {
+            best = Some((specificity, name));
+        }
+    }
+    best.map(|(_, n)| n)
+}
+
 /// Checks one glob, saying what is wrong with it.
 pub fn check_glob(pattern: &str) -> Result<(), String> {
     compile(&[pattern.to_string()]).map(|_| ())
@@ -87,6 +119,37 @@ fn glob(pattern: &str) -> Result<globset::Glob, String> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn ask_need_routes_to_the_most_specific_scope() {
+        let roles = vec![
+            (
+                "builder".to_string(),
+                vec!["services/**".to_string()],
+                vec![],
+            ),
+            (
+                "dba".to_string(),
+                vec!["services/checkout/migrations/**".to_string()],
+                vec![],
+            ),
+            ("any".to_string(), vec![], vec![]),
+        ];
+        assert_eq!(
+            super::route(&roles, "services/checkout/migrations/0042.sql"),
+            Some("dba")
+        );
+        assert_eq!(
+            super::route(&roles, "services/checkout/src/totals.rs"),
+            Some("builder")
+        );
+        assert_eq!(
+            super::route(&roles, "docs/readme.md"),
+            None,
+            "roles without scope never match"
+        );
+    }
+
     use super::*;
 
     fn s(v: &[&str]) -> Vec<String> {

@@ -5,6 +5,7 @@
 #![allow(clippy::disallowed_methods)]
 
 mod architecture;
+mod collab;
 mod example;
 mod hostile;
 mod insight;

@@ -102,10 +102,25 @@ fn ask(ctx: &Ctx, req: AskRequest) -> Result<Outcome<AskResponse>, Error> {
             format!("{r} is done; request a reopen: `dacli task reopen {r} --reason \"…\"`."),
         )));
     }
-    // Routing: --to, else the caller's role's first escalation target, else the owner.
-    let to = match &req.to {
-        Some(t) => Some(t.clone()),
-        None => match me.role.as_deref() {
+    // Routing: --to; else the role whose scope most specifically covers --need; else the
+    // caller's role's first escalation target; else none (the owner of REF).
+    let by_need = match &req.need {
+        Some(path) => {
+            let roles = objects::roles::list(ws)?;
+            ctx.warn_all(roles.warnings);
+            let table: Vec<(String, Vec<String>, Vec<String>)> = roles
+                .items
+                .into_iter()
+                .map(|r| (r.name, r.scope, r.out_of_scope))
+                .collect();
+            crate::policy::scope::route(&table, path).map(str::to_string)
+        }
+        None => None,
+    };
+    let to = match (&req.to, by_need) {
+        (Some(t), _) => Some(t.clone()),
+        (None, Some(role)) => Some(role),
+        (None, None) => match me.role.as_deref() {
             Some(role) if role != "root" => objects::roles::load(ws, role)
                 .ok()
                 .and_then(|r| r.escalate_to.first().cloned()),
