@@ -19,5 +19,19 @@ pub fn table() -> Table {
     commands.extend(collab::commands());
     commands.extend(knowledge::commands());
     commands.extend(insight::commands());
-    Table::new(commands)
+    Table::new(commands).with_groups(&[
+        (
+            "agent",
+            "Agents: spawn child identities with attenuated grants, list, show, retire",
+        ),
+        ("project", "Projects: add, list, show, edit"),
+        (
+            "task",
+            "Tasks: add, list, show, claim, check, block, finish, reopen, ...",
+        ),
+        ("events", "The event log: list, tail, show"),
+        ("note", "Notes: decisions, findings, metrics, refs"),
+        ("risk", "Risks: add, edit, list"),
+        ("glossary", "The project glossary: show, add"),
+    ])
 }

@@ -199,13 +199,24 @@ pub trait Classify {
 #[derive(Debug, Default)]
 pub struct Table {
     commands: Vec<Command>,
+    /// One-line descriptions of command groups (`task`, `agent`, ...), for help.
+    groups: Vec<(&'static str, &'static str)>,
 }
 
 impl Table {
     /// A table of `commands`. Panics in tests (and only there is it built from fixed input) if
     /// a name is declared twice or is both a command and a group.
     pub fn new(commands: Vec<Command>) -> Table {
-        Table { commands }
+        Table {
+            commands,
+            groups: Vec::new(),
+        }
+    }
+
+    /// Describes command groups for help (`("task", "Create, claim, check and finish tasks")`).
+    pub fn with_groups(mut self, groups: &[(&'static str, &'static str)]) -> Table {
+        self.groups.extend_from_slice(groups);
+        self
     }
 
     /// Every command, in declaration order.
@@ -267,6 +278,11 @@ impl Table {
         for cmd in &self.commands {
             let words: Vec<&str> = cmd.words().collect();
             root = insert(root, &words, cmd.augment);
+        }
+        for (name, about) in &self.groups {
+            if root.find_subcommand(name).is_some() {
+                root = root.mut_subcommand(*name, |g| g.about(*about));
+            }
         }
         root
     }
