@@ -7,6 +7,7 @@ mod insight;
 mod knowledge;
 mod planning;
 mod team;
+mod templates;
 
 use crate::dispatch::Table;
 
@@ -19,6 +20,7 @@ pub fn table() -> Table {
     commands.extend(collab::commands());
     commands.extend(knowledge::commands());
     commands.extend(insight::commands());
+    commands.extend(templates::commands());
     Table::new(commands).with_groups(&[
         (
             "agent",
@@ -33,5 +35,9 @@ pub fn table() -> Table {
         ("note", "Notes: decisions, findings, metrics, refs"),
         ("risk", "Risks: add, edit, list"),
         ("glossary", "The project glossary: show, add"),
+        (
+            "template",
+            "Templates: list, show, add (vendor one to edit it)",
+        ),
     ])
 }

@@ -9,6 +9,7 @@ pub mod projects;
 pub mod risks;
 pub mod roles;
 pub mod tasks;
+pub mod templates;
 
 use std::path::Path;
 

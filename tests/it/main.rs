@@ -15,3 +15,4 @@ mod spine;
 mod store;
 mod support;
 mod team;
+mod templates;

@@ -7,6 +7,7 @@ use crate::dispatch::{Class, Classify, Command, Ctx, Error, ErrorKind, Needs, Ou
 use crate::model::agent::token_hash;
 use crate::model::id::{ROOT_AGENT, ulid_time};
 use crate::model::toml_time;
+use crate::objects::templates;
 use crate::store::{Document, TomlRecord};
 use crate::workspace::{SUPPORTED_FORMAT, find_work_tree};
 
@@ -28,6 +29,15 @@ pub struct Request {
     #[arg(long)]
     #[serde(default)]
     require_token: bool,
+    /// Seed from a built-in template (`solo`, `standard`): its definition of done and its
+    /// shortcuts.
+    #[arg(long, value_name = "NAME")]
+    #[serde(default)]
+    template: Option<String>,
+    /// Also seed the template's roles (template `standard` when --template is absent).
+    #[arg(long)]
+    #[serde(default)]
+    roster: bool,
 }
 
 impl Classify for Request {}
@@ -90,6 +100,20 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
             .file_name()
             .map_or_else(|| "workspace".into(), |n| n.to_string_lossy().into_owned()),
     };
+    let template_name = match (&req.template, req.roster) {
+        (Some(t), _) => Some(t.clone()),
+        (None, true) => Some("standard".to_string()),
+        (None, false) => None,
+    };
+    let template = match &template_name {
+        Some(name) => Some(templates::builtin(name).ok_or_else(|| {
+            Error::not_found(format!("no built-in template `{name}`")).hint(format!(
+                "built-in templates: {}; nothing was written",
+                templates::builtin_names().collect::<Vec<_>>().join(", ")
+            ))
+        })?),
+        None => None,
+    };
     let workspace_id = ctx.new_ulid();
     let root_rev = ctx.new_ulid();
     let root_token = req.require_token.then(|| {
@@ -103,6 +127,11 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     config["format"] = value(SUPPORTED_FORMAT);
     config["workspace_id"] = value(workspace_id.to_string());
     config["name"] = value(name.clone());
+    let mut seeded_dod = false;
+    if let Some(dod) = template.as_ref().and_then(|t| t.definition_of_done.clone()) {
+        config["definition_of_done"] = Item::Table(dod);
+        seeded_dod = true;
+    }
     if req.require_token {
         let mut policy = Table::new();
         policy["require_token"] = value(true);
@@ -125,11 +154,33 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     let agent = Document::new(agent, "# root\n");
 
     let staging = fs.temp_name(&root);
-    let files: [(&str, String); 3] = [
-        ("config.toml", TomlRecord { doc: config }.render()),
-        (".gitignore", GITIGNORE.to_string()),
-        ("agents/a-root.md", agent.render()),
+    let mut files: Vec<(String, String)> = vec![
+        ("config.toml".into(), TomlRecord { doc: config }.render()),
+        (".gitignore".into(), GITIGNORE.to_string()),
+        ("agents/a-root.md".into(), agent.render()),
     ];
+    let mut seeded_roles = Vec::new();
+    let mut seeded_shortcuts = Vec::new();
+    if let Some(t) = &template {
+        let mut subs = vec!["shortcuts"];
+        if req.roster {
+            subs.push("roles");
+        }
+        for sub in subs {
+            for (name, bytes) in t.files_in(sub) {
+                let shown = format!("(built-in {})/{sub}/{name}", t.name);
+                let doc = templates::seed(&bytes, &shown, ROOT_AGENT, ctx.new_ulid())
+                    .map_err(|p| Error::internal(format!("built-in template file {p}")))?;
+                let stem = name.trim_end_matches(".md").to_string();
+                if sub == "roles" {
+                    seeded_roles.push(stem);
+                } else {
+                    seeded_shortcuts.push(stem);
+                }
+                files.push((format!("{sub}/{name}"), doc.render()));
+            }
+        }
+    }
     let written = (|| {
         for (rel, text) in &files {
             fs.create_new(&staging.join(rel), text.as_bytes())?;
@@ -145,11 +196,11 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         workspace_id: workspace_id.to_string(),
         name,
         format: SUPPORTED_FORMAT,
-        template: None,
+        template: template_name,
         seeded: Seeded {
-            roles: Vec::new(),
-            shortcuts: Vec::new(),
-            definition_of_done: false,
+            roles: seeded_roles,
+            shortcuts: seeded_shortcuts,
+            definition_of_done: seeded_dod,
         },
         root_token,
         created: files
@@ -172,12 +223,30 @@ fn render(r: &Response, ctx: &Ctx) -> String {
     for file in &r.created {
         out.push_str(&format!("  {file}\n"));
     }
-    out.push_str("\nNext:\n");
+    if let Some(t) = &r.template {
+        out.push_str(&format!(
+            "Seeded from template {t}: {} role(s), {} shortcut(s){}\n",
+            r.seeded.roles.len(),
+            r.seeded.shortcuts.len(),
+            if r.seeded.definition_of_done {
+                ", a definition of done"
+            } else {
+                ""
+            }
+        ));
+    }
     out.push_str(&format!(
-        "  git add {} && git commit -m \"Add dacli workspace\"\n",
+        "\nCommit it so your team shares it: git add {} && git commit -m \"Add dacli workspace\"\n",
         r.path
     ));
-    out.push_str("  dacli status\n");
-    out.push_str("  dacli doctor\n");
+    out.push_str("\nNext:\n");
+    out.push_str(
+        "  dacli project add \"<what you are building>\" --goal \"<what done looks like>\"\n",
+    );
+    out.push_str("  dacli task add \"<first task>\" --accept \"<how you will know it is done>\"\n");
+    out.push_str("  dacli context 1\n");
+    out.push_str(
+        "\nConnect a coding agent: dacli mcp config --client claude-code (or cursor, codex)\n",
+    );
     out
 }

@@ -13,16 +13,10 @@ use crate::model::body::{
 };
 use crate::model::id::{ROOT_AGENT, is_agent_id, is_human_ref, ulid_time};
 use crate::model::toml_time;
-use crate::objects::{self, projects, read_document, tasks};
+use crate::objects::{self, projects, read_document, tasks, templates};
 use crate::store::Document;
 use crate::workspace::names::{check_slug, slugify};
 use crate::workspace::{STATUS_FOLDERS, Workspace};
-
-/// Built-in templates and their stages (COMMANDS.md §3 `init`).
-const BUILTIN_TEMPLATES: [(&str, &[&str]); 2] = [
-    ("solo", &["build"]),
-    ("standard", &["define", "build", "ship"]),
-];
 
 /// Classes a project may allow to be projected to GitHub (FORMAT §11).
 const PROJECTION_CLASSES: [&str; 7] = [
@@ -153,43 +147,12 @@ fn one_line(flag: &str, text: &str) -> Result<(), Error> {
 
 fn template_stages(ws: &Workspace, name: &str) -> Result<Vec<String>, Error> {
     check_slug(name).map_err(Error::bad_slug)?;
-    let vendored = ws.path(&["templates", name, "template.md"]);
-    if vendored.exists() {
-        let doc = read_document(ws, &vendored)?;
-        let stages = doc
-            .front
-            .get("stages")
-            .and_then(Item::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|s| {
-                        s.as_inline_table()?
-                            .get("name")?
-                            .as_str()
-                            .map(str::to_string)
-                    })
-                    .collect::<Vec<_>>()
-            })
-            .unwrap_or_default();
-        if stages.is_empty() {
-            return Err(Error::from(crate::store::Error::Malformed(
-                crate::store::Problem {
-                    path: ws.display(&vendored),
-                    reason: crate::store::Reason::Schema,
-                    detail: "`stages` must list at least one {name, gates}".into(),
-                },
-            )));
-        }
-        return Ok(stages);
-    }
-    BUILTIN_TEMPLATES
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, s)| s.iter().map(|x| x.to_string()).collect())
-        .ok_or_else(|| {
-            Error::not_found(format!("no template `{name}`"))
-                .hint("built-in templates are `solo` and `standard`; vendored ones live in .dacli/templates/")
-        })
+    let t = templates::load(Some(ws), name).map_err(|e| match e {
+        objects::Error::NotFound { .. } => Error::not_found(format!("no template `{name}`"))
+            .hint("list templates with `dacli template list`"),
+        other => other.into(),
+    })?;
+    Ok(t.stages.into_iter().map(|s| s.name).collect())
 }
 
 fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
@@ -301,14 +264,10 @@ fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
     }))
 }
 
-/// Copies a vendored template's `docs/` into the new project directory, never overwriting.
+/// Copies a template's `docs/` into the new project directory, never overwriting.
 fn copy_template_docs(ws: &Workspace, template: &str, slug: &str) -> Result<(), Error> {
-    let docs = ws.path(&["templates", template, "docs"]);
-    for (name, path) in ws.fs.list_dir(&docs)? {
-        if name.starts_with('.') || !path.is_file() {
-            continue;
-        }
-        let bytes = ws.fs.read(&path)?;
+    let t = templates::load(Some(ws), template)?;
+    for (name, bytes) in t.files_in("docs") {
         let target = ws.path(&["projects", slug, "docs", &name]);
         match ws.fs.create_new(&target, &bytes) {
             Ok(()) | Err(crate::store::Error::Exists { .. }) => {}
