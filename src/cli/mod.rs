@@ -203,3 +203,118 @@ fn help_data(table: &Table, args: &[OsString]) -> serde_json::Value {
         "flags": flags,
     })
 }
+
+/// The command reference (docs/COMMANDS.md), generated from the command table so it cannot
+/// drift: one section per command with its synopsis, description, flags, class and MCP
+/// exposure. A test keeps the committed file equal to this output.
+pub fn reference(table: &Table) -> String {
+    use crate::dispatch::Mcp;
+    let mut root = table.clap_root();
+    root.build();
+    let mut out = String::from(
+        "# Command reference\n\n<!-- Generated from the command table by `dacli::cli::reference`; do not edit by hand.\n     Regenerate with `DACLI_BLESS=1 cargo test --test it docs`. -->\n\n",
+    );
+    out.push_str("Every command takes the global flags `--json`, `-C/--workspace DIR`, `-q/--quiet` and `--no-color`.\n");
+    out.push_str("Class: `read` changes nothing; `append` only creates append-only records (any agent, ro included); `mutate` and `apply` need an rw grant.\n\n");
+    let mut names: Vec<&str> = table.commands().iter().map(|c| c.name).collect();
+    names.sort();
+    for name in names {
+        let Some(cmd) = table.get(name) else { continue };
+        let mut node = root.clone();
+        for word in name.split('.') {
+            match node.find_subcommand(word) {
+                Some(sub) => node = sub.clone(),
+                None => break,
+            }
+        }
+        let path = format!("dacli {}", name.replace('.', " "));
+        out.push_str(&format!("## `{path}`\n\n"));
+        let usage = node
+            .clone()
+            .bin_name(&path)
+            .render_usage()
+            .to_string()
+            .trim_start_matches("Usage: ")
+            .to_string();
+        out.push_str(&format!("```\n{usage}\n```\n\n"));
+        if let Some(about) = node.get_long_about().or(node.get_about()) {
+            out.push_str(&format!("{}\n\n", about.to_string().trim()));
+        }
+        let class = serde_json::to_value(cmd.class)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        let mcp = match cmd.mcp {
+            Mcp::Tier1(tool) => format!("MCP tool `{tool}`"),
+            Mcp::EscapeHatch => "MCP: through the `cli` tool".to_string(),
+            Mcp::Never => "not available over MCP".to_string(),
+        };
+        out.push_str(&format!("Class `{class}` · {mcp}\n\n"));
+        let args: Vec<&clap::Arg> = node
+            .get_arguments()
+            .filter(|a| !a.is_global_set() && a.get_id() != "help")
+            .collect();
+        if !args.is_empty() {
+            out.push_str("| argument | value | default | description |\n|---|---|---|---|\n");
+            for a in args {
+                let name = match (a.get_long(), a.get_short()) {
+                    (Some(l), Some(s)) => format!("`-{s}`, `--{l}`"),
+                    (Some(l), None) => format!("`--{l}`"),
+                    (None, Some(s)) => format!("`-{s}`"),
+                    (None, None) => format!(
+                        "`{}`",
+                        a.get_value_names()
+                            .and_then(|v| v.first())
+                            .map_or_else(|| a.get_id().as_str().to_uppercase(), |v| v.to_string())
+                    ),
+                };
+                let value = if a.get_action().takes_values() {
+                    let names = a
+                        .get_value_names()
+                        .map(|v| {
+                            v.iter()
+                                .map(|x| x.to_string())
+                                .collect::<Vec<_>>()
+                                .join(" ")
+                        })
+                        .unwrap_or_else(|| a.get_id().as_str().to_uppercase());
+                    let possible: Vec<String> = a
+                        .get_possible_values()
+                        .iter()
+                        .map(|p| p.get_name().to_string())
+                        .collect();
+                    let mut v = if possible.is_empty() {
+                        names
+                    } else {
+                        possible.join("\\|")
+                    };
+                    if matches!(a.get_action(), clap::ArgAction::Append) {
+                        v.push_str(" (repeatable)");
+                    }
+                    if a.is_required_set() {
+                        v.push_str(" (required)");
+                    }
+                    v
+                } else {
+                    "flag".to_string()
+                };
+                let default = if !a.get_action().takes_values() {
+                    String::new()
+                } else {
+                    a.get_default_values()
+                        .iter()
+                        .map(|d| d.to_string_lossy().into_owned())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                let help = a
+                    .get_help()
+                    .map(|h| h.to_string().replace('\n', " ").replace('|', "\\|"))
+                    .unwrap_or_default();
+                out.push_str(&format!("| {name} | {value} | {default} | {help} |\n"));
+            }
+            out.push('\n');
+        }
+    }
+    out
+}

@@ -6,6 +6,7 @@
 
 mod architecture;
 mod collab;
+mod docs;
 mod example;
 mod hostile;
 mod insight;

@@ -3,6 +3,7 @@
 mod completions;
 mod doctor;
 mod init;
+mod man;
 mod version;
 
 use crate::dispatch::Command;
@@ -13,5 +14,6 @@ pub(super) fn commands() -> Vec<Command> {
         version::command(),
         doctor::command(),
         completions::command(),
+        man::command(),
     ]
 }
