@@ -112,3 +112,110 @@ fn shell_words(line: &str) -> Vec<String> {
     }
     out
 }
+
+/// Parses a whole XML document, failing on any syntax error or unbalanced tag.
+fn parse_xml(text: &str) -> usize {
+    let mut reader = quick_xml::Reader::from_str(text);
+    reader.config_mut().check_end_names = true;
+    let mut elements = 0;
+    loop {
+        match reader.read_event() {
+            Ok(quick_xml::events::Event::Eof) => break,
+            Ok(quick_xml::events::Event::Start(_) | quick_xml::events::Event::Empty(_)) => {
+                elements += 1
+            }
+            Ok(_) => {}
+            Err(e) => panic!("invalid XML at {}: {e}", reader.buffer_position()),
+        }
+    }
+    elements
+}
+
+#[test]
+fn the_example_charts_are_valid_svg_and_render() {
+    for args in [
+        vec![
+            "burndown",
+            "--project",
+            "checkout",
+            "--since",
+            "2026-03-02T00:00:00Z",
+            "--until",
+            "2026-03-09T00:00:00Z",
+            "--format",
+            "svg",
+        ],
+        vec!["wbs", "--format", "svg"],
+    ] {
+        let out = crate::support::dacli()
+            .current_dir(repo_root())
+            .args(["-C", ".dacli-example"])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}");
+        let svg = String::from_utf8(out.stdout).unwrap();
+        assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+        assert!(
+            parse_xml(&svg) > 10,
+            "{args:?}: a real chart has many elements"
+        );
+        assert!(!svg.contains("<script") && !svg.contains("href"));
+        // Render it with a real renderer where one is installed (CI installs librsvg2-bin).
+        let dir = tempfile::tempdir().unwrap();
+        let svg_path = dir.path().join("chart.svg");
+        std::fs::write(&svg_path, &svg).unwrap();
+        match std::process::Command::new("rsvg-convert")
+            .arg(&svg_path)
+            .arg("-o")
+            .arg(dir.path().join("chart.png"))
+            .status()
+        {
+            Ok(status) => {
+                assert!(status.success(), "rsvg-convert rejected the {args:?} chart");
+                let png = std::fs::read(dir.path().join("chart.png")).unwrap();
+                assert!(png.starts_with(b"\x89PNG"), "a PNG came out");
+            }
+            Err(_) => {
+                eprintln!("rsvg-convert is not installed: rendering of the {args:?} chart skipped")
+            }
+        }
+    }
+    let dot = crate::support::dacli()
+        .current_dir(repo_root())
+        .args(["-C", ".dacli-example", "wbs", "--format", "dot"])
+        .output()
+        .unwrap();
+    let dot = String::from_utf8(dot.stdout).unwrap();
+    assert!(dot.starts_with("digraph wbs {") && dot.trim_end().ends_with('}'));
+    assert_eq!(dot.matches('{').count(), dot.matches('}').count());
+}
+
+#[test]
+fn no_escape_codes_when_piped_or_with_no_color() {
+    for env in [None, Some("1")] {
+        for args in [
+            vec!["status"],
+            vec!["task", "list", "--all"],
+            vec!["wbs"],
+            vec!["doctor"],
+        ] {
+            let mut cmd = crate::support::dacli();
+            cmd.current_dir(repo_root())
+                .args(["-C", ".dacli-example"])
+                .args(&args);
+            if let Some(v) = env {
+                cmd.env("NO_COLOR", v);
+            }
+            let out = cmd.output().unwrap();
+            assert!(
+                !out.stdout.contains(&0x1b),
+                "{args:?} printed an escape code"
+            );
+            assert!(
+                !out.stderr.contains(&0x1b),
+                "{args:?} printed an escape code on stderr"
+            );
+        }
+    }
+}

@@ -190,7 +190,7 @@ fn burn_task(t: &Located) -> BurnTask {
 
 /// Resolves `--out`: relative to the current directory, and it must stay inside the work tree
 /// (symlinks resolved) and outside the workspace directory, which holds only dacli's files.
-fn out_path(ctx: &Ctx, ws: &Workspace, arg: &str) -> Result<PathBuf, Error> {
+pub(super) fn out_path(ctx: &Ctx, ws: &Workspace, arg: &str) -> Result<PathBuf, Error> {
     let escape = || {
         Error::new(
             ErrorKind::Usage,

@@ -24,6 +24,24 @@ pub struct Request {
     #[arg(long, value_name = "N")]
     #[serde(default)]
     depth: Option<usize>,
+    /// What to print: the indented tree, an SVG chart, or a Graphviz DOT graph.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    #[serde(default)]
+    format: Format,
+    /// Write the chart to this file (relative to the current directory; inside the work tree,
+    /// outside the workspace) instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    #[serde(default)]
+    out: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Format {
+    #[default]
+    Text,
+    Svg,
+    Dot,
 }
 
 impl Classify for Request {}
@@ -31,6 +49,13 @@ impl Classify for Request {}
 #[derive(Debug, Serialize)]
 pub struct Response {
     projects: Vec<ProjectTree>,
+    /// The chart (`--format svg|dot` with `--json`), else null.
+    chart: Option<String>,
+    #[serde(skip)]
+    format: Format,
+    /// Where the chart went (`--out`), relative to the work-tree root.
+    #[serde(skip)]
+    written: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -81,6 +106,17 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         ));
     }
     let only = project_slug(ctx, req.project.as_deref())?;
+    let ws = ctx.ws()?;
+    let out_file = req
+        .out
+        .as_deref()
+        .map(|o| super::burndown::out_path(ctx, ws, o))
+        .transpose()?;
+    if out_file.is_some() && req.format == Format::Text {
+        return Err(Error::usage(
+            "--out writes a chart: add --format svg or --format dot",
+        ));
+    }
     let view = super::view::load(ctx)?;
     let listing = projects::list(ctx.ws()?)?;
     ctx.warn_all(listing.warnings);
@@ -106,7 +142,22 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
             nodes,
         });
     }
-    Ok(Outcome::Done(Response { projects: out }))
+    let chart = match req.format {
+        Format::Text => None,
+        Format::Svg => Some(svg(&out)),
+        Format::Dot => Some(dot(&out)),
+    };
+    let mut written = None;
+    if let (Some(path), Some(c)) = (&out_file, &chart) {
+        ws.fs.replace(path, c.as_bytes())?;
+        written = Some(ws.display(path));
+    }
+    Ok(Outcome::Done(Response {
+        projects: out,
+        chart: if written.is_some() { None } else { chart },
+        format: req.format,
+        written,
+    }))
 }
 
 /// The parent links of one project's tasks (indices into the view).
@@ -183,6 +234,12 @@ impl Tree {
 }
 
 fn render(r: &Response, _ctx: &Ctx) -> String {
+    if let Some(path) = &r.written {
+        return format!("wrote {path}\n");
+    }
+    if r.format != Format::Text {
+        return r.chart.clone().unwrap_or_default();
+    }
     let mut out = String::new();
     for p in &r.projects {
         out.push_str(&format!("{}  {}\n", p.id, rollup_text(&p.rollup)));
@@ -231,4 +288,157 @@ fn rollup_text(r: &RollupView) -> String {
         s.push_str(&format!(", {} unestimated", r.unestimated));
     }
     s
+}
+
+/// Rows of the tree in display order: (level, node).
+fn rows<'a>(projects: &'a [ProjectTree]) -> Vec<(usize, &'a ProjectTree, Option<&'a Node>)> {
+    fn walk<'a>(
+        n: &'a Node,
+        level: usize,
+        p: &'a ProjectTree,
+        out: &mut Vec<(usize, &'a ProjectTree, Option<&'a Node>)>,
+    ) {
+        out.push((level, p, Some(n)));
+        for c in &n.children {
+            walk(c, level + 1, p, out);
+        }
+    }
+    let mut out = Vec::new();
+    for p in projects {
+        out.push((0, p, None));
+        for n in &p.nodes {
+            walk(n, 1, p, &mut out);
+        }
+    }
+    out
+}
+
+fn xml(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A deterministic SVG of the breakdown: one row per task, indented by level, with elbow
+/// connectors to its parent and a bar whose length is the task's expected effort relative to
+/// the largest; done tasks are filled, others outlined. No scripts, fonts or timestamps.
+fn svg(projects: &[ProjectTree]) -> String {
+    const ROW: usize = 26;
+    const WIDTH: usize = 720;
+    let rows = rows(projects);
+    let height = 24 + rows.len() * ROW + 8;
+    let max_te = rows
+        .iter()
+        .filter_map(|(_, _, n)| {
+            n.and_then(|n| {
+                n.rollup
+                    .expected
+                    .partial_cmp(&0.0)
+                    .map(|_| n.rollup.expected)
+            })
+        })
+        .fold(0.0_f64, f64::max)
+        .max(1.0);
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{height}\" viewBox=\"0 0 {WIDTH} {height}\">\n<rect width=\"{WIDTH}\" height=\"{height}\" fill=\"#ffffff\"/>\n"
+    );
+    let mut parents: Vec<usize> = Vec::new();
+    for (i, (level, p, node)) in rows.iter().enumerate() {
+        let y = 24 + i * ROW;
+        let x = 12 + level * 22;
+        match node {
+            None => {
+                s.push_str(&format!(
+                    "<text x=\"12\" y=\"{}\" font-size=\"13\" font-weight=\"bold\" fill=\"#222222\">{} — Σ {} ± {}</text>\n",
+                    y + 4,
+                    xml(&p.id),
+                    effort_text(p.rollup.expected),
+                    effort_text(p.rollup.sigma)
+                ));
+                parents.clear();
+                parents.push(y);
+            }
+            Some(n) => {
+                parents.truncate(*level);
+                if let Some(&py) = parents.last() {
+                    let px = x - 12;
+                    s.push_str(&format!(
+                        "<path d=\"M{px} {} V{y} H{x}\" fill=\"none\" stroke=\"#999999\"/>\n",
+                        py + 6
+                    ));
+                }
+                parents.push(y);
+                let done = n.task.status == Status::Done;
+                let bar = ((n.rollup.expected / max_te) * 160.0).round() as usize;
+                let (fill, stroke) = if done {
+                    ("#4c9a2a", "#4c9a2a")
+                } else {
+                    ("#ffffff", "#3b6ea8")
+                };
+                s.push_str(&format!(
+                    "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"10\" fill=\"{fill}\" stroke=\"{stroke}\"/>\n",
+                    WIDTH - 180,
+                    y - 8,
+                    bar.max(2)
+                ));
+                let te = n.expected.map_or("-".to_string(), effort_text);
+                s.push_str(&format!(
+                    "<text x=\"{}\" y=\"{}\" font-size=\"12\" fill=\"#222222\">{:03} {} · {} · Te {}</text>\n",
+                    x + 4,
+                    y + 2,
+                    n.task.task.number,
+                    xml(&n.task.task.title),
+                    n.task.status,
+                    te
+                ));
+            }
+        }
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+/// A Graphviz DOT graph of the breakdown: one cluster per project, an edge from each parent to
+/// its children.
+fn dot(projects: &[ProjectTree]) -> String {
+    fn nodes(n: &Node, out: &mut String) {
+        let te = n.expected.map_or("-".to_string(), effort_text);
+        out.push_str(&format!(
+            "    \"{}\" [label=\"{:03} {}\\n{} · Te {}\"{}];\n",
+            n.task.task.id,
+            n.task.task.number,
+            n.task.task.title.replace('\\', "\\\\").replace('"', "\\\""),
+            n.task.status,
+            te,
+            if n.task.status == Status::Done {
+                ", style=filled, fillcolor=\"#d8ecd0\""
+            } else {
+                ""
+            }
+        ));
+        for c in &n.children {
+            nodes(c, out);
+            out.push_str(&format!(
+                "    \"{}\" -> \"{}\";\n",
+                n.task.task.id, c.task.task.id
+            ));
+        }
+    }
+    let mut out = String::from("digraph wbs {\n  rankdir=LR;\n  node [shape=box, fontsize=11];\n");
+    for p in projects {
+        out.push_str(&format!(
+            "  subgraph \"cluster_{}\" {{\n    label=\"{} (Σ {} ± {})\";\n",
+            p.id,
+            p.id,
+            effort_text(p.rollup.expected),
+            effort_text(p.rollup.sigma)
+        ));
+        for n in &p.nodes {
+            nodes(n, &mut out);
+        }
+        out.push_str("  }\n");
+    }
+    out.push_str("}\n");
+    out
 }
