@@ -290,14 +290,12 @@ fn rollup_text(r: &RollupView) -> String {
     s
 }
 
-/// Rows of the tree in display order: (level, node).
-fn rows<'a>(projects: &'a [ProjectTree]) -> Vec<(usize, &'a ProjectTree, Option<&'a Node>)> {
-    fn walk<'a>(
-        n: &'a Node,
-        level: usize,
-        p: &'a ProjectTree,
-        out: &mut Vec<(usize, &'a ProjectTree, Option<&'a Node>)>,
-    ) {
+/// One row of a chart: its level (0 for the project line), the project, and the task node.
+type Row<'a> = (usize, &'a ProjectTree, Option<&'a Node>);
+
+/// Rows of the tree in display order.
+fn rows(projects: &[ProjectTree]) -> Vec<Row<'_>> {
+    fn walk<'a>(n: &'a Node, level: usize, p: &'a ProjectTree, out: &mut Vec<Row<'a>>) {
         out.push((level, p, Some(n)));
         for c in &n.children {
             walk(c, level + 1, p, out);
