@@ -33,8 +33,49 @@ pub fn table(rows: &[Vec<String>], right: &[usize]) -> String {
     out
 }
 
+/// A time relative to `now` for human text: `just now`, `5m ago`, `3h ago`, `2d ago`, or
+/// `in 4h` for a time ahead. JSON output keeps RFC 3339; only text is relative.
+pub fn ago(now: jiff::Timestamp, then: jiff::Timestamp) -> String {
+    let secs = now.as_second() - then.as_second();
+    let (n, ahead) = (secs.abs(), secs < 0);
+    let text = if n < 60 {
+        return "just now".to_string();
+    } else if n < 3_600 {
+        format!("{}m", n / 60)
+    } else if n < 86_400 {
+        format!("{}h", n / 3_600)
+    } else if n < 86_400 * 60 {
+        format!("{}d", n / 86_400)
+    } else {
+        format!("{}mo", n / (86_400 * 30))
+    };
+    if ahead {
+        format!("in {text}")
+    } else {
+        format!("{text} ago")
+    }
+}
+
+/// [`ago`] for a stored RFC 3339 text; the text itself when it does not parse.
+pub fn ago_text(now: jiff::Timestamp, then: &str) -> String {
+    then.parse::<jiff::Timestamp>()
+        .map(|t| ago(now, t))
+        .unwrap_or_else(|_| then.to_string())
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn relative_times() {
+        let now: jiff::Timestamp = "2026-03-05T12:00:00Z".parse().expect("time");
+        let at = |s: &str| s.parse::<jiff::Timestamp>().expect("time");
+        assert_eq!(super::ago(now, at("2026-03-05T11:59:30Z")), "just now");
+        assert_eq!(super::ago(now, at("2026-03-05T11:15:00Z")), "45m ago");
+        assert_eq!(super::ago(now, at("2026-03-05T09:00:00Z")), "3h ago");
+        assert_eq!(super::ago(now, at("2026-03-02T12:00:00Z")), "3d ago");
+        assert_eq!(super::ago(now, at("2026-03-05T16:00:00Z")), "in 4h");
+    }
+
     #[test]
     fn columns_align() {
         let rows = vec![

@@ -87,3 +87,27 @@ fn the_example_reads_cleanly_and_is_never_written() {
     snapshot(&example, &mut after);
     assert_eq!(before, after, "commands must not write the example");
 }
+
+/// The main human outputs, on the example with the clock pinned just after its last event.
+#[test]
+fn main_text_outputs_are_stable() {
+    let cases: [(&str, &[&str]); 6] = [
+        ("status_text", &["status"]),
+        ("task_list_text", &["task", "list", "--all"]),
+        ("task_show_text", &["task", "show", "checkout/004"]),
+        ("wbs_text", &["wbs"]),
+        ("threads_text", &["threads"]),
+        ("next_text", &["next"]),
+    ];
+    for (name, args) in cases {
+        let out = dacli()
+            .current_dir(repo_root())
+            .env("DACLI_TEST_CLOCK", "2026-03-06T12:00:00Z")
+            .args(["-C", ".dacli-example"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}");
+        insta::assert_snapshot!(name, String::from_utf8(out.stdout).unwrap());
+    }
+}

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::dispatch::text::table;
+use crate::dispatch::text::{ago, ago_text, table};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome};
 use crate::journal::EventState;
 use crate::journal::view::World;
@@ -270,7 +270,8 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     }))
 }
 
-fn render(r: &Response, _ctx: &Ctx) -> String {
+fn render(r: &Response, ctx: &Ctx) -> String {
+    let now = ctx.now();
     let mut out = String::new();
     let name = r.workspace.name.as_deref().unwrap_or("workspace");
     out.push_str(&format!("{name} (format {})\n\n", r.workspace.format));
@@ -306,10 +307,14 @@ fn render(r: &Response, _ctx: &Ctx) -> String {
         out.push_str("\nActive:\n");
         for a in &r.active {
             out.push_str(&format!(
-                "  {}  {}  {}\n",
+                "  {}  {}  {}{}\n",
                 a.task.reference,
                 a.assignee.as_deref().unwrap_or("-"),
-                a.task.title
+                a.task.title,
+                a.since
+                    .as_deref()
+                    .map(|s| format!("  (since {})", ago_text(now, s)))
+                    .unwrap_or_default()
             ));
         }
     }
@@ -318,7 +323,13 @@ fn render(r: &Response, _ctx: &Ctx) -> String {
         for q in &r.questions.items {
             let about = q.about.as_ref().map_or("-", |t| t.reference.as_str());
             let to = q.to.as_deref().unwrap_or("-");
-            out.push_str(&format!("  {}  {about}  to {to}\n", q.question));
+            let asked = jiff::Timestamp::from_second(now.as_second() - q.age_s)
+                .map(|t| ago(now, t))
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "  {}  {about}  to {to}  (asked {asked})\n",
+                q.question
+            ));
         }
     }
     out.push_str(&format!(
@@ -332,8 +343,8 @@ fn render(r: &Response, _ctx: &Ctx) -> String {
         out.push_str("\nRecent:\n");
         for e in &r.recent {
             out.push_str(&format!(
-                "  {}  {:<14}  {}  {}  {}\n",
-                e.created,
+                "  {:>8}  {:<14}  {}  {}  {}\n",
+                ago_text(now, &e.created),
                 e.kind,
                 e.author,
                 e.about.as_deref().unwrap_or("-"),
