@@ -234,6 +234,12 @@ impl<'t> Ctx<'t> {
         self.warnings.borrow_mut().extend(problems);
     }
 
+    /// A spinner on stderr for work that may take more than a second; silent off a terminal,
+    /// with `--json` or `--quiet`. Stops when dropped.
+    pub fn progress(&self, label: impl Into<String>) -> super::Progress {
+        super::Progress::start(label.into(), !self.output.json && !self.output.quiet)
+    }
+
     /// A diagnostic for stderr (never part of the JSON document).
     pub fn notice(&self, text: impl Into<String>) {
         self.notices.borrow_mut().push(text.into());

@@ -7,6 +7,7 @@ mod ctx;
 mod env;
 mod error;
 mod identity;
+mod progress;
 pub mod text;
 
 pub use command::{Class, Classify, Command, Input, Mcp, Needs, Reply, Table};
@@ -14,6 +15,7 @@ pub use ctx::{Ctx, Output};
 pub use env::Env;
 pub use error::{Error, ErrorKind};
 pub use identity::{Identity, IdentitySource};
+pub use progress::Progress;
 
 pub use crate::model::Refusal;
 use crate::store::Problem;

@@ -159,7 +159,10 @@ fn accept_one(
             .filter(|c| c.command.is_some() && !(c.checked && c.verified))
             .map(|c| (c.n, c.command.clone().unwrap_or_default()))
             .collect();
-        let verified = match verify_all(ws.root(), &commands, 600)? {
+        let spinner = ctx.progress(format!("verifying {} criterion(s)", commands.len()));
+        let verified = verify_all(ws.root(), &commands, 600);
+        drop(spinner);
+        let verified = match verified? {
             Ok(v) => v,
             Err(refused) => return Ok(Err(refused)),
         };

@@ -166,7 +166,10 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         .iter()
         .map(|c| (c.n, c.command.clone().unwrap_or_default()))
         .collect();
-    let verifications = match verify_all(ws.root(), &commands, req.timeout)? {
+    let spinner = ctx.progress(format!("verifying {} criterion(s)", commands.len()));
+    let verifications = verify_all(ws.root(), &commands, req.timeout);
+    drop(spinner);
+    let verifications = match verifications? {
         Ok(v) => v,
         Err(refused) => return Ok(Outcome::Refused(refused)),
     };
