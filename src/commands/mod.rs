@@ -33,5 +33,6 @@ pub fn table() -> Table {
         ("note", "Notes: decisions, findings, metrics, refs"),
         ("risk", "Risks: add, edit, list"),
         ("glossary", "The project glossary: show, add"),
+        ("mcp", "The MCP stdio server: serve, config"),
     ])
 }

@@ -8,6 +8,8 @@ mod env;
 mod error;
 mod identity;
 pub mod text;
+pub mod tools;
+pub mod usage;
 
 pub use command::{Class, Classify, Command, Input, Mcp, Needs, Reply, Table};
 pub use ctx::{Ctx, Output};

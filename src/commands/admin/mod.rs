@@ -1,8 +1,11 @@
-//! admin: setting up and checking a workspace (COMMANDS.md §3).
+//! admin: setting up and checking a workspace, and what it offers MCP clients (COMMANDS.md §3).
 
+mod capabilities;
 mod completions;
 mod doctor;
 mod init;
+mod mcp;
+mod usage;
 mod version;
 
 use crate::dispatch::Command;
@@ -13,5 +16,10 @@ pub(super) fn commands() -> Vec<Command> {
         version::command(),
         doctor::command(),
         completions::command(),
+        capabilities::command(),
+        usage::command(),
     ]
+    .into_iter()
+    .chain(mcp::commands())
+    .collect()
 }
