@@ -17,12 +17,7 @@ pub type Takeover = fn(&Table, Env, Option<std::path::PathBuf>) -> u8;
 
 /// Runs one CLI invocation and returns the process exit code. A command named in `takeovers`
 /// is handed to that front end once argv has parsed.
-pub fn run(
-    table: &Table,
-    args: Vec<OsString>,
-    env: Env,
-    takeovers: &[(&str, Takeover)],
-) -> u8 {
+pub fn run(table: &Table, args: Vec<OsString>, env: Env, takeovers: &[(&str, Takeover)]) -> u8 {
     let json = args.iter().skip(1).any(|a| a == "--json");
     let matches = match table.clap_root().try_get_matches_from(&args) {
         Ok(m) => m,

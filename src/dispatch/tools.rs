@@ -109,7 +109,10 @@ impl Tool {
         if self.hints.read_only {
             a.insert("readOnlyHint".into(), Value::Bool(true));
         }
-        a.insert("destructiveHint".into(), Value::Bool(self.hints.destructive));
+        a.insert(
+            "destructiveHint".into(),
+            Value::Bool(self.hints.destructive),
+        );
         if self.hints.idempotent {
             a.insert("idempotentHint".into(), Value::Bool(true));
         }
@@ -306,7 +309,10 @@ static TOOLS: [Tool; 22] = [
                     ],
                     &["ref"],
                 ),
-                &[(json!({"required": ["close_as"]}), json!({"required": ["reason"]}))],
+                &[(
+                    json!({"required": ["close_as"]}),
+                    json!({"required": ["reason"]}),
+                )],
             )
         },
     },
@@ -396,10 +402,7 @@ static TOOLS: [Tool; 22] = [
                 &[
                     ("question", string()),
                     ("text", string()),
-                    (
-                        "as",
-                        one(&["finding", "decision", "none"]),
-                    ),
+                    ("as", one(&["finding", "decision", "none"])),
                     ("chose", string()),
                     ("rejected", string()),
                     ("because", string()),
@@ -467,10 +470,7 @@ static TOOLS: [Tool; 22] = [
                 object(
                     &[
                         ("queue", slug()),
-                        (
-                            "outcome",
-                            one(&["done", "failed", "dead"]),
-                        ),
+                        ("outcome", one(&["done", "failed", "dead"])),
                         ("reason", string()),
                         ("key", string()),
                     ],

@@ -81,6 +81,12 @@ impl<'t> Server<'t> {
             Ok(args) => args,
             Err(invalid) => return schema_failure(&invalid),
         };
+        if self.carries_token(&args) {
+            return schema_failure(&Invalid {
+                field: String::new(),
+                message: "an argument carries your DACLI_AGENT token: identity is bound when the server starts and is never a parameter".into(),
+            });
+        }
         if tool.name == "cli" {
             return super::escape::run(self, &args);
         }
@@ -115,6 +121,18 @@ impl<'t> Server<'t> {
             result,
             outcome,
             argv: None,
+        }
+    }
+
+    /// Whether any argument holds the token the server was launched with. Results echo
+    /// arguments (a reference that matches nothing is quoted back), and results land in
+    /// transcripts: such a call is stopped before anything can repeat it.
+    fn carries_token(&self, args: &Map<String, Value>) -> bool {
+        match self.ctx.env().get("DACLI_AGENT") {
+            Some(token) if !token.is_empty() => {
+                Value::Object(args.clone()).to_string().contains(token)
+            }
+            _ => false,
         }
     }
 

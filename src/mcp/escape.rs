@@ -6,14 +6,19 @@
 use serde_json::{Map, Value, json};
 
 use super::call::{Answer, Server, outcome_of, text};
-use crate::dispatch::{CallResult, Error, Input, Mcp, Outcome, Refusal, envelope};
+use crate::dispatch::{CallResult, Command, Error, Input, Mcp, Outcome, Refusal, envelope};
 
 /// Runs a `cli` call whose arguments passed the schema.
 pub fn run(server: &Server<'_>, args: &Map<String, Value>) -> Answer {
     let argv: Vec<String> = args
         .get("argv")
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
         .unwrap_or_default();
     let (result, words) = dispatch(server, &argv);
     let warnings = server.ctx.take_warnings();
@@ -39,7 +44,31 @@ enum Reply {
 
 /// Parses and runs argv; also returns the command words it named, for the usage record.
 fn dispatch(server: &Server<'_>, argv: &[String]) -> (Reply, Option<String>) {
-    if argv.iter().any(|a| a == "--follow" || a.starts_with("--follow=")) {
+    // Decided on the words before parsing: `agent spawn` without its flags is still refused
+    // for what it is, not for a missing flag.
+    if let Some(cmd) = named(server, argv)
+        && cmd.mcp == Mcp::Never
+    {
+        let why = match cmd.name {
+            "mcp.serve" => "`mcp serve` is this server; it does not nest".to_string(),
+            "agent.spawn" => {
+                "`agent spawn` prints the new agent's token, and tool results land in transcripts"
+                    .to_string()
+            }
+            other => format!(
+                "`{}` cannot run through the cli tool",
+                other.replace('.', " ")
+            ),
+        };
+        return (
+            Reply::Call(unavailable(argv, &why)),
+            Some(cmd.name.replace('.', " ")),
+        );
+    }
+    if argv
+        .iter()
+        .any(|a| a == "--follow" || a.starts_with("--follow="))
+    {
         return (
             Reply::Call(unavailable(
                 argv,
@@ -62,8 +91,10 @@ fn dispatch(server: &Server<'_>, argv: &[String]) -> (Reply, Option<String>) {
         }
     };
     if matches.get_one::<std::path::PathBuf>("workspace").is_some() {
-        let e = Error::usage("`-C` is not available here: the workspace is bound when the server starts")
-            .hint("drop -C; run another workspace's server for its files");
+        let e = Error::usage(
+            "`-C` is not available here: the workspace is bound when the server starts",
+        )
+        .hint("drop -C; run another workspace's server for its files");
         return (Reply::Call(Err(e)), None);
     }
     let mut leaf = &matches;
@@ -77,13 +108,10 @@ fn dispatch(server: &Server<'_>, argv: &[String]) -> (Reply, Option<String>) {
     }
     let spoken = (!words.is_empty()).then(|| words.join(" "));
     let Some(cmd) = server.table.get(&words.join(".")) else {
-        let e = Error::usage("no command given").hint("pass argv like [\"status\"]; [\"--help\"] lists them");
+        let e = Error::usage("no command given")
+            .hint("pass argv like [\"status\"]; [\"--help\"] lists them");
         return (Reply::Call(Err(e)), spoken);
     };
-    if cmd.mcp == Mcp::Never {
-        let why = format!("`{}` cannot run through the cli tool", words.join(" "));
-        return (Reply::Call(unavailable(argv, &why)), spoken);
-    }
     if cmd.name == "init" && leaf.try_get_one::<bool>("require_token").ok().flatten() == Some(&true)
     {
         return (
@@ -100,6 +128,30 @@ fn dispatch(server: &Server<'_>, argv: &[String]) -> (Reply, Option<String>) {
         Err(e) => Err(e),
     };
     (Reply::Call(result), spoken)
+}
+
+/// The command argv names by its leading words (global flags skipped), before any parsing.
+fn named<'a>(server: &'a Server<'_>, argv: &[String]) -> Option<&'a Command> {
+    let mut node = &server.grammar;
+    let mut words = Vec::new();
+    let mut args = argv.iter();
+    while let Some(a) = args.next() {
+        if a == "-C" || a == "--workspace" {
+            args.next();
+            continue;
+        }
+        if a.starts_with('-') {
+            continue;
+        }
+        match node.find_subcommand(a.as_str()) {
+            Some(sub) => {
+                words.push(a.as_str());
+                node = sub;
+            }
+            None => break,
+        }
+    }
+    server.table.get(&words.join("."))
 }
 
 /// `--help` answers with the signature; any other parse failure is a usage error.
@@ -120,9 +172,9 @@ fn parse_failure(server: &Server<'_>, argv: &[String], e: &clap::Error) -> Reply
                 .unwrap_or("invalid arguments")
                 .trim_start_matches("error: ")
                 .to_string();
-            Reply::Call(Err(Error::usage(message).hint(
-                "append \"--help\" to argv for the command's signature",
-            )))
+            Reply::Call(Err(
+                Error::usage(message).hint("append \"--help\" to argv for the command's signature")
+            ))
         }
     }
 }

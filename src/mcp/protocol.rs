@@ -137,7 +137,10 @@ impl<'s, 't> Session<'s, 't> {
         if m.get("jsonrpc").and_then(Value::as_str) != Some("2.0") || !id_ok {
             return Reply::Send(error(
                 reply_id,
-                fail(-32600, "not a JSON-RPC 2.0 message (`jsonrpc` must be \"2.0\", `id` a string or number)"),
+                fail(
+                    -32600,
+                    "not a JSON-RPC 2.0 message (`jsonrpc` must be \"2.0\", `id` a string or number)",
+                ),
             ));
         }
         let Some(method) = m.get("method").and_then(Value::as_str) else {
@@ -165,7 +168,11 @@ impl<'s, 't> Session<'s, 't> {
         })
     }
 
-    fn request(&mut self, method: &str, params: Option<&Map<String, Value>>) -> Result<Value, Failure> {
+    fn request(
+        &mut self,
+        method: &str,
+        params: Option<&Map<String, Value>>,
+    ) -> Result<Value, Failure> {
         if !matches!(
             method,
             "initialize" | "ping" | "server/discover" | "tools/list" | "tools/call"
@@ -263,8 +270,8 @@ impl<'s, 't> Session<'s, 't> {
             .and_then(|p| p.get("name"))
             .and_then(Value::as_str)
             .ok_or_else(|| fail(-32602, "`tools/call` needs `params.name`"))?;
-        let tool = tools::find(name)
-            .ok_or_else(|| fail(-32602, format!("Unknown tool: {name}")))?;
+        let tool =
+            tools::find(name).ok_or_else(|| fail(-32602, format!("Unknown tool: {name}")))?;
         Ok(self
             .server
             .call(tool, params.and_then(|p| p.get("arguments"))))

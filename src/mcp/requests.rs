@@ -64,7 +64,11 @@ pub fn build(tool: &str, args: &Args) -> Result<Built, Invalid> {
             "task.claim"
         }
         "check_task" => {
-            copy(args, &mut req, &["ref", "items", "all", "verify", "evidence"]);
+            copy(
+                args,
+                &mut req,
+                &["ref", "items", "all", "verify", "evidence"],
+            );
             req.insert("timeout".into(), json!(600));
             "task.check"
         }
@@ -289,7 +293,10 @@ fn apply(args: &Args, req: &mut Args) -> Result<(), Invalid> {
 }
 
 fn journal(args: &Args, req: &mut Args) -> Result<&'static str, Invalid> {
-    let op = args.get("operation").and_then(Value::as_str).unwrap_or("scan");
+    let op = args
+        .get("operation")
+        .and_then(Value::as_str)
+        .unwrap_or("scan");
     let command = match op {
         "scan" => {
             if args.contains_key("mode") || args.contains_key("expect_digest") {
@@ -312,7 +319,10 @@ fn journal(args: &Args, req: &mut Args) -> Result<&'static str, Invalid> {
 }
 
 fn train(args: &Args, req: &mut Args) -> Result<&'static str, Invalid> {
-    let action = args.get("action").and_then(Value::as_str).unwrap_or("status");
+    let action = args
+        .get("action")
+        .and_then(Value::as_str)
+        .unwrap_or("status");
     let has = |f: &str| args.contains_key(f);
     let missing = |fields: &[&str]| fields.iter().find(|f| !has(f)).map(|f| f.to_string());
     let command = match action {
@@ -384,12 +394,19 @@ mod tests {
             json!({"ref": "t", "reason": "r", "allow_unverified": true})
         );
         assert_eq!(
-            built("queue_advance", json!({"queue": "q", "outcome": "dead", "reason": "r"}))
-                .request,
+            built(
+                "queue_advance",
+                json!({"queue": "q", "outcome": "dead", "reason": "r"})
+            )
+            .request,
             json!({"slug": "q", "dead": "r"})
         );
         assert_eq!(
-            built("run_shortcut", json!({"name": "test", "params": {"filter": "a b"}})).request,
+            built(
+                "run_shortcut",
+                json!({"name": "test", "params": {"filter": "a b"}})
+            )
+            .request,
             json!({"name": "test", "param": ["filter=a b"], "timeout": 1800})
         );
     }

@@ -271,12 +271,18 @@ fn number(s: &Map<String, Value>, n: f64, path: &str) -> Result<(), Invalid> {
     if let Some(min) = s.get("minimum").and_then(Value::as_f64)
         && n < min
     {
-        return Err(invalid(path, format!("{} must be at least {min}", name(path))));
+        return Err(invalid(
+            path,
+            format!("{} must be at least {min}", name(path)),
+        ));
     }
     if let Some(max) = s.get("maximum").and_then(Value::as_f64)
         && n > max
     {
-        return Err(invalid(path, format!("{} must be at most {max}", name(path))));
+        return Err(invalid(
+            path,
+            format!("{} must be at most {max}", name(path)),
+        ));
     }
     Ok(())
 }
@@ -420,22 +426,43 @@ mod tests {
 
     #[test]
     fn names_the_field_and_the_expected_form() {
-        let e = check("list_tasks", json!({"schema_version": 1, "ready": "yes please"}))
-            .expect_err("wrong type");
+        let e = check(
+            "list_tasks",
+            json!({"schema_version": 1, "ready": "yes please"}),
+        )
+        .expect_err("wrong type");
         assert_eq!(e.field, "ready");
-        assert_eq!(e.message, "`ready` must be a boolean (true or false), not a string");
-        let e = check("add_note", json!({"schema_version": 1, "kind": "idea", "title": "t"}))
-            .expect_err("enum");
-        assert_eq!(e.message, "`kind` must be one of: decision, finding, metric, ref");
-        let e = check("claim_task", json!({"schema_version": 1, "ref": "x", "token": "s3cret"}))
-            .expect_err("unknown");
+        assert_eq!(
+            e.message,
+            "`ready` must be a boolean (true or false), not a string"
+        );
+        let e = check(
+            "add_note",
+            json!({"schema_version": 1, "kind": "idea", "title": "t"}),
+        )
+        .expect_err("enum");
+        assert_eq!(
+            e.message,
+            "`kind` must be one of: decision, finding, metric, ref"
+        );
+        let e = check(
+            "claim_task",
+            json!({"schema_version": 1, "ref": "x", "token": "s3cret"}),
+        )
+        .expect_err("unknown");
         assert_eq!(e.field, "token");
         assert!(!e.message.contains("s3cret"));
-        let e = check("list_tasks", json!({"schema_version": 1, "limit": 1.5}))
-            .expect_err("integer");
-        assert_eq!(e.message, "`limit` must be an integer, not a fractional number");
-        let e = check("check_task", json!({"schema_version": 1, "ref": "x", "items": [0]}))
-            .expect_err("minimum");
+        let e =
+            check("list_tasks", json!({"schema_version": 1, "limit": 1.5})).expect_err("integer");
+        assert_eq!(
+            e.message,
+            "`limit` must be an integer, not a fractional number"
+        );
+        let e = check(
+            "check_task",
+            json!({"schema_version": 1, "ref": "x", "items": [0]}),
+        )
+        .expect_err("minimum");
         assert_eq!(e.field, "items[0]");
     }
 
@@ -469,7 +496,10 @@ mod tests {
             json!({"schema_version": 1, "operation": "scan", "mode": "apply"}),
         )
         .expect_err("digest");
-        assert_eq!(e.message, "`expect_digest` is required when `mode` is `apply`");
+        assert_eq!(
+            e.message,
+            "`expect_digest` is required when `mode` is `apply`"
+        );
         assert!(
             check(
                 "diagnose_pr",
@@ -487,10 +517,19 @@ mod tests {
 
     #[test]
     fn patterns_and_long_strings_are_checked() {
-        let e = check("status", json!({"schema_version": 1, "project": "Bad Slug"}))
-            .expect_err("pattern");
+        let e = check(
+            "status",
+            json!({"schema_version": 1, "project": "Bad Slug"}),
+        )
+        .expect_err("pattern");
         assert_eq!(e.field, "project");
-        assert!(check("status", json!({"schema_version": 1, "project": "p-checkout"})).is_ok());
+        assert!(
+            check(
+                "status",
+                json!({"schema_version": 1, "project": "p-checkout"})
+            )
+            .is_ok()
+        );
         let long = "x".repeat(MAX_FIELD + 1);
         let e = check("claim_task", json!({"schema_version": 1, "ref": long})).expect_err("long");
         assert_eq!(e.message, format!("`ref` is longer than {MAX_FIELD} bytes"));

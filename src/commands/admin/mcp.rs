@@ -99,7 +99,11 @@ fn config(ctx: &Ctx, req: ConfigRequest) -> Result<Outcome<ConfigResponse>, Erro
     }
     args.extend(["mcp".to_string(), "serve".to_string()]);
     let (file, format, snippet) = match req.client {
-        Client::ClaudeCode => (".mcp.json", "json", json_snippet(&req, &args, "${DACLI_AGENT}")),
+        Client::ClaudeCode => (
+            ".mcp.json",
+            "json",
+            json_snippet(&req, &args, "${DACLI_AGENT}"),
+        ),
         Client::Cursor => (
             ".cursor/mcp.json",
             "json",
@@ -144,7 +148,10 @@ fn toml_string(s: &str) -> String {
 
 fn render_config(r: &ConfigResponse, ctx: &Ctx) -> String {
     if !ctx.quiet() {
-        ctx.notice(format!("paste into {} (it forwards DACLI_AGENT by name)", r.file));
+        ctx.notice(format!(
+            "paste into {} (it forwards DACLI_AGENT by name)",
+            r.file
+        ));
     }
     r.snippet.clone()
 }

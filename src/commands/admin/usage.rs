@@ -64,10 +64,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         .map_err(|m| Error::usage(format!("--since: {m}")))?;
     let lines: Vec<UsageLine> = usage::read(ctx)?
         .into_iter()
-        .filter(|l| {
-            l.at.parse::<jiff::Timestamp>()
-                .is_ok_and(|at| at >= since)
-        })
+        .filter(|l| l.at.parse::<jiff::Timestamp>().is_ok_and(|at| at >= since))
         .filter(|l| req.tool.as_deref().is_none_or(|t| l.tool == t))
         .collect();
     let mut by_tool = BTreeMap::new();
@@ -130,7 +127,11 @@ fn render(r: &Response, ctx: &Ctx) -> String {
     }
     if !r.cli_top.is_empty() {
         let mut rows = vec![vec!["CLI COMMAND".to_string(), "CALLS".to_string()]];
-        rows.extend(r.cli_top.iter().map(|c| vec![c.argv.clone(), c.calls.to_string()]));
+        rows.extend(
+            r.cli_top
+                .iter()
+                .map(|c| vec![c.argv.clone(), c.calls.to_string()]),
+        );
         out.push('\n');
         out.push_str(&crate::dispatch::text::table(&rows, &[1]));
     }
