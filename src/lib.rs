@@ -9,6 +9,7 @@ pub mod dispatch;
 pub mod exec;
 pub mod git;
 pub mod journal;
+pub mod mcp;
 pub mod model;
 pub mod objects;
 pub mod policy;

@@ -39,5 +39,6 @@ pub fn table() -> Table {
             "template",
             "Templates: list, show, add (vendor one to edit it)",
         ),
+        ("mcp", "The MCP stdio server: serve, config"),
     ])
 }

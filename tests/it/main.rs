@@ -12,6 +12,7 @@ mod hostile;
 mod insight;
 mod knowledge;
 mod lifecycle;
+mod mcp;
 mod spine;
 mod store;
 mod support;
