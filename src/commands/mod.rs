@@ -6,6 +6,8 @@ mod collab;
 mod insight;
 mod knowledge;
 mod planning;
+mod queues;
+mod shortcuts;
 mod team;
 
 use crate::dispatch::Table;
@@ -19,6 +21,8 @@ pub fn table() -> Table {
     commands.extend(collab::commands());
     commands.extend(knowledge::commands());
     commands.extend(insight::commands());
+    commands.extend(shortcuts::commands());
+    commands.extend(queues::commands());
     Table::new(commands).with_groups(&[
         (
             "agent",
@@ -33,5 +37,17 @@ pub fn table() -> Table {
         ("note", "Notes: decisions, findings, metrics, refs"),
         ("risk", "Risks: add, edit, list"),
         ("glossary", "The project glossary: show, add"),
+        (
+            "role",
+            "Roles: grant ceiling, scope, toolkit, escalation and WIP cap",
+        ),
+        (
+            "shortcut",
+            "Shortcuts: named command templates with a declared effect (run them with `dacli run`)",
+        ),
+        (
+            "queue",
+            "Queues: ordered steps an owner advances; dacli never runs them",
+        ),
     ])
 }

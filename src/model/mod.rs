@@ -12,7 +12,9 @@ pub mod lint;
 pub mod note;
 pub mod project;
 pub mod risk;
+pub mod queue;
 pub mod role;
+pub mod shortcut;
 pub mod task;
 pub mod taskdoc;
 

@@ -6,3 +6,5 @@ pub mod lint;
 pub mod plan;
 pub mod risk;
 pub mod scope;
+pub mod queue;
+pub mod shortcut;
