@@ -428,7 +428,10 @@ mod tests {
 
     #[test]
     fn the_environment_is_passed() {
-        assert_eq!(spawn("printf %s \"$DACLI_SHORTCUT\"", 5_000).stdout_tail, "t");
+        assert_eq!(
+            spawn("printf %s \"$DACLI_SHORTCUT\"", 5_000).stdout_tail,
+            "t"
+        );
     }
 
     #[test]

@@ -44,7 +44,11 @@ pub fn agent_roles(ws: &Workspace) -> Result<BTreeMap<String, String>, objects::
 
 /// References (`<project>/<NNN>-<slug>`) of the tasks that are active in the folded view and
 /// whose assignee holds `role`: what the role's `wip` cap counts (COMMANDS.md §14.12).
-pub fn active_for_role(world: &World, roles_of: &BTreeMap<String, String>, role: &str) -> Vec<String> {
+pub fn active_for_role(
+    world: &World,
+    roles_of: &BTreeMap<String, String>,
+    role: &str,
+) -> Vec<String> {
     world
         .tasks
         .iter()

@@ -219,7 +219,10 @@ mod tests {
                 .expect("toml")
         };
         let q = Queue::from_doc(&front("cursor = 1\n"), BODY, "r").expect("valid");
-        assert_eq!(q.current(), Some((2, "Run lint:\n```sh\n./scripts/lint.sh\n```")));
+        assert_eq!(
+            q.current(),
+            Some((2, "Run lint:\n```sh\n./scripts/lint.sh\n```"))
+        );
         assert_eq!(q.title, "Release checks");
         assert!(Queue::from_doc(&front("cursor = 4\n"), BODY, "r").is_err());
         assert!(Queue::from_doc(&front("cursor = 3\n"), BODY, "r").is_ok_and(|q| q.complete()));

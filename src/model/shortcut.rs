@@ -86,11 +86,7 @@ impl Shortcut {
                 .and_then(Item::as_str)
                 .and_then(Effect::parse),
             params: params(f.get("params"))?,
-            roles: f
-                .str_list("roles")?
-                .into_iter()
-                .map(String::from)
-                .collect(),
+            roles: f.str_list("roles")?.into_iter().map(String::from).collect(),
             dir: f.opt_str("dir")?.map(String::from),
         })
     }
@@ -115,7 +111,11 @@ fn params(item: Option<&Item>) -> Result<Vec<Param>, FieldError> {
     let Some(item) = item else {
         return Ok(Vec::new());
     };
-    let bad = || FieldError::schema("`params` must be an array of {name, required, raw, description, default}");
+    let bad = || {
+        FieldError::schema(
+            "`params` must be an array of {name, required, raw, description, default}",
+        )
+    };
     // Written inline (`params = [{ … }]`) or as an array of tables (`[[params]]`).
     let tables: Vec<&dyn toml_edit::TableLike> = if let Some(array) = item.as_array() {
         array
@@ -202,7 +202,12 @@ mod tests {
         let s = parse(&format!("{HEAD}[[params]]\nname = \"a\"\nraw = true\n")).expect("tables");
         assert!(s.params[0].raw);
         assert!(parse(&format!("{HEAD}params = [{{ name = \"A\" }}]\n")).is_err());
-        assert!(parse(&format!("{HEAD}params = [{{ name = \"a\" }}, {{ name = \"a\" }}]\n")).is_err());
+        assert!(
+            parse(&format!(
+                "{HEAD}params = [{{ name = \"a\" }}, {{ name = \"a\" }}]\n"
+            ))
+            .is_err()
+        );
     }
 
     #[test]

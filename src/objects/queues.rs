@@ -50,7 +50,8 @@ fn parse(
     doc: Document,
     slug: &str,
 ) -> Result<Located, crate::store::Problem> {
-    let queue = Queue::from_doc(&doc.front, &doc.body, slug).map_err(|e| field_problem(ws, path, e))?;
+    let queue =
+        Queue::from_doc(&doc.front, &doc.body, slug).map_err(|e| field_problem(ws, path, e))?;
     Ok(Located {
         queue,
         doc,

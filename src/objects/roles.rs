@@ -33,8 +33,8 @@ pub fn load_with_doc(ws: &Workspace, name: &str) -> Result<(Role, Document), Err
         return Err(not_found());
     }
     let doc = read_document(ws, &path)?;
-    let role =
-        Role::from_front(&doc.front, name).map_err(|e| Error::malformed(field_problem(ws, &path, e)))?;
+    let role = Role::from_front(&doc.front, name)
+        .map_err(|e| Error::malformed(field_problem(ws, &path, e)))?;
     Ok((role, doc))
 }
 

@@ -40,7 +40,10 @@ pub fn wip_cap(role: &Role, active: &[String]) -> Option<Refusal> {
     let refs = active.join(", ");
     Some(Refusal::new(
         "role.wip_cap",
-        format!("role {} already has {n} active tasks; its cap is {cap}", role.name),
+        format!(
+            "role {} already has {n} active tasks; its cap is {cap}",
+            role.name
+        ),
         format!(
             "Role {} has {n}/{cap} active tasks ({refs}): finish or `dacli task release` one, or ask {} to raise `wip`.",
             role.name, role.owner
@@ -71,7 +74,10 @@ pub fn out_of_scope(
             "{reference} traces {paths}, outside the scope of role {}",
             role.name
         ),
-        format!("{paths} are outside role {}: {ask}, or {instead}.", role.name),
+        format!(
+            "{paths} are outside role {}: {ask}, or {instead}.",
+            role.name
+        ),
     ))
 }
 
@@ -124,13 +130,19 @@ pub fn shortcut_gate(
     if !runner.is_root && !in_toolkit(runner.role, shortcut) {
         let who = runner
             .role
-            .map_or("An agent without a role".to_string(), |r| format!("Role {}", r.name));
+            .map_or("An agent without a role".to_string(), |r| {
+                format!("Role {}", r.name)
+            });
         let may = if toolkit.is_empty() {
             "no shortcut".to_string()
         } else {
             toolkit.join(", ")
         };
-        let why = if shortcut.roles.is_empty() || runner.role.is_some_and(|r| shortcut.roles.contains(&r.name)) {
+        let why = if shortcut.roles.is_empty()
+            || runner
+                .role
+                .is_some_and(|r| shortcut.roles.contains(&r.name))
+        {
             "it is not in your toolkit".to_string()
         } else {
             format!("it is only for roles {}", shortcut.roles.join(", "))
@@ -144,10 +156,7 @@ pub fn shortcut_gate(
     if runner.grant == Grant::Ro && effect != Effect::Read {
         return Some(Refusal::new(
             "grant.read_only",
-            format!(
-                "{name} has effect {} and your grant is ro",
-                effect.as_str()
-            ),
+            format!("{name} has effect {} and your grant is ro", effect.as_str()),
             format!("`dacli run {name}` needs rw: ask {} to run it.", runner.ask),
         ));
     }
@@ -238,18 +247,65 @@ mod tests {
         };
         let rw = runner(Some(r), Grant::Rw);
         let ro = runner(Some(r), Grant::Ro);
-        assert_eq!(gate(&rw, &shortcut("test", None, &[]), false).as_deref(), Some("shortcut.no_effect"));
-        assert_eq!(gate(&rw, &shortcut("lint", Some(Effect::Read), &[]), false).as_deref(), Some("shortcut.not_in_toolkit"));
-        assert_eq!(gate(&rw, &shortcut("fmt", Some(Effect::Write), &["architect"]), false).as_deref(), Some("shortcut.not_in_toolkit"));
-        assert_eq!(gate(&ro, &shortcut("fmt", Some(Effect::Write), &[]), false).as_deref(), Some("grant.read_only"));
-        assert_eq!(gate(&ro, &shortcut("test", Some(Effect::Read), &[]), false), None);
-        assert_eq!(gate(&rw, &shortcut("test", Some(Effect::Destructive), &[]), false).as_deref(), Some("shortcut.unconfirmed_destructive"));
-        assert_eq!(gate(&rw, &shortcut("test", Some(Effect::Destructive), &[]), true), None);
-        let root = Runner { is_root: true, ..rw };
-        assert_eq!(gate(&root, &shortcut("x", Some(Effect::Write), &["nobody"]), false), None);
+        assert_eq!(
+            gate(&rw, &shortcut("test", None, &[]), false).as_deref(),
+            Some("shortcut.no_effect")
+        );
+        assert_eq!(
+            gate(&rw, &shortcut("lint", Some(Effect::Read), &[]), false).as_deref(),
+            Some("shortcut.not_in_toolkit")
+        );
+        assert_eq!(
+            gate(
+                &rw,
+                &shortcut("fmt", Some(Effect::Write), &["architect"]),
+                false
+            )
+            .as_deref(),
+            Some("shortcut.not_in_toolkit")
+        );
+        assert_eq!(
+            gate(&ro, &shortcut("fmt", Some(Effect::Write), &[]), false).as_deref(),
+            Some("grant.read_only")
+        );
+        assert_eq!(
+            gate(&ro, &shortcut("test", Some(Effect::Read), &[]), false),
+            None
+        );
+        assert_eq!(
+            gate(
+                &rw,
+                &shortcut("test", Some(Effect::Destructive), &[]),
+                false
+            )
+            .as_deref(),
+            Some("shortcut.unconfirmed_destructive")
+        );
+        assert_eq!(
+            gate(&rw, &shortcut("test", Some(Effect::Destructive), &[]), true),
+            None
+        );
+        let root = Runner {
+            is_root: true,
+            ..rw
+        };
+        assert_eq!(
+            gate(
+                &root,
+                &shortcut("x", Some(Effect::Write), &["nobody"]),
+                false
+            ),
+            None
+        );
         // Without a role, the toolkit is every read shortcut.
         let bare = runner(None, Grant::Rw);
-        assert_eq!(gate(&bare, &shortcut("x", Some(Effect::Read), &[]), false), None);
-        assert_eq!(gate(&bare, &shortcut("x", Some(Effect::Write), &[]), false).as_deref(), Some("shortcut.not_in_toolkit"));
+        assert_eq!(
+            gate(&bare, &shortcut("x", Some(Effect::Read), &[]), false),
+            None
+        );
+        assert_eq!(
+            gate(&bare, &shortcut("x", Some(Effect::Write), &[]), false).as_deref(),
+            Some("shortcut.not_in_toolkit")
+        );
     }
 }

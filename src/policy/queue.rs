@@ -67,12 +67,19 @@ pub struct State {
 pub enum Plan {
     /// Record a new event with `key`, then write the queue with the state `after` returns for
     /// the new event's id (unchanged state for `failed`).
-    Record { key: String },
+    Record {
+        key: String,
+    },
     /// The key was recorded with the same outcome: nothing moves. `repair` is the state the
     /// queue must be written with when it does not yet reflect that event.
-    Replay { event: Advance, repair: Option<State> },
+    Replay {
+        event: Advance,
+        repair: Option<State>,
+    },
     /// The key was recorded with another outcome (`E_CONFLICT`).
-    Conflict { event: Advance },
+    Conflict {
+        event: Advance,
+    },
     /// `resume` on a queue that is not halted: nothing to do.
     Unchanged,
     Refused(Refusal),
@@ -279,7 +286,10 @@ mod tests {
             panic!("refused");
         };
         assert_eq!(r.policy, "queue.complete");
-        assert_eq!(plan(&queue(0, None), Outcome::Resumed, None, &[]), Plan::Unchanged);
+        assert_eq!(
+            plan(&queue(0, None), Outcome::Resumed, None, &[]),
+            Plan::Unchanged
+        );
         assert_eq!(
             plan(&queue(1, Some("EV")), Outcome::Resumed, None, &[]),
             Plan::Record {
@@ -292,8 +302,17 @@ mod tests {
     fn outcomes_move_the_state() {
         let q = queue(0, None);
         assert_eq!(after(&q, Outcome::Done, "E", None).cursor, 1);
-        assert_eq!(after(&q, Outcome::Failed, "E", None), State { cursor: 0, halted: None });
+        assert_eq!(
+            after(&q, Outcome::Failed, "E", None),
+            State {
+                cursor: 0,
+                halted: None
+            }
+        );
         let dead = after(&q, Outcome::Dead, "E", Some("why"));
-        assert_eq!(dead.halted.map(|h| (h.step, h.event)), Some((0, "E".to_string())));
+        assert_eq!(
+            dead.halted.map(|h| (h.step, h.event)),
+            Some((0, "E".to_string()))
+        );
     }
 }

@@ -207,7 +207,11 @@ impl Template {
                             Piece::Placeholder(n) => out.push_str(&word(n)),
                             Piece::Text(t) => {
                                 let t = if j == 0 { t.trim_start_matches(' ') } else { t };
-                                let t = if j == last { t.trim_end_matches(' ') } else { t };
+                                let t = if j == last {
+                                    t.trim_end_matches(' ')
+                                } else {
+                                    t
+                                };
                                 out.push_str(t);
                             }
                             Piece::Group(_) => {}
@@ -235,10 +239,9 @@ impl std::fmt::Display for ExpandError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ExpandError::Unknown(k) => write!(f, "the shortcut has no parameter `{k}`"),
-            ExpandError::Missing(k) => write!(
-                f,
-                "parameter `{k}` is required: pass `--param {k}=VALUE`"
-            ),
+            ExpandError::Missing(k) => {
+                write!(f, "parameter `{k}` is required: pass `--param {k}=VALUE`")
+            }
             ExpandError::Nul(k) => write!(f, "the value of `{k}` contains a NUL byte"),
         }
     }
@@ -320,7 +323,10 @@ mod tests {
             Template::parse("x [[ [[ {{f}} ]] ]]", &p),
             Err(TemplateError::NestedGroup)
         );
-        assert_eq!(Template::parse("x ]]", &p), Err(TemplateError::StrayGroupEnd));
+        assert_eq!(
+            Template::parse("x ]]", &p),
+            Err(TemplateError::StrayGroupEnd)
+        );
         assert_eq!(
             Template::parse("x {{F}}", &p),
             Err(TemplateError::BadPlaceholder("F".into()))
@@ -331,8 +337,11 @@ mod tests {
 
     #[test]
     fn optional_groups_drop_when_empty() {
-        let t = Template::parse("./scripts/test.sh checkout [[ --filter {{filter}} ]]", &["filter"])
-            .expect("valid");
+        let t = Template::parse(
+            "./scripts/test.sh checkout [[ --filter {{filter}} ]]",
+            &["filter"],
+        )
+        .expect("valid");
         let params = [param("filter")];
         assert_eq!(
             t.expand(&params, &values(&[])).expect("expands"),

@@ -245,7 +245,10 @@ fn escalate(
     let why = if missing.is_empty() {
         "it has no `escalate_to` edge".to_string()
     } else {
-        format!("every edge of its `escalate_to` ({}) is missing", missing.join(", "))
+        format!(
+            "every edge of its `escalate_to` ({}) is missing",
+            missing.join(", ")
+        )
     };
     notices.push(Notice {
         code: "route_dead_end",

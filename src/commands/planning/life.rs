@@ -103,9 +103,8 @@ impl RoleGate {
     /// `role.wip_cap`, then `role.out_of_scope` for a task with `traces`; `instead` ends the
     /// scope refusal's `next`.
     fn check(&self, reference: &str, traces: &[String], instead: &str) -> Option<Refusal> {
-        wip_cap(&self.role, &self.active).or_else(|| {
-            out_of_scope(&self.role, reference, &self.scope.outside(traces), instead)
-        })
+        wip_cap(&self.role, &self.active)
+            .or_else(|| out_of_scope(&self.role, reference, &self.scope.outside(traces), instead))
     }
 }
 
@@ -137,17 +136,16 @@ fn claim(ctx: &Ctx, req: ClaimRequest) -> Result<Outcome<DualResult>, Error> {
             {
                 return Some(Err(refused));
             }
-            match view.assignee() {
-                Some(a) => Some(Err(Refusal::new(
+            view.assignee().map(|a| {
+                Err(Refusal::new(
                     "task.already_claimed",
                     format!("{r} is taken by {a}"),
                     format!(
                         "{r} is taken by {a} since {}; pick another with `dacli task list --ready`, or ask them.",
                         claimed_since(view)
                     ),
-                ))),
-                None => None,
-            }
+                ))
+            })
         },
         &|doc, st| doc.claim(&me2, st),
     )

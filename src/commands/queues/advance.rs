@@ -71,8 +71,7 @@ pub struct Response {
 }
 
 pub(super) fn advance_command() -> Command {
-    Command::new("queue.advance", Class::Mutate, advance, render)
-        .mcp(Mcp::Tier1("queue_advance"))
+    Command::new("queue.advance", Class::Mutate, advance, render).mcp(Mcp::Tier1("queue_advance"))
 }
 
 pub(super) fn resume_command() -> Command {
@@ -163,7 +162,15 @@ fn apply(
             ),
         )
         .hint("pass another --key, or repeat the recorded outcome")),
-        Plan::Unchanged => Ok(Outcome::Done(response(q, q, outcome, None, None, false, "unchanged"))),
+        Plan::Unchanged => Ok(Outcome::Done(response(
+            q,
+            q,
+            outcome,
+            None,
+            None,
+            false,
+            "unchanged",
+        ))),
         Plan::Replay { event, repair } => {
             let mut effect = "unchanged";
             let mut now = q.clone();
@@ -171,7 +178,15 @@ fn apply(
                 now = rewrite(ctx, &located, &state)?;
                 effect = "applied";
             }
-            let mut r = response(q, &now, outcome, Some(event.key), Some(event.id), true, effect);
+            let mut r = response(
+                q,
+                &now,
+                outcome,
+                Some(event.key),
+                Some(event.id),
+                true,
+                effect,
+            );
             r.cursor_before = event.cursor_before;
             Ok(Outcome::Done(r))
         }
@@ -294,7 +309,9 @@ fn render(r: &Response, ctx: &Ctx) -> String {
             h.reason,
             r.queue.trim_start_matches("q-")
         )),
-        (None, Some(s)) => out.push_str(&format!("  next: step {}: {}\n", s.n, first_line(&s.text))),
+        (None, Some(s)) => {
+            out.push_str(&format!("  next: step {}: {}\n", s.n, first_line(&s.text)))
+        }
         (None, None) => out.push_str("  every step is done\n"),
     }
     out

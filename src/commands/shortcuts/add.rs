@@ -275,7 +275,8 @@ fn create(ctx: &Ctx, spec: &Spec<'_>) -> Result<(ShortcutView, String), Error> {
     Template::parse(spec.command, &declared)
         .map_err(|e| Error::usage(format!("--command: {e}")))?;
     if let Some(dir) = spec.dir {
-        let escape = |m: String| Error::new(ErrorKind::Usage, "E_PATH_ESCAPE", format!("--dir: {m}"));
+        let escape =
+            |m: String| Error::new(ErrorKind::Usage, "E_PATH_ESCAPE", format!("--dir: {m}"));
         check_repo_path(dir).map_err(escape)?;
         if crate::exec::dir_escapes(ws.root(), dir) {
             return Err(escape(format!(
@@ -382,10 +383,13 @@ fn params(flags: &ParamFlags<'_>) -> Result<Vec<Param>, Error> {
     }
     let mut described = Vec::new();
     for spec in flags.describe {
-        let (name, text) = spec.split_once('=').ok_or_else(|| {
-            Error::usage(format!("--describe `{spec}` is not NAME=TEXT"))
-        })?;
-        described.push((find("--describe", name)?, one_line("--describe", text)?.to_string()));
+        let (name, text) = spec
+            .split_once('=')
+            .ok_or_else(|| Error::usage(format!("--describe `{spec}` is not NAME=TEXT")))?;
+        described.push((
+            find("--describe", name)?,
+            one_line("--describe", text)?.to_string(),
+        ));
     }
     for i in required {
         out[i].required = true;

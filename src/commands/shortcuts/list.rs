@@ -119,9 +119,8 @@ pub(super) fn show_command() -> Command {
 
 fn show(ctx: &Ctx, req: ShowRequest) -> Result<Outcome<ShowResponse>, Error> {
     let ws = ctx.ws()?;
-    let located = shortcuts::load(ws, &req.name).map_err(|e| {
-        Error::from(e).hint("list shortcuts with `dacli shortcut list`")
-    })?;
+    let located = shortcuts::load(ws, &req.name)
+        .map_err(|e| Error::from(e).hint("list shortcuts with `dacli shortcut list`"))?;
     let all = all_shortcuts(ctx)?;
     let caller = Caller::load(ctx, &all)?;
     let journal = crate::journal::read(ws)?;

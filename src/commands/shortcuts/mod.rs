@@ -103,7 +103,7 @@ fn uses(ctx: &Ctx) -> Result<BTreeMap<String, usize>, Error> {
 }
 
 /// Orders shortcuts as every catalogue does: by uses, descending, then by name.
-fn rank<'a>(items: &mut [&'a Located], uses: &BTreeMap<String, usize>) {
+fn rank(items: &mut [&Located], uses: &BTreeMap<String, usize>) {
     items.sort_by(|a, b| {
         let ua = uses.get(&a.shortcut.name).copied().unwrap_or(0);
         let ub = uses.get(&b.shortcut.name).copied().unwrap_or(0);

@@ -69,7 +69,8 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         }
         if is_test {
             users.push("`definition_of_done.test_shortcut`".to_string());
-            steps.push("from `definition_of_done.test_shortcut` in config.toml (ask a-root)".into());
+            steps
+                .push("from `definition_of_done.test_shortcut` in config.toml (ask a-root)".into());
         }
         let mut next = steps.join(", and ");
         if let Some(first) = next.get(..1) {

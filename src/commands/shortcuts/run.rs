@@ -180,7 +180,9 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
             }
             adhoc(ctx, cmd, &req)
         }
-        _ => Err(Error::usage("give a shortcut NAME, --list or --cmd COMMAND")),
+        _ => Err(Error::usage(
+            "give a shortcut NAME, --list or --cmd COMMAND",
+        )),
     }
 }
 
@@ -243,11 +245,17 @@ fn named(ctx: &Ctx, name: &str, req: &Request) -> Result<Outcome<Response>, Erro
         .expand(&located.shortcut.params, &values(&req.params)?)
         .map_err(|e| Error::usage(format!("{name}: {e}")))?;
     let dir = located.shortcut.dir.clone();
-    let cwd = working_dir(ctx, &located.path, dir.as_deref())?;
     let world = World::load(ws, &|f| crate::policy::dod::evaluate(f).passed)?;
     ctx.warn_all(world.warnings.clone());
     let task = task_for(ctx, &world, req.task.as_deref())?;
     if req.dry_run {
+        // A dry run needs no directory yet, but never one that leaves the work tree.
+        if let Some(d) = dir.as_deref() {
+            check_repo_path(d)
+                .ok()
+                .filter(|()| !crate::exec::dir_escapes(ws.root(), d))
+                .ok_or_else(|| escapes(&located.path, d))?;
+        }
         return Ok(Outcome::Done(Response::DryRun(DryRun {
             dry_run: true,
             shortcut: name.to_string(),
@@ -260,6 +268,7 @@ fn named(ctx: &Ctx, name: &str, req: &Request) -> Result<Outcome<Response>, Erro
             },
         })));
     }
+    let cwd = working_dir(ctx, &located.path, dir.as_deref())?;
     let (id, task_ref) = task.unzip();
     let ran = spawn(ctx, &command, &cwd, req.timeout, name, id.as_deref())?;
     record(
@@ -330,19 +339,25 @@ fn adhoc(ctx: &Ctx, cmd: &str, req: &Request) -> Result<Outcome<Response>, Error
     )
 }
 
+fn escapes(file: &str, dir: &str) -> Error {
+    Error::new(
+        ErrorKind::Usage,
+        "E_PATH_ESCAPE",
+        format!(
+            "{file}: `dir` `{dir}` is not a repository path inside the work tree; it is never run"
+        ),
+    )
+}
+
 /// The resolved working directory: `dir` (a repository path) inside the work tree, symlinks
 /// resolved, or the work-tree root. `file` names the shortcut for messages.
 fn working_dir(ctx: &Ctx, file: &str, dir: Option<&str>) -> Result<std::path::PathBuf, Error> {
     let ws = ctx.ws()?;
-    let escape = |m: String| Error::new(ErrorKind::Usage, "E_PATH_ESCAPE", m);
     if let Some(d) = dir {
-        check_repo_path(d).map_err(|m| escape(format!("{file}: `dir`: {m}")))?;
+        check_repo_path(d).map_err(|_| escapes(file, d))?;
     }
     resolve_dir(ws.root(), dir).map_err(|e| match e {
-        DirError::Escapes => escape(format!(
-            "{file}: `dir` `{}` resolves outside the work tree; it is never run there",
-            dir.unwrap_or(".")
-        )),
+        DirError::Escapes => escapes(file, dir.unwrap_or(".")),
         DirError::Missing => Error::not_found(format!(
             "{file}: `dir` `{}` is not a directory of this work tree",
             dir.unwrap_or(".")
@@ -509,10 +524,7 @@ fn render(r: &Response, _ctx: &Ctx) -> String {
             }
             let mut out = table(&rows, &[1]);
             if l.omitted > 0 {
-                out.push_str(&format!(
-                    "… {} more: dacli run --list --all\n",
-                    l.omitted
-                ));
+                out.push_str(&format!("… {} more: dacli run --list --all\n", l.omitted));
             }
             out
         }

@@ -120,9 +120,8 @@ fn check_lists(
         }
     }
     for s in shortcut_names {
-        shortcuts::load(ws, s).map_err(|e| {
-            Error::from(e).hint("list shortcuts with `dacli shortcut list`")
-        })?;
+        shortcuts::load(ws, s)
+            .map_err(|e| Error::from(e).hint("list shortcuts with `dacli shortcut list`"))?;
     }
     for to in escalate_to {
         if to == name {
@@ -645,7 +644,10 @@ fn in_use(ctx: &Ctx, name: &str) -> Result<Option<Refusal>, Error> {
         ));
     }
     if !reserved.is_empty() {
-        why.push(format!("shortcuts are reserved for it ({})", reserved.join(", ")));
+        why.push(format!(
+            "shortcuts are reserved for it ({})",
+            reserved.join(", ")
+        ));
         steps.push(format!(
             "drop {name} from `roles` of shortcuts {}",
             reserved.join(", ")
