@@ -11,6 +11,10 @@ use std::collections::BTreeMap;
 
 use crate::model::shortcut::{Param, is_param_name};
 
+/// How many shortcuts a catalogue shows before announcing the rest: `run --list` and the
+/// brief's shortcut section share it (COMMANDS.md §14.18).
+pub const CATALOG_LIMIT: usize = 12;
+
 /// One piece of a parsed template.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Piece {

@@ -19,7 +19,6 @@ use crate::policy::queue::{Advance, Outcome as StepOutcome, Plan, State, after, 
 #[serde(deny_unknown_fields)]
 pub struct AdvanceRequest {
     /// The queue (slug or `q-<slug>`).
-    #[serde(rename = "queue")]
     #[arg(value_name = "SLUG")]
     slug: String,
     /// The idempotency key (default `<cursor>:<outcome>`, `<cursor>:failed:<n>` for failures).
@@ -43,7 +42,6 @@ impl Classify for AdvanceRequest {}
 #[serde(deny_unknown_fields)]
 pub struct ResumeRequest {
     /// The queue (slug or `q-<slug>`).
-    #[serde(rename = "queue")]
     #[arg(value_name = "SLUG")]
     slug: String,
     /// Why it can go on (kept in the event).

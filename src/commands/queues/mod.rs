@@ -260,7 +260,6 @@ fn render_list(r: &ListResponse, _ctx: &Ctx) -> String {
 #[serde(deny_unknown_fields)]
 pub struct NextRequest {
     /// The queue (slug or `q-<slug>`).
-    #[serde(rename = "queue")]
     #[arg(value_name = "SLUG")]
     slug: String,
 }
@@ -308,7 +307,6 @@ fn render_next(r: &NextResponse, _ctx: &Ctx) -> String {
 #[serde(deny_unknown_fields)]
 pub struct RmRequest {
     /// The queue (slug or `q-<slug>`).
-    #[serde(rename = "queue")]
     #[arg(value_name = "SLUG")]
     slug: String,
 }

@@ -211,7 +211,11 @@ fn render_show(r: &ShowResponse, _ctx: &Ctx) -> String {
     if !r.why.is_empty() {
         out.push_str(&format!("\n{} wrote:\n", s.owner));
         for line in r.why.lines() {
-            out.push_str(&format!("  {line}\n"));
+            if line.trim().is_empty() {
+                out.push('\n');
+            } else {
+                out.push_str(&format!("  {line}\n"));
+            }
         }
     }
     out

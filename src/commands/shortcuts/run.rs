@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 
 use super::{Caller, all_shortcuts, rank, template, uses};
 use crate::dispatch::text::table;
@@ -17,11 +17,8 @@ use crate::model::Grant;
 use crate::model::shortcut::Effect;
 use crate::model::task::{Status, TaskRef};
 use crate::objects::shortcuts;
-use crate::policy::shortcut::param_signature;
+use crate::policy::shortcut::{CATALOG_LIMIT, param_signature};
 use crate::workspace::names::check_repo_path;
-
-/// How many shortcuts `run --list` shows (the brief's catalogue uses the same limit).
-pub const LIST_LIMIT: usize = 12;
 
 /// Run a shortcut: `dacli run NAME [--param KEY=VALUE]...`. Each value reaches the command as
 /// one literal word. `--list` shows what you may run; `--cmd` runs and records an ad-hoc
@@ -39,8 +36,8 @@ pub struct Request {
     name: Option<String>,
     /// A parameter value (repeatable).
     #[arg(long = "param", value_name = "KEY=VALUE")]
-    #[serde(default, rename = "params", deserialize_with = "params_object")]
-    params: Vec<String>,
+    #[serde(default)]
+    param: Vec<String>,
     /// The task this run is for (default: your single active task, if you have exactly one).
     #[arg(long, value_name = "REF")]
     #[serde(default)]
@@ -55,7 +52,7 @@ pub struct Request {
     confirmed: bool,
     /// Kill the command's process group after this many seconds (exit 124).
     #[arg(long, value_name = "SECS", default_value_t = 1800)]
-    #[serde(default = "default_timeout", rename = "timeout_s")]
+    #[serde(default = "default_timeout")]
     timeout: u64,
     /// List the shortcuts you may run, most used first.
     #[arg(long, conflicts_with = "cmd")]
@@ -73,20 +70,6 @@ pub struct Request {
 
 fn default_timeout() -> u64 {
     1800
-}
-
-/// MCP passes `params` as an object of strings; the CLI as `KEY=VALUE` words.
-fn params_object<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Params {
-        Object(BTreeMap<String, String>),
-        Words(Vec<String>),
-    }
-    Ok(match Params::deserialize(d)? {
-        Params::Object(map) => map.into_iter().map(|(k, v)| format!("{k}={v}")).collect(),
-        Params::Words(words) => words,
-    })
 }
 
 // `run` is classed by the shortcut's effect in the body (COMMANDS.md §10), so the dispatcher's
@@ -173,7 +156,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     match (&req.name, &req.cmd) {
         (Some(name), None) => named(ctx, name, &req),
         (None, Some(cmd)) => {
-            if !req.params.is_empty() || req.confirmed {
+            if !req.param.is_empty() || req.confirmed {
                 return Err(Error::usage(
                     "--param and --confirmed go with a shortcut, not with --cmd",
                 ));
@@ -195,7 +178,7 @@ fn list(ctx: &Ctx, all: bool) -> Result<Outcome<Response>, Error> {
         .filter(|l| caller.may_run(&l.shortcut))
         .collect();
     rank(&mut runnable, &uses);
-    let limit = (!all).then_some(LIST_LIMIT);
+    let limit = (!all).then_some(CATALOG_LIMIT);
     let shown = limit.unwrap_or(usize::MAX).min(runnable.len());
     let omitted = runnable.len() - shown;
     let entries = runnable[..shown]
@@ -242,7 +225,7 @@ fn named(ctx: &Ctx, name: &str, req: &Request) -> Result<Outcome<Response>, Erro
         return Ok(Outcome::Refused(r));
     }
     let command = template(&located)?
-        .expand(&located.shortcut.params, &values(&req.params)?)
+        .expand(&located.shortcut.params, &values(&req.param)?)
         .map_err(|e| Error::usage(format!("{name}: {e}")))?;
     let dir = located.shortcut.dir.clone();
     let world = World::load(ws, &|f| crate::policy::dod::evaluate(f).passed)?;
@@ -452,7 +435,12 @@ fn record(ctx: &Ctx, r: Record<'_>) -> Result<Outcome<Response>, Error> {
         } else {
             format!("exited {}", r.ran.exit_code)
         };
-        let mut message = format!("{} {why} (event {})", r.shortcut, ev.id);
+        let what = if r.shortcut == ADHOC {
+            format!("the ad-hoc command `{}`", r.command)
+        } else {
+            format!("shortcut {}", r.shortcut)
+        };
+        let mut message = format!("{what} {why} (event {})", ev.id);
         let lines = r.ran.last_lines(20);
         if !lines.is_empty() {
             message.push_str("; last output:\n");
@@ -465,10 +453,12 @@ fn record(ctx: &Ctx, r: Record<'_>) -> Result<Outcome<Response>, Error> {
             )),
         );
     }
-    ctx.notice(format!(
-        "{} exited 0 in {} ms (event {})",
-        r.shortcut, r.ran.duration_ms, ev.id
-    ));
+    if !ctx.quiet() {
+        ctx.notice(format!(
+            "{} exited 0 in {} ms (event {})",
+            r.shortcut, r.ran.duration_ms, ev.id
+        ));
+    }
     Ok(Outcome::Done(Response::Ran(Box::new(Ran {
         shortcut: r.shortcut.to_string(),
         effect: r.effect,
