@@ -929,6 +929,8 @@ fn run_list_ranks_by_uses_shows_twelve_and_announces_the_rest() {
         15,
         "untruncated"
     );
+    let (code, _) = repo.json(&["run", "--list", "--dry-run"]);
+    assert_eq!(code, 2, "--list takes only --all");
 }
 
 #[test]

@@ -148,6 +148,11 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         return Err(Error::usage("--timeout must be at least 1 second"));
     }
     if req.list {
+        if !req.param.is_empty() || req.task.is_some() || req.dry_run || req.confirmed {
+            return Err(Error::usage(
+                "--list takes only --all; --param, --task, --dry-run and --confirmed go with a run",
+            ));
+        }
         return list(ctx, req.all);
     }
     if req.all {
@@ -289,7 +294,7 @@ fn adhoc(ctx: &Ctx, cmd: &str, req: &Request) -> Result<Outcome<Response>, Error
     {
         return Ok(Outcome::Refused(r));
     }
-    let cwd = working_dir(ctx, ".dacli", None)?;
+    let cwd = working_dir(ctx, "--cmd", None)?;
     let world = World::load(ws, &|f| crate::policy::dod::evaluate(f).passed)?;
     ctx.warn_all(world.warnings.clone());
     let task = task_for(ctx, &world, req.task.as_deref())?;
