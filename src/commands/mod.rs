@@ -6,6 +6,8 @@ mod collab;
 mod insight;
 mod knowledge;
 mod planning;
+mod queues;
+mod shortcuts;
 mod team;
 mod templates;
 
@@ -21,6 +23,8 @@ pub fn table() -> Table {
     commands.extend(knowledge::commands());
     commands.extend(insight::commands());
     commands.extend(templates::commands());
+    commands.extend(shortcuts::commands());
+    commands.extend(queues::commands());
     Table::new(commands).with_groups(&[
         (
             "agent",
@@ -40,5 +44,17 @@ pub fn table() -> Table {
             "Templates: list, show, add (vendor one to edit it)",
         ),
         ("mcp", "The MCP stdio server: serve, config"),
+        (
+            "role",
+            "Roles: grant ceiling, scope, toolkit, escalation and WIP cap",
+        ),
+        (
+            "shortcut",
+            "Shortcuts: named command templates with a declared effect (run them with `dacli run`)",
+        ),
+        (
+            "queue",
+            "Queues: ordered steps an owner advances; dacli never runs them",
+        ),
     ])
 }

@@ -2,8 +2,10 @@
 //! knowing which mailbox events are still pending.
 
 pub mod fold;
+pub mod runs;
 pub mod sync;
 pub mod view;
+pub mod wip;
 
 use std::collections::{BTreeMap, BTreeSet};
 
