@@ -2,6 +2,7 @@
 //! them share lives in a lower layer. This file only assembles the table.
 
 mod admin;
+mod briefing;
 mod collab;
 mod insight;
 mod knowledge;
@@ -19,5 +20,6 @@ pub fn table() -> Table {
     commands.extend(collab::commands());
     commands.extend(knowledge::commands());
     commands.extend(insight::commands());
+    commands.extend(briefing::commands());
     Table::new(commands)
 }
