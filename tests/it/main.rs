@@ -5,6 +5,7 @@
 #![allow(clippy::disallowed_methods)]
 
 mod architecture;
+mod brief;
 mod example;
 mod hostile;
 mod knowledge;
