@@ -100,6 +100,8 @@ struct Scope<'a> {
     events: Events,
     notes: Vec<NoteEntry>,
     superseded: BTreeSet<String>,
+    /// Note bodies read so far, by id: a note shown twice is read once.
+    bodies: BTreeMap<String, String>,
     warnings: Vec<Problem>,
 }
 
@@ -135,13 +137,18 @@ impl Scope<'_> {
         }
     }
 
-    fn note_body(&mut self, note: &NoteEntry) -> Option<String> {
+    /// The body of a note; `None` (with a warning) when its file went bad since it was indexed.
+    fn note_body(&mut self, note: &NoteEntry) -> Result<Option<String>, Error> {
+        if let Some(body) = self.bodies.get(&note.id) {
+            return Ok(Some(body.clone()));
+        }
         let path = self.ws.dir().join(&note.file);
         let read = objects::read_document(self.ws, &path);
-        warn_or_fail(&mut self.warnings, read)
-            .ok()
-            .flatten()
-            .map(|d| d.body)
+        let Some(doc) = warn_or_fail(&mut self.warnings, read)? else {
+            return Ok(None);
+        };
+        self.bodies.insert(note.id.clone(), doc.body.clone());
+        Ok(Some(doc.body))
     }
 }
 
@@ -161,7 +168,8 @@ pub(super) fn gather(ws: &Workspace, reader: &Reader, reference: &str) -> Result
         .clone();
     let events = crate::journal::index::read(ws)?;
     warnings.extend(events.warnings.iter().cloned());
-    let notes = index::notes(ws)?;
+    let slugs: Vec<String> = listing.items.iter().map(|p| p.slug.clone()).collect();
+    let notes = index::notes(ws, &slugs)?;
     warnings.extend(notes.warnings);
     let superseded = notes
         .items
@@ -178,6 +186,7 @@ pub(super) fn gather(ws: &Workspace, reader: &Reader, reference: &str) -> Result
         events,
         notes: notes.items,
         superseded,
+        bodies: BTreeMap::new(),
         warnings,
     };
     let doc = folded_task(&mut scope)?;
@@ -187,11 +196,11 @@ pub(super) fn gather(ws: &Workspace, reader: &Reader, reference: &str) -> Result
     let sections = vec![
         why(&scope, &project),
         out_of_scope(&project, &doc),
-        constraints(&mut scope, &project),
+        constraints(&mut scope, &project)?,
         risk_section(&mut scope)?,
         glossary_section(&mut scope, &task_text)?,
         answers(&mut scope)?,
-        lessons(&mut scope),
+        lessons(&mut scope)?,
         findings(&mut scope)?,
         linked(&mut scope, &doc)?,
         activity(&scope),
@@ -410,7 +419,7 @@ fn out_of_scope(project: &Document, t: &FoldedTask) -> Section {
     s
 }
 
-fn constraints(scope: &mut Scope<'_>, project: &Document) -> Section {
+fn constraints(scope: &mut Scope<'_>, project: &Document) -> Result<Section, Error> {
     let mut s = Section::new("constraints", "Constraints", "constraints")
         .blocks()
         .counted(Some(9));
@@ -456,18 +465,10 @@ fn constraints(scope: &mut Scope<'_>, project: &Document) -> Section {
             .then(b.id.cmp(&a.id))
     });
     for (_, note) in decisions {
-        let Some(body) = scope.note_body(&note) else {
+        let Some(body) = scope.note_body(&note)? else {
             continue;
         };
-        let mut text = note.title.clone();
-        for name in ["Chose", "Rejected", "Because"] {
-            let part = section_text(&body, name).unwrap_or("");
-            if part.contains('\n') {
-                text.push_str(&format!("\n{name}:\n{part}"));
-            } else {
-                text.push_str(&format!("\n{name}: {part}"));
-            }
-        }
+        let text = decision_text(&note.title, &body);
         let details = format!(
             "decision {}, on {}",
             note.id,
@@ -483,7 +484,21 @@ fn constraints(scope: &mut Scope<'_>, project: &Document) -> Section {
             s.candidates.push(item);
         }
     }
-    s
+    Ok(s)
+}
+
+/// A decision as Chose / Rejected / Because lines under its title.
+fn decision_text(title: &str, body: &str) -> String {
+    let mut text = title.to_string();
+    for name in ["Chose", "Rejected", "Because"] {
+        let part = section_text(body, name).unwrap_or("");
+        if part.contains('\n') {
+            text.push_str(&format!("\n{name}:\n{part}"));
+        } else {
+            text.push_str(&format!("\n{name}: {part}"));
+        }
+    }
+    text
 }
 
 fn risk_section(scope: &mut Scope<'_>) -> Result<Section, Error> {
@@ -584,10 +599,15 @@ fn answers(scope: &mut Scope<'_>) -> Result<Section, Error> {
         };
         let on = scope.name_of(help.about.as_deref());
         let how = answer.answer_as.as_deref().unwrap_or("finding");
+        let reply = match (how, title_of(&a.body)) {
+            ("decision", Some(title)) => decision_text(title, &a.body),
+            (_, Some(title)) => titled(title, &a.body),
+            (_, None) => a.body.clone(),
+        };
         let text = format!(
             "{}\n\n{}",
             scope.block(&q.created_by, &format!("asked on {on}"), &q.body),
-            scope.block(&a.created_by, &format!("answered as {how}"), &a.body)
+            scope.block(&a.created_by, &format!("answered as {how}"), &reply)
         );
         s.candidates.push(Item {
             id: help.id.clone(),
@@ -612,7 +632,7 @@ fn load(
     }
 }
 
-fn lessons(scope: &mut Scope<'_>) -> Section {
+fn lessons(scope: &mut Scope<'_>) -> Result<Section, Error> {
     let mut s = Section::new("lessons", "Lessons from other projects", "lessons")
         .blocks()
         .counted(Some(5));
@@ -624,7 +644,7 @@ fn lessons(scope: &mut Scope<'_>) -> Section {
         .collect();
     notes.sort_by(|a, b| b.created.cmp(&a.created).then(b.id.cmp(&a.id)));
     for note in notes {
-        let Some(body) = scope.note_body(&note) else {
+        let Some(body) = scope.note_body(&note)? else {
             continue;
         };
         let mut details = note.kind.clone();
@@ -641,7 +661,7 @@ fn lessons(scope: &mut Scope<'_>) -> Section {
             s.candidates.push(item);
         }
     }
-    s
+    Ok(s)
 }
 
 /// A finding candidate before rendering.
@@ -672,7 +692,7 @@ fn findings(scope: &mut Scope<'_>) -> Result<Section, Error> {
         .collect();
     let mut superseded = Vec::new();
     for note in notes {
-        let Some(body) = scope.note_body(&note) else {
+        let Some(body) = scope.note_body(&note)? else {
             continue;
         };
         let f = Finding {
@@ -807,7 +827,7 @@ fn link_item(scope: &mut Scope<'_>, target: &str) -> Result<Option<Item>, Error>
         .find(|n| n.id == target || n.stem == target || n.id == format!("n-{target}"))
         .cloned();
     if let Some(note) = note {
-        let Some(body) = scope.note_body(&note) else {
+        let Some(body) = scope.note_body(&note)? else {
             return Ok(None);
         };
         let details = format!("{} {}, linked", note.kind, note.id);

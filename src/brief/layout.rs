@@ -18,7 +18,7 @@ use crate::brief::fence::label;
 pub struct Candidate {
     pub section: &'static str,
     pub id: String,
-    /// 1-based position in the section's ranking.
+    /// 1-based position in the section's ranking; 0 for a superseded note, which is never ranked.
     pub rank: usize,
     pub included: bool,
     /// `rank` (included at its rank), `cap`, `budget` or `superseded`.

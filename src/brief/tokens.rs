@@ -102,6 +102,9 @@ pub struct Counter {
     tokenizer: Tokenizer,
     generation: u64,
     counts: BTreeMap<String, Memoed>,
+    /// Keys used by this process: they are the ones kept first when the memo is saved.
+    used: std::collections::BTreeSet<String>,
+    /// Whether a count was computed (only then is the memo written back).
     dirty: bool,
 }
 
@@ -112,6 +115,7 @@ impl Counter {
             tokenizer,
             generation: 0,
             counts: BTreeMap::new(),
+            used: std::collections::BTreeSet::new(),
             dirty: false,
         };
         if tokenizer == Tokenizer::Chars4 {
@@ -141,31 +145,36 @@ impl Counter {
             return self.tokenizer.count(text);
         }
         let key = digest(text);
-        let next = self.generation + 1;
-        if let Some(hit) = self.counts.get_mut(&key) {
-            if hit.generation != next {
-                hit.generation = next;
-                self.dirty = true;
-            }
-            return hit.tokens;
+        if let Some(hit) = self.counts.get(&key) {
+            let tokens = hit.tokens;
+            self.used.insert(key);
+            return tokens;
         }
         let tokens = self.tokenizer.count(text);
         self.counts.insert(
-            key,
+            key.clone(),
             Memoed {
                 tokens,
-                generation: next,
+                generation: 0,
             },
         );
+        self.used.insert(key);
         self.dirty = true;
         tokens
     }
 
     /// Writes the memo back when a count was added, keeping the most recently used entries.
-    /// Failure is ignored: the memo is derived data.
+    /// A call served wholly from the memo writes nothing. Failure is ignored: the memo is
+    /// derived data.
     pub fn save(mut self, ws: &Workspace) {
         if !self.dirty || self.tokenizer == Tokenizer::Chars4 {
             return;
+        }
+        let generation = self.generation + 1;
+        for key in &self.used {
+            if let Some(entry) = self.counts.get_mut(key) {
+                entry.generation = generation;
+            }
         }
         if self.counts.len() > MEMO_CAP {
             let mut by_age: Vec<(u64, String)> = self
@@ -181,7 +190,7 @@ impl Counter {
         }
         let file = MemoFile {
             format: MEMO_FORMAT.to_string(),
-            generation: self.generation + 1,
+            generation,
             counts: self.counts,
         };
         if let Ok(bytes) = serde_json::to_vec(&file) {

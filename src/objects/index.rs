@@ -380,16 +380,13 @@ pub struct NoteEntry {
     pub file: String,
 }
 
-/// Every note of every project and of the workspace scope, sorted by id, with the warnings
-/// of the listing.
-pub fn notes(ws: &Workspace) -> Result<Listing<NoteEntry>, Error> {
+/// Every note of the projects `projects` (directory names, as [`super::projects::list`]
+/// gives them) and of the workspace scope, sorted by id, with the warnings of the listing.
+pub fn notes(ws: &Workspace, projects: &[String]) -> Result<Listing<NoteEntry>, Error> {
     use crate::model::note::{NOTE_KINDS, NoteHead};
     let mut out = Listing::default();
     let mut cache: FileCache<NoteEntry> = FileCache::load(ws, "notes");
-    let projects = super::projects::list(ws)?;
-    out.warnings.extend(projects.warnings);
-    let mut scopes: Vec<Option<String>> =
-        projects.items.into_iter().map(|p| Some(p.slug)).collect();
+    let mut scopes: Vec<Option<String>> = projects.iter().cloned().map(Some).collect();
     scopes.push(None);
     for project in &scopes {
         for (_, dir) in NOTE_KINDS {

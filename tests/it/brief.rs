@@ -671,3 +671,18 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn answered_questions_about_the_task_pair_question_and_answer() {
+    let repo = example();
+    let md = markdown(&repo, Some(BUILDER), &["checkout/010"]);
+    let start = md.find("## Answers (1 of 1)\n").unwrap();
+    let section = &md[start
+        ..md[start..]
+            .find("\n## Lessons")
+            .map_or(md.len(), |e| start + e)];
+    assert!(section.contains("**you** (asked on 010-flag-one-cent-differences-in-the-reconciliation-report):\nSettlement file v3 has one line per capture"), "{section}");
+    assert!(section.contains("> **a-root** (root, answered as decision):\n> Reconcile per order, summing captures\n> Chose: Reconcile per order: sum every capture"), "{section}");
+    // 004 is not 010's ancestor: its brief has no answers.
+    assert!(!markdown(&repo, Some(BUILDER), &[TASK]).contains("## Answers"));
+}
