@@ -3,6 +3,7 @@
 //! The modules are layers (docs/ARCHITECTURE.md): each names only layers below it, which
 //! `tests/it/architecture.rs` enforces.
 
+pub mod brief;
 pub mod cli;
 pub mod commands;
 pub mod dispatch;

@@ -2,6 +2,7 @@
 //! them share lives in a lower layer. This file only assembles the table.
 
 mod admin;
+mod briefing;
 mod collab;
 mod insight;
 mod knowledge;
@@ -25,6 +26,7 @@ pub fn table() -> Table {
     commands.extend(templates::commands());
     commands.extend(shortcuts::commands());
     commands.extend(queues::commands());
+    commands.extend(briefing::commands());
     Table::new(commands).with_groups(&[
         (
             "agent",

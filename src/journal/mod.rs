@@ -2,6 +2,7 @@
 //! knowing which mailbox events are still pending.
 
 pub mod fold;
+pub mod index;
 pub mod runs;
 pub mod sync;
 pub mod view;

@@ -4,6 +4,7 @@
 
 pub mod agents;
 pub mod glossary;
+pub mod index;
 pub mod notes;
 pub mod projects;
 pub mod queues;

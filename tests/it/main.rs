@@ -5,6 +5,7 @@
 #![allow(clippy::disallowed_methods)]
 
 mod architecture;
+mod brief;
 mod collab;
 mod docs;
 mod example;
