@@ -6,3 +6,4 @@ pub mod lint;
 pub mod plan;
 pub mod risk;
 pub mod scope;
+pub mod apply;
