@@ -6,6 +6,7 @@ mod collab;
 mod insight;
 mod knowledge;
 mod planning;
+mod repo;
 mod team;
 mod templates;
 
@@ -21,6 +22,7 @@ pub fn table() -> Table {
     commands.extend(knowledge::commands());
     commands.extend(insight::commands());
     commands.extend(templates::commands());
+    commands.extend(repo::commands());
     Table::new(commands).with_groups(&[
         (
             "agent",
@@ -32,6 +34,14 @@ pub fn table() -> Table {
             "Tasks: add, list, show, claim, check, block, finish, reopen, ...",
         ),
         ("events", "The event log: list, tail, show"),
+        (
+            "repo",
+            "The repository: retire provably dead branches, worktrees and run records",
+        ),
+        (
+            "delivery",
+            "Delivery: did each task's work land on the base branch?",
+        ),
         ("note", "Notes: decisions, findings, metrics, refs"),
         ("risk", "Risks: add, edit, list"),
         ("glossary", "The project glossary: show, add"),

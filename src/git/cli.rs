@@ -51,7 +51,11 @@ pub fn worktree_remove(root: &Path, path: &Path) -> Result<(), Error> {
 
 /// `git worktree prune --expire now`: drops administrative entries whose checkout is gone.
 pub fn worktree_prune(root: &Path) -> Result<(), Error> {
-    run(root, &["worktree", "prune", "--expire", "now"], LOCAL_DEADLINE)
+    run(
+        root,
+        &["worktree", "prune", "--expire", "now"],
+        LOCAL_DEADLINE,
+    )
 }
 
 /// Runs `git -C root <args>` with the adapter's environment and deadline. Its stdout is not

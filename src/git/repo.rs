@@ -87,11 +87,7 @@ impl Repo {
             });
         }
         let name = head.referent_name().map(|n| n.as_bstr().to_string());
-        let sha = head
-            .peel_to_commit()
-            .map_err(Error::gix)?
-            .id
-            .to_string();
+        let sha = head.peel_to_commit().map_err(Error::gix)?.id.to_string();
         Ok(match name {
             Some(name) => Head::Branch { name, sha },
             None => Head::Detached { sha },
@@ -183,7 +179,11 @@ impl Repo {
 
     /// Commits reachable from `tips` whose message ends in a trailer `key: <value>` (compared
     /// case-insensitively on the key), with every value found: `(commit, values)`.
-    pub fn trailers(&self, tips: &[String], key: &str) -> Result<Vec<(String, Vec<String>)>, Error> {
+    pub fn trailers(
+        &self,
+        tips: &[String],
+        key: &str,
+    ) -> Result<Vec<(String, Vec<String>)>, Error> {
         if tips.is_empty() {
             return Ok(Vec::new());
         }

@@ -224,7 +224,10 @@ fn parse_manifest(doc: &DocumentMut) -> Result<Manifest, String> {
     }
     for e in &entries {
         if !is_safe_entry_path(&e.path) {
-            return Err(format!("entry path `{}` is not YYYY/MM/DD/<file>.md", e.path));
+            return Err(format!(
+                "entry path `{}` is not YYYY/MM/DD/<file>.md",
+                e.path
+            ));
         }
     }
     Ok(Manifest {
@@ -240,11 +243,7 @@ fn is_safe_entry_path(path: &str) -> bool {
     let parts: Vec<&str> = path.split('/').collect();
     parts.len() == 4
         && parts.iter().all(|p| {
-            !p.is_empty()
-                && *p != "."
-                && *p != ".."
-                && !p.contains('\\')
-                && !p.starts_with('.')
+            !p.is_empty() && *p != "." && *p != ".." && !p.contains('\\') && !p.starts_with('.')
         })
         && parts[3].ends_with(".md")
 }
@@ -363,7 +362,11 @@ pub fn place(ws: &Workspace, segment: &str, entry: &Entry) -> Result<Placement, 
     })
 }
 
-fn matches(ws: &Workspace, path: &std::path::Path, sha: &str) -> Result<Option<bool>, objects::Error> {
+fn matches(
+    ws: &Workspace,
+    path: &std::path::Path,
+    sha: &str,
+) -> Result<Option<bool>, objects::Error> {
     if std::fs::symlink_metadata(path).is_err() {
         return Ok(None);
     }
@@ -400,7 +403,10 @@ pub struct History {
 }
 
 /// The history counts of the workspace, given its live journal.
-pub fn history(ws: &Workspace, journal: &Journal) -> Result<(History, Vec<Problem>), objects::Error> {
+pub fn history(
+    ws: &Workspace,
+    journal: &Journal,
+) -> Result<(History, Vec<Problem>), objects::Error> {
     let mut h = History::default();
     let mut seen = BTreeSet::new();
     for ev in &journal.events {
@@ -409,7 +415,11 @@ pub fn history(ws: &Workspace, journal: &Journal) -> Result<(History, Vec<Proble
         }
     }
     let listing = segments(ws)?;
-    for seg in listing.items.iter().filter(|s| s.state == SegmentState::Sealed) {
+    for seg in listing
+        .items
+        .iter()
+        .filter(|s| s.state == SegmentState::Sealed)
+    {
         for e in &seg.manifest.entries {
             if seen.insert(e.id.clone()) {
                 h.count(&e.event_kind, &e.created_by);
@@ -448,7 +458,10 @@ mod tests {
         let a = entry("2026/03/03/a.md", "11");
         let b = entry("2026/03/03/b.md", "22");
         assert_eq!(root_of(&[a.clone(), b.clone()]), root_of(&[b, a.clone()]));
-        let expected = format!("sha256:{}", sha256_hex(b"11 2026/03/03/a.md\n22 2026/03/03/b.md\n"));
+        let expected = format!(
+            "sha256:{}",
+            sha256_hex(b"11 2026/03/03/a.md\n22 2026/03/03/b.md\n")
+        );
         assert_eq!(root_of(&[entry("2026/03/03/b.md", "22"), a]), expected);
     }
 

@@ -78,16 +78,12 @@ pub fn to_json(item: &Item) -> Value {
     match item {
         Item::None => Value::Null,
         Item::Value(v) => value_to_json(v),
-        Item::Table(t) => Value::Object(
-            t.iter()
-                .map(|(k, v)| (k.to_string(), to_json(v)))
-                .collect(),
-        ),
-        Item::ArrayOfTables(a) => Value::Array(
-            a.iter()
-                .map(|t| to_json(&Item::Table(t.clone())))
-                .collect(),
-        ),
+        Item::Table(t) => {
+            Value::Object(t.iter().map(|(k, v)| (k.to_string(), to_json(v))).collect())
+        }
+        Item::ArrayOfTables(a) => {
+            Value::Array(a.iter().map(|t| to_json(&Item::Table(t.clone()))).collect())
+        }
     }
 }
 
@@ -95,7 +91,9 @@ fn value_to_json(v: &toml_edit::Value) -> Value {
     match v {
         toml_edit::Value::String(s) => Value::String(s.value().clone()),
         toml_edit::Value::Integer(i) => Value::Number(Number::from(*i.value())),
-        toml_edit::Value::Float(f) => Number::from_f64(*f.value()).map_or(Value::Null, Value::Number),
+        toml_edit::Value::Float(f) => {
+            Number::from_f64(*f.value()).map_or(Value::Null, Value::Number)
+        }
         toml_edit::Value::Boolean(b) => Value::Bool(*b.value()),
         toml_edit::Value::Datetime(d) => Value::String(d.value().to_string()),
         toml_edit::Value::Array(a) => Value::Array(a.iter().map(value_to_json).collect()),

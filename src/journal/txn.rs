@@ -293,8 +293,8 @@ impl Txn {
                 continue;
             }
             let bytes = ws.fs.read(&path)?;
-            let record = TomlRecord::parse(&ws.display(&path), &bytes)
-                .map_err(objects::Error::malformed)?;
+            let record =
+                TomlRecord::parse(&ws.display(&path), &bytes).map_err(objects::Error::malformed)?;
             let step = parse_step(&record.doc).ok_or_else(|| {
                 objects::Error::malformed(Problem {
                     path: ws.display(&path),

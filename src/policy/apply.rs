@@ -83,7 +83,10 @@ pub fn plan_digest(plan: &Value) -> Result<String, NotCanonical> {
 /// Whether `s` is a digest as FORMAT §2 spells it.
 pub fn is_digest(s: &str) -> bool {
     s.strip_prefix("sha256:").is_some_and(|hex| {
-        hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        hex.len() == 64
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
     })
 }
 
@@ -103,7 +106,10 @@ pub fn digest_required(req: ApplyRequest<'_>) -> Option<Refusal> {
     }
     Some(Refusal::new(
         "plan.digest_required",
-        format!("`dacli {} --apply` runs only a plan you reviewed, and no `--digest` was given", req.command),
+        format!(
+            "`dacli {} --apply` runs only a plan you reviewed, and no `--digest` was given",
+            req.command
+        ),
         format!(
             "Preview with `dacli {}`, review the plan, then run `dacli {} --apply --digest <plan_digest>`.",
             req.command, req.command
@@ -155,7 +161,10 @@ mod tests {
         let b = plan_digest(&json!({"y": [1, 2], "x": 1})).expect("digest");
         assert_eq!(a, b);
         assert!(is_digest(&a), "{a}");
-        assert_ne!(a, plan_digest(&json!({"x": 1, "y": [2, 1]})).expect("digest"));
+        assert_ne!(
+            a,
+            plan_digest(&json!({"x": 1, "y": [2, 1]})).expect("digest")
+        );
     }
 
     #[test]

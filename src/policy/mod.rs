@@ -1,9 +1,9 @@
 //! L4: pure decision engines. Values in, values out: no files, no clock, no environment.
 
+pub mod apply;
 pub mod dod;
 pub mod guard;
 pub mod lint;
 pub mod plan;
 pub mod risk;
 pub mod scope;
-pub mod apply;

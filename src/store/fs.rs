@@ -302,6 +302,19 @@ impl Fs {
         self.remove(from)
     }
 
+    /// Removes a directory only if it is empty (after its files were moved away); an absent
+    /// or non-empty directory is left as it is and is not an error.
+    pub fn remove_empty_dir(&self, dir: &Path) -> Result<(), Error> {
+        self.hit(FaultOp::Remove, dir)?;
+        #[allow(clippy::disallowed_methods, reason = "store owns removals")]
+        match fs::remove_dir(dir) {
+            Ok(()) => self.sync_dir(parent(dir)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::DirectoryNotEmpty => Ok(()),
+            Err(e) => Err(Error::io("remove directory", self.display(dir), e)),
+        }
+    }
+
     /// Removes a file and flushes its directory. An absent file is not an error.
     pub fn remove(&self, path: &Path) -> Result<(), Error> {
         self.hit(FaultOp::Remove, path)?;

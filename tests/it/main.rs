@@ -8,6 +8,7 @@ mod architecture;
 mod collab;
 mod docs;
 mod example;
+mod git;
 mod hostile;
 mod insight;
 mod knowledge;

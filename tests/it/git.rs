@@ -1,0 +1,636 @@
+//! The git-side tools (`repo cleanup`, `delivery reconcile`, `events scan|reconcile|archive|
+//! restore`) on real repositories built with the `git` binary, with gix's answers cross-checked
+//! against git's.
+
+use std::path::Path;
+use std::process::Command as Std;
+
+use serde_json::Value;
+
+use crate::lifecycle::agent;
+use crate::support::Repo;
+
+/// Runs git with a fixed identity and fixed dates (so SHAs are the same in every run of the
+/// test), returning trimmed stdout; panics on failure.
+fn g(dir: &Path, args: &[&str]) -> String {
+    let out = git_cmd(dir, args).output().expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Whether a git command succeeds (for predicates such as `merge-base --is-ancestor`).
+fn g_ok(dir: &Path, args: &[&str]) -> bool {
+    git_cmd(dir, args)
+        .output()
+        .expect("git runs")
+        .status
+        .success()
+}
+
+fn git_cmd(dir: &Path, args: &[&str]) -> Std {
+    let mut cmd = Std::new("git");
+    cmd.current_dir(dir)
+        .args(args)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .env("GIT_AUTHOR_DATE", "2026-03-01T10:00:00Z")
+        .env("GIT_COMMITTER_DATE", "2026-03-01T10:00:00Z");
+    cmd
+}
+
+fn ok(repo: &Repo, args: &[&str]) -> Value {
+    let (code, doc) = repo.json(args);
+    assert_eq!(code, 0, "{args:?}: {doc}");
+    doc
+}
+
+fn as_agent(repo: &Repo, token: &str, args: &[&str]) -> (i32, Value) {
+    let mut all = args.to_vec();
+    all.push("--json");
+    let out = repo.dacli(&all).env("DACLI_AGENT", token).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        crate::support::one_json(&out.stdout),
+    )
+}
+
+/// A commit on a new branch `name` (from the current HEAD), then back to main.
+fn branch_with_commit(dir: &Path, name: &str, file: &str) {
+    g(dir, &["checkout", "-q", "-b", name]);
+    std::fs::write(dir.join(file), format!("{file}\n")).unwrap();
+    g(dir, &["add", file]);
+    g(dir, &["commit", "-qm", &format!("work on {file}")]);
+    g(dir, &["checkout", "-q", "main"]);
+}
+
+/// The cleanup fixture: a project with five tasks and their branches:
+/// 1 merged with `--no-ff`, 2 unmerged, 3 squash-merged, 4 merged (a commit is added later),
+/// 5 done, checked out in a clean worktree under `.dacli/worktrees/`.
+fn cleanup_fixture() -> Repo {
+    let repo = Repo::initialized();
+    ok(&repo, &["project", "add", "Shop", "--slug", "checkout"]);
+    for title in [
+        "Merged work",
+        "Unmerged work",
+        "Squashed work",
+        "Moving work",
+        "Done work",
+    ] {
+        ok(&repo, &["task", "add", title, "--accept", "works"]);
+    }
+    ok(&repo, &["task", "check", "5", "--n", "1"]);
+    ok(&repo, &["task", "done", "5"]);
+    let d = repo.path();
+    name_workspace(&repo);
+    g(d, &["add", "-A"]);
+    g(d, &["commit", "-qm", "workspace"]);
+    branch_with_commit(d, "dacli/001-merged-work", "a.txt");
+    g(
+        d,
+        &[
+            "merge",
+            "-q",
+            "--no-ff",
+            "-m",
+            "merge 1",
+            "dacli/001-merged-work",
+        ],
+    );
+    branch_with_commit(d, "dacli/002-unmerged-work", "b.txt");
+    branch_with_commit(d, "dacli/003-squashed-work", "c.txt");
+    g(d, &["merge", "-q", "--squash", "dacli/003-squashed-work"]);
+    g(d, &["commit", "-qm", "squash 3"]);
+    branch_with_commit(d, "dacli/004-moving-work", "d.txt");
+    g(
+        d,
+        &[
+            "merge",
+            "-q",
+            "--no-ff",
+            "-m",
+            "merge 4",
+            "dacli/004-moving-work",
+        ],
+    );
+    branch_with_commit(d, "dacli/005-done-work", "e.txt");
+    g(
+        d,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            ".dacli/worktrees/done",
+            "dacli/005-done-work",
+        ],
+    );
+    repo
+}
+
+/// `init` names the workspace after its (random) temp directory; a fixed name keeps the
+/// committed tree, and so every SHA, the same in every run.
+fn name_workspace(repo: &Repo) {
+    let path = repo.ws("config.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let fixed: Vec<String> = text
+        .lines()
+        .map(|l| {
+            if l.starts_with("name = ") {
+                "name = \"shop\"".to_string()
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    std::fs::write(&path, fixed.join("\n") + "\n").unwrap();
+}
+
+fn candidate<'a>(doc: &'a Value, id: &str) -> &'a Value {
+    doc["data"]["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("no candidate {id} in {doc}"))
+}
+
+fn proof<'a>(c: &'a Value, predicate: &str) -> &'a str {
+    c["proofs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["predicate"] == predicate)
+        .unwrap_or_else(|| panic!("no proof {predicate} in {c}"))["result"]
+        .as_str()
+        .unwrap()
+}
+
+fn refs(dir: &Path) -> String {
+    g(dir, &["for-each-ref", "--format=%(refname) %(objectname)"])
+}
+
+#[test]
+fn cleanup_retires_only_the_merged_branch_and_keeps_the_others_with_reasons() {
+    let repo = cleanup_fixture();
+    let d = repo.path();
+    let (code, preview) = repo.json(&["repo", "cleanup"]);
+    assert_eq!(code, 0, "{preview}");
+    let data = &preview["data"];
+    assert_eq!(data["mode"], "preview");
+    assert_eq!(data["base"]["name"], "main");
+    assert_eq!(data["base"]["sha"], g(d, &["rev-parse", "main"]));
+
+    let merged = candidate(&preview, "refs/heads/dacli/001-merged-work");
+    assert_eq!(merged["action"], "retire", "{merged}");
+    let unmerged = candidate(&preview, "refs/heads/dacli/002-unmerged-work");
+    assert_eq!(unmerged["action"], "keep");
+    assert_eq!(unmerged["keep_reason"], "unique_commits");
+    let squashed = candidate(&preview, "refs/heads/dacli/003-squashed-work");
+    assert_eq!(squashed["action"], "keep");
+    assert_eq!(squashed["keep_reason"], "unique_commits");
+    // The branch checked out in the retired worktree is freed by the same plan.
+    let done = candidate(&preview, "refs/heads/dacli/005-done-work");
+    assert_eq!(proof(done, "not_checked_out_anywhere"), "proven", "{done}");
+    let wt = candidate(&preview, "done");
+    assert_eq!(wt["kind"], "worktree");
+    assert_eq!(wt["path"], ".dacli/worktrees/done");
+    assert_eq!(wt["action"], "retire", "{wt}");
+
+    // gix's ancestry agrees with git's on every branch.
+    for c in data["candidates"].as_array().unwrap() {
+        if c["kind"] != "local_branch" {
+            continue;
+        }
+        let tip = c["tip"].as_str().unwrap();
+        let git_says = g_ok(d, &["merge-base", "--is-ancestor", tip, "main"]);
+        assert_eq!(
+            proof(c, "ancestor_of_fresh_base") == "proven",
+            git_says,
+            "{c}"
+        );
+        let mainline = g(d, &["rev-list", "--first-parent", "main"]);
+        let on_line = mainline.lines().any(|l| l == tip);
+        assert_eq!(
+            proof(c, "tip_not_on_base_first_parent") == "failed",
+            on_line,
+            "{c}"
+        );
+    }
+
+    // Previewing twice gives the same digest, and a preview writes nothing.
+    let (_, again) = repo.json(&["repo", "cleanup"]);
+    assert_eq!(again["data"]["plan_digest"], data["plan_digest"]);
+    assert!(!repo.ws("txn").exists() && !repo.ws("evidence").exists());
+
+    // A commit lands on branch 4 between preview and apply: the stale digest is refused.
+    g(d, &["checkout", "-q", "dacli/004-moving-work"]);
+    std::fs::write(d.join("late.txt"), "late\n").unwrap();
+    g(d, &["add", "late.txt"]);
+    g(d, &["commit", "-qm", "late work"]);
+    g(d, &["checkout", "-q", "main"]);
+    let before = refs(d);
+    let digest = data["plan_digest"].as_str().unwrap();
+    let (code, refused) = repo.json(&["repo", "cleanup", "--apply", "--digest", digest]);
+    assert_eq!(code, 3, "{refused}");
+    assert_eq!(refused["refused"]["policy"], "plan.drifted");
+    assert!(
+        refused["refused"]["next"]
+            .as_str()
+            .unwrap()
+            .contains("dacli repo cleanup")
+    );
+    assert_eq!(refs(d), before, "a refused apply changes nothing");
+    assert!(!repo.ws("txn").exists());
+
+    // Preview again: branch 4 is now kept for its new commit.
+    let fresh = ok(&repo, &["repo", "cleanup"]);
+    let moving = candidate(&fresh, "refs/heads/dacli/004-moving-work");
+    assert_eq!(moving["keep_reason"], "unique_commits", "{moving}");
+    let digest = fresh["data"]["plan_digest"].as_str().unwrap().to_string();
+    let applied = ok(&repo, &["repo", "cleanup", "--apply", "--digest", &digest]);
+    let a = &applied["data"];
+    assert_eq!(a["outcome"], "completed", "{a}");
+    assert_eq!(a["already_applied"], false);
+    let txn = a["txn"].as_str().unwrap().to_string();
+    let merged_tip = merged["tip"].as_str().unwrap();
+    let pinned = format!("refs/dacli/retired/dacli/001-merged-work/{txn}");
+    assert_eq!(
+        g(d, &["rev-parse", &pinned]),
+        merged_tip,
+        "pinned ref exists"
+    );
+    assert!(!g_ok(
+        d,
+        &[
+            "rev-parse",
+            "--verify",
+            "-q",
+            "refs/heads/dacli/001-merged-work"
+        ]
+    ));
+    for kept in ["002-unmerged-work", "003-squashed-work", "004-moving-work"] {
+        assert!(g_ok(
+            d,
+            &[
+                "rev-parse",
+                "--verify",
+                "-q",
+                &format!("refs/heads/dacli/{kept}")
+            ]
+        ));
+    }
+    assert!(
+        !d.join(".dacli/worktrees/done").exists(),
+        "the clean worktree is removed"
+    );
+    assert!(
+        g_ok(
+            d,
+            &[
+                "rev-parse",
+                "--verify",
+                "-q",
+                "refs/heads/dacli/005-done-work"
+            ]
+        ) || g_ok(
+            d,
+            &[
+                "rev-parse",
+                "--verify",
+                "-q",
+                &format!("refs/dacli/retired/dacli/005-done-work/{txn}")
+            ]
+        )
+    );
+
+    // One evidence record, holding ids, SHAs and enumeration values only.
+    let evidence = a["evidence"][0].as_str().unwrap();
+    let text = std::fs::read_to_string(d.join(evidence)).unwrap();
+    assert!(text.contains("tool = \"cleanup\""), "{text}");
+    assert!(text.contains(merged_tip));
+    assert!(
+        !text.contains(d.to_str().unwrap()),
+        "no absolute path: {text}"
+    );
+    let steps = std::fs::read_dir(repo.ws(&format!("txn/{txn}")))
+        .unwrap()
+        .count();
+    assert!(steps >= 6, "one file per step");
+
+    // Applying the completed digest again returns the record and does nothing.
+    let before = refs(d);
+    let again = ok(&repo, &["repo", "cleanup", "--apply", "--digest", &digest]);
+    assert_eq!(again["data"]["already_applied"], true);
+    assert_eq!(again["data"]["txn"], txn.as_str());
+    assert_eq!(refs(d), before);
+    assert_eq!(
+        std::fs::read_dir(repo.ws(&format!("txn/{txn}")))
+            .unwrap()
+            .count(),
+        steps
+    );
+}
+
+#[test]
+fn worktrees_with_untracked_files_are_dirty_and_registrations_are_pruned() {
+    let repo = cleanup_fixture();
+    let d = repo.path();
+    std::fs::write(d.join(".dacli/worktrees/done/scratch.txt"), "mine\n").unwrap();
+    g(
+        d,
+        &["worktree", "add", "-q", "--detach", ".dacli/worktrees/gone"],
+    );
+    std::fs::remove_dir_all(d.join(".dacli/worktrees/gone")).unwrap();
+    let preview = ok(&repo, &["repo", "cleanup"]);
+    let wt = candidate(&preview, "done");
+    assert_eq!(wt["action"], "keep");
+    assert_eq!(wt["keep_reason"], "dirty");
+    assert_eq!(proof(wt, "clean_including_untracked"), "failed");
+    // Still checked out there, so the branch stays too.
+    let branch = candidate(&preview, "refs/heads/dacli/005-done-work");
+    assert_eq!(
+        proof(branch, "not_checked_out_anywhere"),
+        "failed",
+        "{branch}"
+    );
+    let reg = candidate(&preview, "gone");
+    assert_eq!(reg["kind"], "registration");
+    assert_eq!(reg["action"], "retire");
+    let digest = preview["data"]["plan_digest"].as_str().unwrap();
+    ok(&repo, &["repo", "cleanup", "--apply", "--digest", digest]);
+    assert!(d.join(".dacli/worktrees/done/scratch.txt").exists());
+    let list = g(d, &["worktree", "list", "--porcelain"]);
+    assert!(list.contains("worktrees/done"), "{list}");
+    assert!(!list.contains("worktrees/gone"), "{list}");
+}
+
+#[test]
+fn ro_previews_and_only_root_applies_for_other_identities() {
+    let repo = cleanup_fixture();
+    let (_, ro) = agent(&repo, "reviewer", 21, "ro");
+    let (_, rw) = agent(&repo, "builder", 22, "rw");
+    let (code, preview) = as_agent(&repo, &ro, &["repo", "cleanup"]);
+    assert_eq!(code, 0, "{preview}");
+    let digest = preview["data"]["plan_digest"].as_str().unwrap();
+    let (code, refused) = as_agent(
+        &repo,
+        &ro,
+        &["repo", "cleanup", "--apply", "--digest", digest],
+    );
+    assert_eq!(
+        (code, refused["refused"]["policy"].as_str()),
+        (3, Some("grant.read_only"))
+    );
+    let (code, preview) = as_agent(&repo, &rw, &["repo", "cleanup"]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        preview["data"]["refusals"][0]["policy"], "grant.root_required",
+        "{preview}"
+    );
+    let digest = preview["data"]["plan_digest"].as_str().unwrap();
+    let before = refs(repo.path());
+    let (code, refused) = as_agent(
+        &repo,
+        &rw,
+        &["repo", "cleanup", "--apply", "--digest", digest],
+    );
+    assert_eq!(code, 3, "{refused}");
+    assert_eq!(refused["refused"]["policy"], "grant.root_required");
+    assert_eq!(refs(repo.path()), before);
+    let (code, refused) = repo.json(&["repo", "cleanup", "--apply"]);
+    assert_eq!(
+        (code, refused["refused"]["policy"].as_str()),
+        (3, Some("plan.digest_required"))
+    );
+}
+
+#[test]
+fn bad_repositories_get_precise_answers_and_lose_nothing() {
+    // No commits at all: nothing to retire, and no error.
+    let empty = Repo::initialized();
+    let (code, doc) = empty.json(&["repo", "cleanup"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["data"]["candidates"].as_array().unwrap().len(), 0);
+
+    // A missing base: every ancestry proof is unknown, so nothing is provable.
+    let repo = cleanup_fixture();
+    let d = repo.path();
+    let before = refs(d);
+    let (code, doc) = repo.json(&[
+        "repo",
+        "cleanup",
+        "--base",
+        "nope",
+        "--include",
+        "local_branches",
+    ]);
+    assert_eq!(code, 3, "{doc}");
+    assert_eq!(doc["refused"]["policy"], "git.cannot_prove");
+    assert!(doc["refused"]["next"].as_str().unwrap().contains("--base"));
+
+    // A detached HEAD with no base configured: refused with the fix named.
+    g(d, &["checkout", "-q", "--detach", "main"]);
+    let (code, doc) = repo.json(&["repo", "cleanup", "--include", "local_branches"]);
+    assert_eq!(code, 3, "{doc}");
+    assert_eq!(doc["refused"]["policy"], "git.cannot_prove");
+    assert!(
+        doc["refused"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("detached")
+    );
+    // ... and with `--base main` it works as usual.
+    let doc = ok(
+        &repo,
+        &[
+            "repo",
+            "cleanup",
+            "--base",
+            "main",
+            "--include",
+            "local_branches",
+        ],
+    );
+    assert_eq!(
+        candidate(&doc, "refs/heads/dacli/001-merged-work")["action"],
+        "retire"
+    );
+    assert_eq!(refs(d), before);
+}
+
+#[test]
+fn a_shallow_clone_proves_no_ancestry() {
+    let origin = cleanup_fixture();
+    let clone = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", origin.path().display());
+    g(
+        clone.path(),
+        &[
+            "clone",
+            "-q",
+            "--depth",
+            "1",
+            "--no-single-branch",
+            &url,
+            "c",
+        ],
+    );
+    let c = clone.path().join("c");
+    for b in ["dacli/001-merged-work", "dacli/002-unmerged-work"] {
+        g(&c, &["branch", "-q", b, &format!("origin/{b}")]);
+    }
+    let out = crate::support::dacli()
+        .current_dir(&c)
+        .args(["repo", "cleanup", "--include", "local_branches", "--json"])
+        .output()
+        .unwrap();
+    let doc = crate::support::one_json(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{doc}");
+    assert_eq!(doc["refused"]["policy"], "git.cannot_prove");
+    assert!(
+        doc["refused"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("shallow"),
+        "{doc}"
+    );
+}
+
+/// Builds the fixture, previews, and returns (repo, digest).
+fn previewed() -> (Repo, String) {
+    let repo = cleanup_fixture();
+    let d = repo.path();
+    g(
+        d,
+        &["worktree", "add", "-q", "--detach", ".dacli/worktrees/gone"],
+    );
+    std::fs::remove_dir_all(d.join(".dacli/worktrees/gone")).unwrap();
+    let preview = ok(&repo, &["repo", "cleanup", "--no-fetch"]);
+    let digest = preview["data"]["plan_digest"].as_str().unwrap().to_string();
+    (repo, digest)
+}
+
+/// What a cleanup leaves behind: every ref, the worktree registrations, and the checkouts.
+fn end_state(repo: &Repo) -> String {
+    let d = repo.path();
+    let list = g(d, &["worktree", "list", "--porcelain"]);
+    let worktrees: Vec<&str> = list
+        .lines()
+        .filter(|l| l.starts_with("worktree "))
+        .collect();
+    format!(
+        "{}\n{}\n{}",
+        refs(d),
+        worktrees.len(),
+        d.join(".dacli/worktrees/done").exists()
+    )
+}
+
+#[test]
+fn kill_9_during_apply_then_resume_ends_like_an_uninterrupted_run() {
+    let (clean, digest) = previewed();
+    let done = ok(
+        &clean,
+        &[
+            "repo",
+            "cleanup",
+            "--no-fetch",
+            "--apply",
+            "--digest",
+            &digest,
+        ],
+    );
+    assert_eq!(done["data"]["outcome"], "completed");
+    let steps =
+        std::fs::read_dir(clean.ws(&format!("txn/{}", done["data"]["txn"].as_str().unwrap())))
+            .unwrap()
+            .count();
+    let expected = end_state(&clean);
+    for n in 1..steps {
+        let (repo, d2) = previewed();
+        assert_eq!(d2, digest, "the fixture is deterministic");
+        let mut child = repo
+            .std_command(&[
+                "repo",
+                "cleanup",
+                "--no-fetch",
+                "--apply",
+                "--digest",
+                &digest,
+                "--json",
+            ])
+            .env("DACLI_TEST_PAUSE_AFTER_STEP", n.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let txn_root = repo.ws("txn");
+        let mut waited = 0;
+        loop {
+            let files: usize = std::fs::read_dir(&txn_root)
+                .map(|rd| {
+                    rd.flatten()
+                        .map(|e| {
+                            std::fs::read_dir(e.path())
+                                .map(|x| {
+                                    x.flatten()
+                                        .filter(|f| {
+                                            !f.file_name().to_string_lossy().starts_with('.')
+                                        })
+                                        .count()
+                                })
+                                .unwrap_or(0)
+                        })
+                        .sum()
+                })
+                .unwrap_or(0);
+            if files >= n {
+                break;
+            }
+            assert!(waited < 3000, "step {n} never came");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            waited += 1;
+        }
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        let txn = std::fs::read_dir(&txn_root)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .to_string();
+        // Resume by id, or (every other time) by applying the same digest again, which finds
+        // the open transaction.
+        let mut args = vec![
+            "repo",
+            "cleanup",
+            "--no-fetch",
+            "--apply",
+            "--digest",
+            &digest,
+        ];
+        if n % 2 == 1 {
+            args.extend(["--txn", &txn]);
+        }
+        let resumed = ok(&repo, &args);
+        assert_eq!(
+            resumed["data"]["txn"],
+            txn.as_str(),
+            "the same transaction finishes"
+        );
+        assert_eq!(
+            resumed["data"]["outcome"], "completed",
+            "after step {n}: {resumed}"
+        );
+        assert_eq!(end_state(&repo), expected, "killed after step {n}");
+    }
+}
