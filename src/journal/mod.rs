@@ -156,10 +156,17 @@ fn scan_tree(
     root: &std::path::Path,
     listing: &mut Listing<EventHead>,
 ) -> Result<(), objects::Error> {
+    // Only `YYYY/MM/DD` directories hold events (a segment also holds its manifest).
     for (y, ydir) in ws.fs.list_dir(root)? {
+        if !is_digits(&y, 4) || !ydir.is_dir() {
+            continue;
+        }
         for (m, mdir) in ws.fs.list_dir(&ydir)? {
+            if !is_digits(&m, 2) || !mdir.is_dir() {
+                continue;
+            }
             for (d, ddir) in ws.fs.list_dir(&mdir)? {
-                if !(is_digits(&y, 4) && is_digits(&m, 2) && is_digits(&d, 2)) {
+                if !is_digits(&d, 2) || !ddir.is_dir() {
                     continue;
                 }
                 for (name, path) in ws.fs.list_dir(&ddir)? {

@@ -634,3 +634,371 @@ fn kill_9_during_apply_then_resume_ends_like_an_uninterrupted_run() {
         assert_eq!(end_state(&repo), expected, "killed after step {n}");
     }
 }
+
+// ----- the event journal -----------------------------------------------------------------
+
+/// A workspace with history: task 1 claimed, checked and finished by a builder and synced by
+/// root (settled events and receipts); task 2 claimed but not synced (a pending event).
+fn journal_fixture() -> (Repo, String) {
+    let repo = Repo::initialized();
+    ok(&repo, &["project", "add", "Shop", "--slug", "checkout"]);
+    ok(&repo, &["task", "add", "First", "--accept", "works"]);
+    ok(&repo, &["task", "add", "Second", "--accept", "works"]);
+    let (_, builder) = agent(&repo, "builder", 31, "rw");
+    for args in [
+        &["task", "claim", "1"][..],
+        &["task", "check", "1", "--n", "1"],
+        &["task", "done", "1"],
+    ] {
+        let (code, doc) = as_agent(&repo, &builder, args);
+        assert_eq!(code, 0, "{args:?}: {doc}");
+    }
+    ok(&repo, &["sync"]);
+    let (code, doc) = as_agent(&repo, &builder, &["task", "claim", "2"]);
+    assert_eq!(code, 0, "{doc}");
+    (repo, builder)
+}
+
+/// Every file under `dir`, by path relative to it, with its bytes.
+fn tree(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().to_string_lossy().to_string();
+                out.insert(rel, std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn archive_then_restore_is_byte_identical_and_history_counts_agree() {
+    let (repo, _) = journal_fixture();
+    let events = repo.ws("events");
+    let original = tree(&events);
+    let scan = ok(&repo, &["events", "scan"]);
+    let history = scan["data"]["history"].clone();
+    let status = ok(&repo, &["status"])["data"]["pending"].clone();
+    let live_before = scan["data"]["scan"]["total"].as_u64().unwrap();
+    assert!(
+        scan["data"]["scan"]["by_state"]["pending"]
+            .as_u64()
+            .unwrap()
+            >= 1,
+        "{scan}"
+    );
+
+    let preview = ok(
+        &repo,
+        &["events", "archive", "--before", "2026-03-03T00:00:00Z"],
+    );
+    let p = &preview["data"];
+    let count = p["count"].as_u64().unwrap();
+    assert!(
+        count >= 4,
+        "settled events of the done task and their receipt: {p}"
+    );
+    assert!(
+        p["excluded"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["reason"] == "pending"),
+        "the pending claim stays: {p}"
+    );
+    assert!(!repo.ws("archive").exists(), "a preview writes nothing");
+    let digest = p["plan_digest"].as_str().unwrap().to_string();
+    // The horizon, not the clock, is in the digest: a later preview agrees.
+    let again = ok(
+        &repo,
+        &["events", "archive", "--before", "2026-03-03T00:00:00Z"],
+    );
+    assert_eq!(again["data"]["plan_digest"], digest.as_str());
+
+    let applied = ok(
+        &repo,
+        &[
+            "events",
+            "archive",
+            "--before",
+            "2026-03-03T00:00:00Z",
+            "--apply",
+            "--digest",
+            &digest,
+        ],
+    );
+    let a = &applied["data"];
+    assert_eq!(a["outcome"], "completed", "{a}");
+    let segment = a["segment"].as_str().unwrap().to_string();
+    let seg_dir = repo.ws(&format!("archive/events/{segment}"));
+    assert!(seg_dir.join("manifest.toml").is_file() && seg_dir.join("sealed.toml").is_file());
+    let archived = tree(&seg_dir);
+    let mut moved = 0;
+    for (path, bytes) in &original {
+        match archived.get(path) {
+            Some(copy) => {
+                assert_eq!(copy, bytes, "{path} is byte-identical in the segment");
+                assert!(!events.join(path).exists(), "{path} left the live log");
+                moved += 1;
+            }
+            None => assert!(events.join(path).exists(), "{path} stays live"),
+        }
+    }
+    assert_eq!(moved as u64, count);
+    // The manifest's hashes are the files' hashes, and its root is over them.
+    let manifest: toml_edit::DocumentMut = std::fs::read_to_string(seg_dir.join("manifest.toml"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(manifest["kind"].as_str(), Some("archive-segment"));
+    let entries = manifest["entry"].as_array_of_tables().unwrap();
+    assert_eq!(entries.len() as u64, count);
+    let mut lines = Vec::new();
+    for e in entries.iter() {
+        let path = e["path"].as_str().unwrap();
+        let sha = dacli::journal::archive::sha256_hex(&archived[path]);
+        assert_eq!(e["sha256"].as_str(), Some(sha.as_str()), "{path}");
+        lines.push(format!("{sha} {path}\n"));
+    }
+    lines.sort_by(|a, b| {
+        a.split_once(' ')
+            .unwrap()
+            .1
+            .cmp(b.split_once(' ').unwrap().1)
+    });
+    let root = format!(
+        "sha256:{}",
+        dacli::journal::archive::sha256_hex(lines.concat().as_bytes())
+    );
+    assert_eq!(manifest["root"].as_str(), Some(root.as_str()));
+
+    // History counts the sealed segment; the live log and the fold are unchanged in meaning.
+    let after = ok(&repo, &["events", "scan"]);
+    for key in ["events", "by_kind", "by_agent"] {
+        assert_eq!(
+            after["data"]["history"][key], history[key],
+            "history counts agree"
+        );
+    }
+    assert_eq!(
+        after["data"]["history"]["archived"].as_u64().unwrap(),
+        count
+    );
+    assert_eq!(
+        after["data"]["scan"]["total"].as_u64().unwrap(),
+        live_before - count
+    );
+    assert_eq!(ok(&repo, &["status"])["data"]["pending"], status);
+
+    // Applying the completed digest again does nothing.
+    let again = ok(
+        &repo,
+        &[
+            "events",
+            "archive",
+            "--before",
+            "2026-03-03T00:00:00Z",
+            "--apply",
+            "--digest",
+            &digest,
+        ],
+    );
+    assert_eq!(again["data"]["already_applied"], true);
+
+    let restore = ok(&repo, &["events", "restore", &segment]);
+    let rd = restore["data"]["plan_digest"].as_str().unwrap().to_string();
+    assert_eq!(restore["data"]["count"].as_u64().unwrap(), count);
+    let restored = ok(
+        &repo,
+        &["events", "restore", &segment, "--apply", "--digest", &rd],
+    );
+    assert_eq!(restored["data"]["outcome"], "completed", "{restored}");
+    assert_eq!(
+        tree(&events),
+        original,
+        "restore puts every file back exactly"
+    );
+    assert!(
+        seg_dir.join("manifest.toml").is_file(),
+        "the manifest is never deleted"
+    );
+    let last = ok(&repo, &["events", "scan"]);
+    assert_eq!(last["data"]["history"]["events"], history["events"]);
+    assert_eq!(last["data"]["history"]["by_kind"], history["by_kind"]);
+    assert_eq!(last["data"]["history"]["archived"], 0);
+    assert_eq!(last["data"]["segments"][0]["state"], "restored");
+}
+
+#[test]
+fn an_interrupted_archival_stays_live_and_resumes() {
+    let (repo, _) = journal_fixture();
+    let events = repo.ws("events");
+    let original = tree(&events);
+    let history = ok(&repo, &["events", "scan"])["data"]["history"].clone();
+    let pending = ok(&repo, &["status"])["data"]["pending"].clone();
+    let preview = ok(
+        &repo,
+        &["events", "archive", "--before", "2026-03-03T00:00:00Z"],
+    );
+    let digest = preview["data"]["plan_digest"].as_str().unwrap().to_string();
+    // Links: the plan, the manifest step, the manifest, its done step, the move step, then
+    // one per file: the seventh is the second file, so one file is moved and then it fails.
+    let out = repo
+        .dacli(&[
+            "events",
+            "archive",
+            "--before",
+            "2026-03-03T00:00:00Z",
+            "--apply",
+            "--digest",
+            &digest,
+            "--json",
+        ])
+        .env("DACLI_TEST_FAULT", "link:7")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let seg = std::fs::read_dir(repo.ws("archive/events"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let in_segment = tree(&seg).keys().filter(|k| k.ends_with(".md")).count();
+    let still_live = tree(&events).len();
+    assert_eq!(in_segment, 1, "one file moved before the failure");
+    assert_eq!(in_segment + still_live, original.len());
+    // The unsealed segment's files are live: nothing is lost or counted twice.
+    let scan = ok(&repo, &["events", "scan"]);
+    assert_eq!(scan["data"]["segments"][0]["state"], "unsealed");
+    assert_eq!(scan["data"]["history"], history, "{scan}");
+    assert_eq!(ok(&repo, &["status"])["data"]["pending"], pending);
+    // A new archival is refused and names the resume command.
+    let (code, doc) = repo.json(&["events", "archive", "--before", "2026-03-03T00:00:00Z"]);
+    assert_eq!(code, 3, "{doc}");
+    assert_eq!(doc["refused"]["policy"], "archive.integrity");
+    let next = doc["refused"]["next"].as_str().unwrap();
+    assert!(next.contains("--txn"), "{next}");
+    let txn = next
+        .split("--txn ")
+        .nth(1)
+        .unwrap()
+        .trim_end_matches(['`', '.'])
+        .to_string();
+    let resumed = ok(
+        &repo,
+        &[
+            "events",
+            "archive",
+            "--before",
+            "2026-03-03T00:00:00Z",
+            "--apply",
+            "--digest",
+            &digest,
+            "--txn",
+            &txn,
+        ],
+    );
+    assert_eq!(resumed["data"]["outcome"], "completed", "{resumed}");
+    let segment = resumed["data"]["segment"].as_str().unwrap();
+    let archived = tree(&repo.ws(&format!("archive/events/{segment}")));
+    for (path, bytes) in &original {
+        if let Some(copy) = archived.get(path) {
+            assert_eq!(copy, bytes);
+            assert!(!events.join(path).exists());
+        }
+    }
+    let last = ok(&repo, &["events", "scan"])["data"]["history"].clone();
+    for key in ["events", "by_kind", "by_agent"] {
+        assert_eq!(last[key], history[key]);
+    }
+}
+
+#[test]
+fn a_corrupted_event_is_reported_quarantined_and_never_touched() {
+    let (repo, builder) = journal_fixture();
+    let events = repo.ws("events");
+    let (path, bytes) = tree(&events).into_iter().next().unwrap();
+    let mut bad = bytes.clone();
+    bad.extend_from_slice(b"tampered\n");
+    std::fs::write(events.join(&path), &bad).unwrap();
+    let scan = ok(&repo, &["events", "scan"]);
+    let mismatch = &scan["data"]["scan"]["checksum_mismatch"];
+    assert_eq!(mismatch.as_array().unwrap().len(), 1, "{scan}");
+    assert!(mismatch[0]["path"].as_str().unwrap().ends_with(&path));
+
+    let (code, preview) = as_agent(&repo, &builder, &["events", "reconcile"]);
+    assert_eq!(code, 0, "{preview}");
+    let c = &preview["data"]["corrections"][0];
+    assert_eq!(
+        (c["class"].as_str(), c["action"].as_str()),
+        (Some("checksum_mismatch"), Some("quarantine"))
+    );
+    let digest = preview["data"]["plan_digest"].as_str().unwrap();
+    let (code, applied) = as_agent(
+        &repo,
+        &builder,
+        &["events", "reconcile", "--apply", "--digest", digest],
+    );
+    assert_eq!(code, 0, "{applied}");
+    let evidence = applied["data"]["evidence"][0].as_str().unwrap();
+    assert!(
+        evidence.starts_with(".dacli/evidence/reconcile-events/"),
+        "{evidence}"
+    );
+    let record = std::fs::read_to_string(repo.path().join(evidence)).unwrap();
+    assert!(
+        record.contains("checksum_mismatch") && !record.contains("tampered"),
+        "{record}"
+    );
+    assert_eq!(
+        std::fs::read(events.join(&path)).unwrap(),
+        bad,
+        "the file is never edited"
+    );
+
+    // The corrupted file is never archived; only root archives.
+    let preview = ok(
+        &repo,
+        &["events", "archive", "--before", "2026-03-03T00:00:00Z"],
+    );
+    assert!(
+        !preview["data"]["moves"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| path.ends_with(m["path"].as_str().unwrap()))
+    );
+    let digest = preview["data"]["plan_digest"].as_str().unwrap();
+    let (code, refused) = as_agent(
+        &repo,
+        &builder,
+        &[
+            "events",
+            "archive",
+            "--before",
+            "2026-03-03T00:00:00Z",
+            "--apply",
+            "--digest",
+            digest,
+        ],
+    );
+    assert_eq!(
+        (code, refused["refused"]["policy"].as_str()),
+        (3, Some("grant.root_required"))
+    );
+}

@@ -4,9 +4,12 @@
 
 mod cleanup;
 mod common;
+mod event_journal;
 
 use crate::dispatch::Command;
 
 pub(super) fn commands() -> Vec<Command> {
-    vec![cleanup::command()]
+    let mut out = vec![cleanup::command()];
+    out.extend(event_journal::commands());
+    out
 }
