@@ -101,3 +101,60 @@ pub fn write(ws: &Workspace, ev: &Evidence<'_>) -> Result<PathBuf, objects::Erro
     ws.fs.create_new(&path, doc.to_string().as_bytes())?;
     Ok(path)
 }
+
+/// Every `[[item]]` of every record of `tool`, with the record's id, oldest record first.
+/// Tools use it to deduplicate (a delivery already recorded is not recorded again); a record
+/// that does not parse is a warning.
+pub fn items(
+    ws: &Workspace,
+    tool: &str,
+) -> Result<crate::objects::Listing<(String, EvidenceItem)>, objects::Error> {
+    let mut listing = crate::objects::Listing::default();
+    for (name, path) in ws.fs.list_dir(&ws.path(&["evidence", tool]))? {
+        let Some(id) = name.strip_suffix(".toml") else {
+            continue;
+        };
+        let record = match ws
+            .fs
+            .read(&path)
+            .map_err(objects::Error::from)
+            .and_then(|b| {
+                crate::store::TomlRecord::parse(&ws.display(&path), &b)
+                    .map_err(objects::Error::malformed)
+            }) {
+            Ok(r) => r,
+            Err(objects::Error::Store(crate::store::Error::Malformed(p))) => {
+                listing.warnings.push(p);
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        let Some(aot) = record.doc.get("item").and_then(|i| i.as_array_of_tables()) else {
+            continue;
+        };
+        for t in aot.iter() {
+            let s = |k: &str| t.get(k).and_then(|v| v.as_str()).map(str::to_string);
+            listing.items.push((
+                id.to_string(),
+                EvidenceItem {
+                    subject: s("subject").unwrap_or_default(),
+                    action: s("action").unwrap_or_default(),
+                    result: s("result").unwrap_or_default(),
+                    before: s("before"),
+                    after: s("after"),
+                    reasons: t
+                        .get("reasons")
+                        .and_then(|r| r.as_array())
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(|v| v.as_str())
+                                .map(str::to_string)
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                },
+            ));
+        }
+    }
+    Ok(listing)
+}

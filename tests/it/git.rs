@@ -1002,3 +1002,249 @@ fn a_corrupted_event_is_reported_quarantined_and_never_touched() {
         (3, Some("grant.root_required"))
     );
 }
+
+// ----- delivery --------------------------------------------------------------------------
+
+/// Tasks 1–5 with: 1 merged with `--no-ff` (open, criterion checked), 2 an unmerged branch,
+/// 3 a recorded commit whose branch was deleted, 4 a commit on main naming it by trailer,
+/// 5 done but its branch unmerged. Returns the repo and the task ids.
+fn delivery_fixture() -> (Repo, Vec<String>) {
+    let repo = Repo::initialized();
+    ok(&repo, &["project", "add", "Shop", "--slug", "checkout"]);
+    let mut ids = Vec::new();
+    for title in [
+        "Merged work",
+        "Pending work",
+        "Orphaned work",
+        "Trailer work",
+        "Done work",
+    ] {
+        let doc = ok(&repo, &["task", "add", title, "--accept", "works"]);
+        ids.push(doc["data"]["task"]["id"].as_str().unwrap().to_string());
+    }
+    ok(&repo, &["task", "check", "1", "--n", "1"]);
+    ok(&repo, &["task", "check", "5", "--n", "1"]);
+    ok(&repo, &["task", "done", "5"]);
+    let d = repo.path();
+    name_workspace(&repo);
+    g(d, &["add", "-A"]);
+    g(d, &["commit", "-qm", "workspace"]);
+    branch_with_commit(d, "dacli/001-merged-work", "a.txt");
+    g(
+        d,
+        &[
+            "merge",
+            "-q",
+            "--no-ff",
+            "-m",
+            "merge 1",
+            "dacli/001-merged-work",
+        ],
+    );
+    branch_with_commit(d, "dacli/002-pending-work", "b.txt");
+    branch_with_commit(d, "dacli/003-orphaned-work", "c.txt");
+    let orphan = g(d, &["rev-parse", "dacli/003-orphaned-work"]);
+    g(d, &["branch", "-q", "-D", "dacli/003-orphaned-work"]);
+    let task3 = repo.ws("projects/checkout/tasks/open/003-orphaned-work.md");
+    let text = std::fs::read_to_string(&task3).unwrap().replacen(
+        "priority = \"should\"\n",
+        &format!("priority = \"should\"\ndelivery = {{ branch = \"dacli/003-orphaned-work\", commits = [\"{orphan}\"] }}\n"),
+        1,
+    );
+    std::fs::write(&task3, text).unwrap();
+    std::fs::write(d.join("t.txt"), "t\n").unwrap();
+    g(d, &["add", "t.txt"]);
+    g(
+        d,
+        &[
+            "commit",
+            "-qm",
+            &format!("trailer work\n\nDacli-Task: {}", ids[3]),
+        ],
+    );
+    branch_with_commit(d, "dacli/005-done-work", "e.txt");
+    (repo, ids)
+}
+
+fn observation<'a>(doc: &'a Value, id: &str) -> &'a Value {
+    doc["data"]["observations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["task"] == id)
+        .unwrap_or_else(|| panic!("no observation of {id}: {doc}"))
+}
+
+fn has_drift(doc: &Value, id: &str, class: &str) -> bool {
+    doc["data"]["drift"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|d| d["task"] == id && d["class"] == class)
+}
+
+#[test]
+fn delivery_reconcile_classifies_merged_pending_and_orphaned_tasks() {
+    let (repo, ids) = delivery_fixture();
+    let d = repo.path();
+    let events_before = tree(&repo.ws("events"));
+    let preview = ok(&repo, &["delivery", "reconcile", "--project", "checkout"]);
+    let state = |n: usize| {
+        observation(&preview, &ids[n])["state"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(state(0), "delivered", "{preview}");
+    assert_eq!(state(1), "pending");
+    assert_eq!(state(2), "orphaned");
+    assert_eq!(state(3), "delivered");
+    assert_eq!(state(4), "pending");
+    assert!(
+        observation(&preview, &ids[3])["sources"]
+            .as_array()
+            .unwrap()
+            .contains(&"trailers".into())
+    );
+    assert!(has_drift(&preview, &ids[0], "delivered_task_open"));
+    assert!(has_drift(&preview, &ids[4], "done_not_delivered"));
+    assert!(has_drift(&preview, &ids[0], "delivered_not_recorded"));
+    // gix's ancestry agrees with git's for every tip.
+    for o in preview["data"]["observations"].as_array().unwrap() {
+        for tip in o["tips"].as_array().unwrap() {
+            let git_says = g_ok(
+                d,
+                &[
+                    "merge-base",
+                    "--is-ancestor",
+                    tip["sha"].as_str().unwrap(),
+                    "main",
+                ],
+            );
+            assert_eq!(tip["on_base"].as_bool(), Some(git_says), "{tip}");
+        }
+    }
+    assert_eq!(
+        tree(&repo.ws("events")),
+        events_before,
+        "a preview writes nothing"
+    );
+    assert!(!repo.ws("txn").exists());
+
+    let digest = preview["data"]["plan_digest"].as_str().unwrap().to_string();
+    let applied = ok(
+        &repo,
+        &[
+            "delivery",
+            "reconcile",
+            "--project",
+            "checkout",
+            "--apply",
+            "--digest",
+            &digest,
+        ],
+    );
+    assert_eq!(applied["data"]["outcome"], "completed", "{applied}");
+    // The owner (root) closed the delivered task; the done-but-unmerged one got a finding
+    // and a reopen proposal, never a forced reopen.
+    assert!(
+        repo.ws("projects/checkout/tasks/done/001-merged-work.md")
+            .is_file()
+    );
+    assert!(
+        repo.ws("projects/checkout/tasks/done/005-done-work.md")
+            .is_file()
+    );
+    let events: Vec<String> = tree(&repo.ws("events")).into_keys().collect();
+    assert!(
+        events.iter().any(|e| e.ends_with("-a-root-finding.md")),
+        "{events:?}"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| e.ends_with("-a-root-propose-status.md"))
+    );
+    let evidence = applied["data"]["evidence"][0].as_str().unwrap();
+    let record = std::fs::read_to_string(d.join(evidence)).unwrap();
+    assert!(
+        record.contains("tool = \"reconcile-delivery\"") && record.contains("record_delivery"),
+        "{record}"
+    );
+
+    // Everything recorded is not recorded again, and nothing is left to close.
+    let again = ok(&repo, &["delivery", "reconcile", "--project", "checkout"]);
+    assert!(
+        !has_drift(&again, &ids[0], "delivered_not_recorded"),
+        "{again}"
+    );
+    assert!(!has_drift(&again, &ids[0], "delivered_task_open"));
+    let classes: Vec<&str> = again["data"]["plan"]["repairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["class"].as_str().unwrap())
+        .collect();
+    assert!(
+        !classes.contains(&"record_delivery_evidence"),
+        "{classes:?}"
+    );
+}
+
+#[test]
+fn delivery_repairs_by_others_are_proposals() {
+    let (repo, ids) = delivery_fixture();
+    let (_, builder) = agent(&repo, "builder", 41, "rw");
+    let (code, preview) = as_agent(&repo, &builder, &["delivery", "reconcile", "--task", "1"]);
+    assert_eq!(code, 0, "{preview}");
+    let repair = &preview["data"]["plan"]["repairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["class"] == "close_delivered_task")
+        .unwrap()
+        .clone();
+    assert_eq!(repair["authority"], "proposal");
+    assert_eq!(preview["data"]["refusals"][0]["policy"], "task.not_owner");
+    let digest = preview["data"]["plan_digest"].as_str().unwrap();
+    let (code, applied) = as_agent(
+        &repo,
+        &builder,
+        &[
+            "delivery",
+            "reconcile",
+            "--task",
+            "1",
+            "--apply",
+            "--digest",
+            digest,
+        ],
+    );
+    assert_eq!(code, 0, "{applied}");
+    assert!(
+        repo.ws("projects/checkout/tasks/open/001-merged-work.md")
+            .is_file(),
+        "not closed by a non-owner"
+    );
+    // The builder's `finish` event waits for the owner's sync, and every reader folds it.
+    let shown = ok(&repo, &["task", "show", &ids[0]]);
+    assert_eq!(shown["data"]["status"], "done", "{shown}");
+    assert_eq!(shown["data"]["pending_events"][0]["kind"], "finish");
+    // A second apply of the same digest does nothing.
+    let events = tree(&repo.ws("events")).len();
+    let (_, again) = as_agent(
+        &repo,
+        &builder,
+        &[
+            "delivery",
+            "reconcile",
+            "--task",
+            "1",
+            "--apply",
+            "--digest",
+            digest,
+        ],
+    );
+    assert_eq!(again["data"]["already_applied"], true);
+    assert_eq!(tree(&repo.ws("events")).len(), events);
+}

@@ -4,12 +4,13 @@
 
 mod cleanup;
 mod common;
+mod delivery;
 mod event_journal;
 
 use crate::dispatch::Command;
 
 pub(super) fn commands() -> Vec<Command> {
-    let mut out = vec![cleanup::command()];
+    let mut out = vec![cleanup::command(), delivery::command()];
     out.extend(event_journal::commands());
     out
 }
