@@ -1248,3 +1248,66 @@ fn delivery_repairs_by_others_are_proposals() {
     assert_eq!(again["data"]["already_applied"], true);
     assert_eq!(tree(&repo.ws("events")).len(), events);
 }
+
+#[test]
+fn old_run_records_move_to_the_archive_with_a_manifest() {
+    let repo = cleanup_fixture();
+    let old = "01KJPW0000000000000000000A";
+    let new = "01KJPW0000000000000000000B";
+    for id in [old, new] {
+        repo.write(
+            &format!(".dacli/runs/briefs/{id}/run.toml"),
+            format!("kind = \"brief\"\nid = \"{id}\"\ncreated_by = \"a-root\"\n"),
+        );
+        repo.write(
+            &format!(".dacli/runs/briefs/{id}/brief.md"),
+            format!("# brief {id}\n"),
+        );
+    }
+    let brief = std::fs::read(repo.ws(&format!("runs/briefs/{old}/brief.md"))).unwrap();
+    let preview = ok(
+        &repo,
+        &["repo", "cleanup", "--include", "runs", "--keep-runs", "1"],
+    );
+    assert_eq!(
+        candidate(&preview, new)["keep_reason"],
+        "protected",
+        "the newest is kept"
+    );
+    assert_eq!(candidate(&preview, old)["action"], "retire", "{preview}");
+    let digest = preview["data"]["plan_digest"].as_str().unwrap();
+    ok(
+        &repo,
+        &[
+            "repo",
+            "cleanup",
+            "--include",
+            "runs",
+            "--keep-runs",
+            "1",
+            "--apply",
+            "--digest",
+            digest,
+        ],
+    );
+    let archived = repo.ws(&format!("archive/runs/{old}"));
+    assert_eq!(
+        std::fs::read(archived.join("brief.md")).unwrap(),
+        brief,
+        "moved byte for byte"
+    );
+    let manifest = std::fs::read_to_string(archived.join("manifest.toml")).unwrap();
+    assert!(
+        manifest.contains(&dacli::journal::archive::sha256_hex(&brief)),
+        "{manifest}"
+    );
+    assert!(!repo.ws(&format!("runs/briefs/{old}")).exists());
+    assert!(repo.ws(&format!("runs/briefs/{new}/brief.md")).exists());
+
+    // Remote branches need a linked GitHub repository.
+    let (code, doc) = repo.json(&["repo", "cleanup", "--include", "remote_branches"]);
+    assert_eq!(
+        (code, doc["refused"]["policy"].as_str()),
+        (3, Some("github.unlinked"))
+    );
+}
