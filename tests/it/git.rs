@@ -1311,3 +1311,90 @@ fn old_run_records_move_to_the_archive_with_a_manifest() {
         (3, Some("github.unlinked"))
     );
 }
+
+#[test]
+fn the_base_is_fetched_into_a_private_ref_and_remote_tracking_refs_never_move() {
+    let origin = cleanup_fixture();
+    let bare = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", bare.path().join("o.git").display());
+    g(
+        bare.path(),
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            origin.path().to_str().unwrap(),
+            "o.git",
+        ],
+    );
+    let work = tempfile::tempdir().unwrap();
+    g(work.path(), &["clone", "-q", &url, "c"]);
+    let c = work.path().join("c");
+    g(
+        &c,
+        &[
+            "branch",
+            "-q",
+            "dacli/002-unmerged-work",
+            "origin/dacli/002-unmerged-work",
+        ],
+    );
+    let tracking = g(&c, &["rev-parse", "refs/remotes/origin/main"]);
+    // Branch 2 is merged on origin after the clone.
+    let d = origin.path();
+    g(
+        d,
+        &[
+            "merge",
+            "-q",
+            "--no-ff",
+            "-m",
+            "merge 2",
+            "dacli/002-unmerged-work",
+        ],
+    );
+    g(d, &["push", "-q", &url, "main"]);
+    let out = crate::support::dacli()
+        .current_dir(&c)
+        .args(["repo", "cleanup", "--include", "local_branches", "--json"])
+        .output()
+        .unwrap();
+    let doc = crate::support::one_json(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{doc}");
+    let base = &doc["data"]["base"];
+    assert_eq!(base["source"], "fetched");
+    assert_eq!(base["sha"], g(d, &["rev-parse", "main"]));
+    assert_eq!(
+        g(&c, &["rev-parse", "refs/dacli/observed/main"]),
+        g(d, &["rev-parse", "main"])
+    );
+    assert_eq!(
+        g(&c, &["rev-parse", "refs/remotes/origin/main"]),
+        tracking,
+        "untouched"
+    );
+    assert_eq!(
+        candidate(&doc, "refs/heads/dacli/002-unmerged-work")["action"],
+        "retire",
+        "{doc}"
+    );
+    // Without fetching, the stale local base proves nothing new.
+    let out = crate::support::dacli()
+        .current_dir(&c)
+        .args([
+            "repo",
+            "cleanup",
+            "--include",
+            "local_branches",
+            "--no-fetch",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let doc = crate::support::one_json(&out.stdout);
+    assert_eq!(doc["data"]["base"]["source"], "local");
+    assert_eq!(
+        candidate(&doc, "refs/heads/dacli/002-unmerged-work")["action"],
+        "keep"
+    );
+}
