@@ -1785,6 +1785,9 @@ fn render(r: &Response, _ctx: &Ctx) -> String {
         out.push_str(&format!("refused [{}]: {}\n", f.policy, f.reason));
     }
     match (r.mode, &r.outcome) {
+        ("preview", _) if r.summary.retire == 0 => {
+            out.push_str("nothing to retire; no apply needed\n")
+        }
         ("preview", _) => out.push_str(&format!(
             "plan_digest: {}\napply with: dacli {COMMAND} --apply --digest {}\n",
             r.plan_digest, r.plan_digest

@@ -348,7 +348,7 @@ fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, 
     if !req.offline && chosen.iter().any(|t| delivery_of(t).pr.is_some()) {
         notices.push(Notice::new(
             "git_sources_only",
-            "pull-request states are not read (no GitHub client is configured for this tool); a recorded PR alone proves nothing, so such tasks are judged by git",
+            "pull-request states are not read: delivery is judged from git alone, so a recorded PR proves nothing by itself",
         ));
     }
     // Every task branch, local and on origin, by the task it belongs to.

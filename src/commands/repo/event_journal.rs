@@ -780,8 +780,8 @@ fn moves(
             Ok(Outcome::Done(resp))
         }
         Start::Resume(txn) => {
-            let _lock = ws.fs.lock(&ws.lock_path("archive"))?;
             let mut run = Run::resume(ctx, &txn)?;
+            let _lock = ws.fs.lock(&ws.lock_path("archive"))?;
             let plan: MovePlan = frozen(&run.txn)?;
             if run.txn.outcome().is_some() {
                 let mut resp = move_response(
@@ -798,6 +798,7 @@ fn moves(
             execute_moves(ctx, &mut run, plan, Vec::new())
         }
         Start::Fresh { digest: expected } => {
+            let reserved = Run::reserve(ctx)?;
             let _lock = ws.fs.lock(&ws.lock_path("archive"))?;
             let (plan, notices) = match observe(ctx)? {
                 Ok(p) => p,
@@ -811,7 +812,7 @@ fn moves(
             if let Some(r) = contract::drift(gate, &digest, what) {
                 return refused(r);
             }
-            let mut run = Run::begin(ctx, TOOL, &digest, &to_value(&plan)?)?;
+            let mut run = reserved.begin(ctx, TOOL, &digest, &to_value(&plan)?)?;
             execute_moves(ctx, &mut run, plan, notices)
         }
     }
