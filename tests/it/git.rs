@@ -1398,3 +1398,20 @@ fn the_base_is_fetched_into_a_private_ref_and_remote_tracking_refs_never_move() 
         "keep"
     );
 }
+
+#[test]
+fn archiving_nothing_makes_no_segment() {
+    let repo = Repo::initialized();
+    let preview = ok(&repo, &["events", "archive", "--before", "0m"]);
+    assert_eq!(preview["data"]["count"], 0);
+    let digest = preview["data"]["plan_digest"].as_str().unwrap();
+    let applied = ok(
+        &repo,
+        &[
+            "events", "archive", "--before", "0m", "--apply", "--digest", digest,
+        ],
+    );
+    assert_eq!(applied["data"]["outcome"], "completed");
+    assert_eq!(applied["data"]["segment"], Value::Null);
+    assert!(!repo.ws("archive").exists());
+}

@@ -1100,6 +1100,16 @@ fn execute_moves(
     let who = ctx.identity()?.agent.id.clone();
     let restoring = plan.operation == "restore";
     let entries: Vec<Entry> = plan.moves.iter().map(entry_of).collect();
+    if !restoring && plan.moves.is_empty() {
+        // Nothing is eligible: no segment is made (an empty one would be noise forever).
+        let evidence = write_evidence(ctx, &run.txn, "completed", Vec::new(), vec![("events", 0)])?;
+        run.finish(TxnOutcome::Completed, json!({"evidence": evidence}))?;
+        announce(ctx, &notices);
+        let digest = run.txn.plan_digest().to_string();
+        let mut resp = move_response("apply", &plan, digest, Some(&run.txn), notices);
+        resp.evidence = vec![evidence];
+        return Ok(Outcome::Done(resp));
+    }
     let segment = if restoring {
         plan.segment.clone().unwrap_or_default()
     } else {
