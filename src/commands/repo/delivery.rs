@@ -373,14 +373,11 @@ fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, 
     let mut trailer_commits: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut scan_from = all_tips.clone();
     scan_from.extend(base.sha.clone());
-    for key in TRAILERS {
-        for (sha, values) in repo.trailers(&scan_from, key)? {
-            for v in values {
-                let id = normalise_task_id(&v);
-                let list = trailer_commits.entry(id).or_default();
-                if !list.contains(&sha) {
-                    list.push(sha.clone());
-                }
+    for (sha, values) in repo.trailers(&scan_from, &TRAILERS)? {
+        for v in values {
+            let list = trailer_commits.entry(normalise_task_id(&v)).or_default();
+            if !list.contains(&sha) {
+                list.push(sha.clone());
             }
         }
     }
