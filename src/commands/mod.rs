@@ -8,6 +8,7 @@ mod insight;
 mod knowledge;
 mod planning;
 mod queues;
+mod repo;
 mod shortcuts;
 mod team;
 mod templates;
@@ -27,6 +28,7 @@ pub fn table() -> Table {
     commands.extend(shortcuts::commands());
     commands.extend(queues::commands());
     commands.extend(briefing::commands());
+    commands.extend(repo::commands());
     Table::new(commands).with_groups(&[
         (
             "agent",
@@ -38,6 +40,14 @@ pub fn table() -> Table {
             "Tasks: add, list, show, claim, check, block, finish, reopen, ...",
         ),
         ("events", "The event log: list, tail, show"),
+        (
+            "repo",
+            "The repository: retire provably dead branches, worktrees and run records",
+        ),
+        (
+            "delivery",
+            "Delivery: did each task's work land on the base branch?",
+        ),
         ("note", "Notes: decisions, findings, metrics, refs"),
         ("risk", "Risks: add, edit, list"),
         ("glossary", "The project glossary: show, add"),

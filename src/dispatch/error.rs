@@ -179,3 +179,16 @@ fn detail(d: &str) -> String {
         format!(" ({d})")
     }
 }
+
+impl From<crate::git::Error> for Error {
+    fn from(e: crate::git::Error) -> Error {
+        match e {
+            e @ crate::git::Error::NotARepo { .. } => {
+                Error::new(ErrorKind::Operational, "E_NOT_A_REPO", e.to_string())
+                    .hint("run dacli inside a git work tree, or pass `-C <dir>`")
+            }
+            e => Error::new(ErrorKind::Operational, "E_GIT", e.to_string())
+                .hint("check the repository with `git status` and `git fsck`, then retry"),
+        }
+    }
+}

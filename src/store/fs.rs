@@ -304,6 +304,41 @@ impl Fs {
             .map_err(|e| Error::io("append", self.display(path), e))
     }
 
+    /// Moves a file without changing a byte and without ever replacing one (archival, FORMAT
+    /// §20): link it under `to` (failing with [`Error::Exists`] if that name is taken), flush,
+    /// then unlink `from`. A crash in between leaves the same bytes under both names, never
+    /// neither, which is what lets a resumed move finish by removing the original.
+    pub fn move_file(&self, from: &Path, to: &Path) -> Result<(), Error> {
+        let dir = parent(to);
+        self.create_dir_all(dir)?;
+        self.hit(FaultOp::Link, to)?;
+        #[allow(clippy::disallowed_methods, reason = "store owns no-replace links")]
+        fs::hard_link(from, to).map_err(|e| {
+            if e.kind() == io::ErrorKind::AlreadyExists {
+                Error::Exists {
+                    path: self.display(to),
+                }
+            } else {
+                Error::io("link", self.display(to), e)
+            }
+        })?;
+        self.sync_dir(dir)?;
+        self.remove(from)
+    }
+
+    /// Removes a directory only if it is empty (after its files were moved away); an absent
+    /// or non-empty directory is left as it is and is not an error.
+    pub fn remove_empty_dir(&self, dir: &Path) -> Result<(), Error> {
+        self.hit(FaultOp::Remove, dir)?;
+        #[allow(clippy::disallowed_methods, reason = "store owns removals")]
+        match fs::remove_dir(dir) {
+            Ok(()) => self.sync_dir(parent(dir)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::DirectoryNotEmpty => Ok(()),
+            Err(e) => Err(Error::io("remove directory", self.display(dir), e)),
+        }
+    }
+
     /// Removes a file and flushes its directory. An absent file is not an error.
     pub fn remove(&self, path: &Path) -> Result<(), Error> {
         self.hit(FaultOp::Remove, path)?;

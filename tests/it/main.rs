@@ -9,6 +9,7 @@ mod brief;
 mod collab;
 mod docs;
 mod example;
+mod git;
 mod hostile;
 mod insight;
 mod knowledge;
