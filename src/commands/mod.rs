@@ -8,6 +8,7 @@ mod insight;
 mod knowledge;
 mod planning;
 mod queues;
+mod runtimes;
 mod shortcuts;
 mod team;
 mod templates;
@@ -27,6 +28,7 @@ pub fn table() -> Table {
     commands.extend(shortcuts::commands());
     commands.extend(queues::commands());
     commands.extend(briefing::commands());
+    commands.extend(runtimes::commands());
     Table::new(commands).with_groups(&[
         (
             "agent",
@@ -57,6 +59,10 @@ pub fn table() -> Table {
         (
             "queue",
             "Queues: ordered steps an owner advances; dacli never runs them",
+        ),
+        (
+            "runtime",
+            "Runtimes: adapters for coding-agent CLIs, probed by `runtime doctor`",
         ),
     ])
 }
