@@ -640,7 +640,8 @@ fn a_secret_in_env_passthrough_is_refused_at_add_and_reported_by_lint() {
     assert!(!r.to_string().contains(secret));
 }
 
-/// Adds `runtime = "<runtime>"` to a role file by hand (no command sets it yet).
+/// Adds `runtime = "<runtime>"` to a role file by hand (`runtime route` refuses a runtime
+/// that does not exist).
 fn route(repo: &Repo, role: &str, runtime: &str) {
     let file = repo.ws(&format!("roles/{role}.md"));
     let text = std::fs::read_to_string(&file).unwrap();
@@ -666,12 +667,49 @@ fn runtime_rm_is_refused_while_a_role_routes_to_it() {
             "Builds",
             "--grant",
             "rw",
+            "--wip",
+            "2",
         ],
     );
     assert_eq!(code, 0, "{doc}");
-    route(&repo, "builder", "claude");
+    let role_file = repo.ws("roles/builder.md");
+    let before = std::fs::read_to_string(&role_file).unwrap();
+    let (code, doc) = run(&repo, &["runtime", "route", "claude", "--role", "builder"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(
+        doc["data"],
+        json!({"runtime": "claude", "roles": [{"role": "builder", "before": null, "after": "claude"}], "effect": "applied"})
+    );
+    let after = std::fs::read_to_string(&role_file).unwrap();
+    assert!(
+        after.contains("wip = 2\nruntime = \"claude\"\n+++\n"),
+        "{after}"
+    );
+    // Only `rev` changes besides the new key.
+    let masked = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| !l.starts_with("runtime = "))
+            .map(|l| {
+                if l.starts_with("rev = ") {
+                    "rev".into()
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect()
+    };
+    assert_eq!(masked(&before), masked(&after));
+    assert_ne!(
+        before,
+        after.replace("runtime = \"claude\"\n", ""),
+        "a fresh rev"
+    );
+    let (_, again) = run(&repo, &["runtime", "route", "claude", "--role", "builder"]);
+    assert_eq!(again["data"]["effect"], "unchanged");
     let (_, list) = run(&repo, &["runtime", "list"]);
     assert_eq!(list["data"]["runtimes"][0]["routed_by"], json!(["builder"]));
+    let (code, _) = run(&repo, &["runtime", "route", "ghost", "--role", "builder"]);
+    assert_eq!(code, 4, "no such runtime");
 
     let (code, doc) = run(&repo, &["runtime", "rm", "claude"]);
     assert_eq!(code, 3, "{doc}");
@@ -680,24 +718,33 @@ fn runtime_rm_is_refused_while_a_role_routes_to_it() {
         doc["refused"]["next"]
             .as_str()
             .unwrap()
-            .contains(".dacli/roles/builder.md")
+            .contains("`dacli runtime route --clear --role builder`"),
+        "{doc}"
     );
     assert!(repo.ws("runtimes/claude.md").exists());
 
-    // Another rw agent does not own it.
+    // Another rw agent owns neither the runtime nor the role.
     let (_, token) = agent(&repo, "builder", 2, "rw");
-    let out = repo
-        .dacli(&["runtime", "rm", "claude", "--json"])
-        .env("DACLI_AGENT", &token)
-        .output()
-        .unwrap();
-    assert_eq!(
-        one_json(&out.stdout)["refused"]["policy"],
-        "runtime.not_owner"
-    );
+    for (args, policy) in [
+        (
+            vec!["runtime", "rm", "claude", "--json"],
+            "runtime.not_owner",
+        ),
+        (
+            vec!["runtime", "route", "--clear", "--role", "builder", "--json"],
+            "role.not_owner",
+        ),
+    ] {
+        let out = repo
+            .dacli(&args)
+            .env("DACLI_AGENT", &token)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(3));
+        assert_eq!(one_json(&out.stdout)["refused"]["policy"], policy);
+    }
 
-    // A role naming a runtime that does not exist is linted.
-    add(&repo, &["cx", "--preset", "codex"]);
+    // A role naming a runtime that does not exist (a hand edit) is linted.
     let (code, doc) = run(
         &repo,
         &[
@@ -722,10 +769,20 @@ fn runtime_rm_is_refused_while_a_role_routes_to_it() {
     assert_eq!(unknown.len(), 1, "{lint}");
     assert_eq!(unknown[0]["path"], ".dacli/roles/planner.md");
 
-    let (code, doc) = run(&repo, &["runtime", "rm", "cx"]);
+    let (code, doc) = run(&repo, &["runtime", "route", "--clear", "--role", "builder"]);
+    assert_eq!(
+        (code, doc["data"]["roles"][0]["after"].clone()),
+        (0, Value::Null)
+    );
+    assert!(
+        !std::fs::read_to_string(&role_file)
+            .unwrap()
+            .contains("runtime =")
+    );
+    let (code, doc) = run(&repo, &["runtime", "rm", "claude"]);
     assert_eq!((code, doc["data"]["effect"].as_str()), (0, Some("applied")));
-    assert!(!repo.ws("runtimes/cx.md").exists());
-    let (code, _) = run(&repo, &["runtime", "rm", "cx"]);
+    assert!(!repo.ws("runtimes/claude.md").exists());
+    let (code, _) = run(&repo, &["runtime", "rm", "claude"]);
     assert_eq!(code, 4);
 }
 

@@ -6,6 +6,7 @@ mod add;
 mod doctor;
 mod presets;
 mod rm;
+mod route;
 mod show;
 
 use serde::Serialize;
@@ -20,6 +21,7 @@ pub(super) fn commands() -> Vec<Command> {
         show::list_command(),
         show::show_command(),
         rm::command(),
+        route::command(),
         doctor::command(),
     ]
 }

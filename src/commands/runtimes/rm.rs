@@ -45,17 +45,16 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     }
     let roles = routed_by(&all_routes(ctx)?, name);
     if !roles.is_empty() {
-        let list = roles.join(", ");
-        let files: Vec<String> = roles
-            .iter()
-            .map(|r| ws.display(&crate::objects::roles::file(ws, r)))
-            .collect();
+        let flags: Vec<String> = roles.iter().map(|r| format!("--role {r}")).collect();
         return Ok(Outcome::Refused(Refusal::new(
             "runtime.in_use",
-            format!("runtime {name} is routed to by roles {list}"),
             format!(
-                "Point `runtime` of {} at another runtime, or remove the key, first.",
-                files.join(", ")
+                "runtime {name} is routed to by roles {} (their `runtime` key)",
+                roles.join(", ")
+            ),
+            format!(
+                "Clear the routes first: `dacli runtime route --clear {}` (or route those roles to another runtime).",
+                flags.join(" ")
             ),
         )));
     }
