@@ -804,6 +804,24 @@ mod tests {
     }
 
     #[test]
+    fn a_fragment_with_a_dangerous_flag_is_never_verified() {
+        let rt = runtime(
+            "capabilities = [\"non_interactive\"]\ninvoke = { non_interactive = [\"--print\", \"--yolo\"] }\n",
+        );
+        let v = completed(&["--version"], "1.0.0");
+        let h = completed(&["--help"], "--print --yolo");
+        let verdict = judge(&rt, &Lookup::Found, Some(&v), &[h]);
+        let c = &verdict.capabilities[0];
+        assert_eq!(c.status, Status::Absent);
+        assert_eq!(
+            verdict.problems,
+            vec![
+                "capability `non_interactive` is absent: `invoke.non_interactive` uses the dangerous-permission flag `--yolo`, which dacli never uses"
+            ]
+        );
+    }
+
+    #[test]
     fn a_missing_binary_has_every_capability_absent() {
         let rt = runtime("capabilities = [\"mcp\"]\ninvoke = { mcp = [\"--mcp-config\"] }\n");
         let verdict = judge(

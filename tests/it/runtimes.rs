@@ -613,7 +613,11 @@ fn a_secret_in_env_passthrough_is_refused_at_add_and_reported_by_lint() {
     let file = repo.ws("runtimes/claude.md");
     let text = std::fs::read_to_string(&file)
         .unwrap()
-        .replace("\"ANTHROPIC_API_KEY\"", &format!("\"{secret}\""));
+        .replace("\"ANTHROPIC_API_KEY\"", &format!("\"{secret}\""))
+        .replace(
+            "non_interactive = [\"--print\"]",
+            "non_interactive = [\"--print\", \"--dangerously-skip-permissions\"]",
+        );
     std::fs::write(&file, text).unwrap();
     let (code, doc) = run(&repo, &["lint"]);
     assert_eq!(code, 0);
@@ -627,6 +631,14 @@ fn a_secret_in_env_passthrough_is_refused_at_add_and_reported_by_lint() {
     assert_eq!(finding["severity"], "error");
     assert_eq!(finding["path"], ".dacli/runtimes/claude.md");
     assert!(!doc.to_string().contains(secret));
+    let dangerous: Vec<&Value> = doc["data"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "dangerous_flag")
+        .collect();
+    assert_eq!(dangerous.len(), 1, "{doc}");
+    assert_eq!(dangerous[0]["severity"], "warning");
     let (code, _) = run(&repo, &["lint", "--check"]);
     assert_eq!(code, 1);
     // The doctor says so too.

@@ -149,7 +149,11 @@ fn examine(ctx: &Ctx, ws: &Workspace, rt: &Runtime, req: &Request) -> Report {
         .as_ref()
         .and_then(|f| exec::stamp(&f.path).map(|s| (f, s)));
     let Some((found, stamp)) = stamped else {
-        let verdict = judge(rt, &Lookup::Missing(missing_text(rt, path_var)), None, &[]);
+        let why = match &found {
+            Some(_) => format!("`{}` was found but its file cannot be read", rt.binary),
+            None => missing_text(rt, path_var),
+        };
+        let verdict = judge(rt, &Lookup::Missing(why), None, &[]);
         return Report {
             name: rt.name.clone(),
             binary: rt.binary.clone(),
