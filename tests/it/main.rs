@@ -15,6 +15,7 @@ mod knowledge;
 mod lifecycle;
 mod mcp;
 mod queues;
+mod reliability_hostile;
 mod roles;
 mod shortcuts;
 mod spine;
