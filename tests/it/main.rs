@@ -16,6 +16,7 @@ mod lifecycle;
 mod mcp;
 mod queues;
 mod reliability_hostile;
+mod reliability_secrets;
 mod roles;
 mod shortcuts;
 mod spine;
