@@ -794,28 +794,31 @@ fn h23_five_mib_without_newline_is_discarded_and_the_next_request_answered() {
             .contains("4 MiB")
     );
     assert_eq!(replies[1]["id"], 7);
-    // Memory stays bounded: the server still answers with its data segment capped at 16 MiB
-    // (four times the line cap).
+    // Memory stays bounded: 64 MiB without a newline, through a server whose data segment is
+    // capped at 32 MiB, is discarded and the next request answered.
+    let mut flood = vec![b'x'; 64 * 1024 * 1024];
+    flood.extend_from_slice(b"\n{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"ping\"}\n");
     let bin = assert_cmd::cargo::cargo_bin("dacli");
     let mut child = std::process::Command::new("sh")
         .arg("-c")
-        .arg("ulimit -d 16384; exec \"$0\" mcp serve")
+        .arg("ulimit -d 32768; exec \"$0\" mcp serve")
         .arg(&bin)
         .current_dir(repo.path())
         .env_remove("DACLI_AGENT")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
-    let writer = std::thread::spawn(move || {
-        stdin.write_all(&input).unwrap();
-    });
+    let writer = std::thread::spawn(move || stdin.write_all(&flood).is_ok());
     let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
+    let wrote_all = writer.join().unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    assert!(text.lines().last().unwrap().contains("\"id\":7"), "{text}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(wrote_all, "the server read everything: {stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(text.lines().last().unwrap().contains("\"id\":8"), "{text}");
 }
 
 #[test]
