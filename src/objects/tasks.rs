@@ -57,6 +57,35 @@ impl Located {
 /// task is skipped and reported; of two copies of one id (a crash mid-move, or a merge) the
 /// greater `rev` is used and both paths are reported as `duplicate_id`.
 pub fn list(ws: &Workspace, slug: &str) -> Result<Listing<Located>, Error> {
+    // A status move (create in the new folder, remove from the old) can run while the folders
+    // are read: a file vanishes between listing and reading, or the task is read in neither
+    // folder. Such a listing is read again; the folders' names decide whether one moved.
+    const ATTEMPTS: usize = 5;
+    let mut attempt = 1;
+    loop {
+        let before = folder_names(ws, slug)?;
+        let (out, vanished) = list_once(ws, slug)?;
+        if attempt >= ATTEMPTS || (!vanished && folder_names(ws, slug)? == before) {
+            return Ok(out);
+        }
+        attempt += 1;
+    }
+}
+
+fn folder_names(ws: &Workspace, slug: &str) -> Result<Vec<String>, Error> {
+    let tasks_dir = ws.path(&["projects", slug, "tasks"]);
+    let mut names = Vec::new();
+    for folder in STATUS_FOLDERS {
+        for (name, _) in ws.fs.list_dir(&tasks_dir.join(folder))? {
+            names.push(format!("{folder}/{name}"));
+        }
+    }
+    Ok(names)
+}
+
+/// One pass over the folders; `true` when a listed file was gone by the time it was read.
+fn list_once(ws: &Workspace, slug: &str) -> Result<(Listing<Located>, bool), Error> {
+    let mut vanished = false;
     let mut out = Listing::default();
     let tasks_dir = ws.path(&["projects", slug, "tasks"]);
     for (name, path) in ws.fs.list_dir(&tasks_dir)? {
@@ -81,7 +110,16 @@ pub fn list(ws: &Workspace, slug: &str) -> Result<Listing<Located>, Error> {
             if name.starts_with('.') || name.starts_with(TEMP_PREFIX) || !name.ends_with(".md") {
                 continue;
             }
-            let Some(doc) = warn_or_fail(&mut out.warnings, read_document(ws, &path))? else {
+            let read = match read_document(ws, &path) {
+                Err(crate::store::Error::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::NotFound =>
+                {
+                    vanished = true;
+                    continue;
+                }
+                other => other,
+            };
+            let Some(doc) = warn_or_fail(&mut out.warnings, read)? else {
                 continue;
             };
             match located(ws, slug, folder, &name, path.clone(), doc) {
@@ -107,7 +145,7 @@ pub fn list(ws: &Workspace, slug: &str) -> Result<Listing<Located>, Error> {
     }
     out.items
         .sort_by(|a, b| (a.task.number, &a.task.id).cmp(&(b.task.number, &b.task.id)));
-    Ok(out)
+    Ok((out, vanished))
 }
 
 fn located(
