@@ -15,6 +15,8 @@ mod knowledge;
 mod lifecycle;
 mod mcp;
 mod queues;
+mod reliability_concurrency;
+mod reliability_crash;
 mod reliability_hostile;
 mod reliability_secrets;
 mod roles;
