@@ -17,6 +17,7 @@ mod mcp;
 mod queues;
 mod reliability_concurrency;
 mod reliability_crash;
+mod reliability_fuzz;
 mod reliability_hostile;
 mod reliability_secrets;
 mod roles;
