@@ -5,9 +5,12 @@ pub mod archive;
 pub mod evidence;
 pub mod fold;
 pub mod record;
+pub mod index;
+pub mod runs;
 pub mod sync;
 pub mod txn;
 pub mod view;
+pub mod wip;
 
 use std::collections::{BTreeMap, BTreeSet};
 
