@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 /// Variables dacli reads. The `DACLI_TEST_*` hooks pin the clock, the random source and a
 /// filesystem fault so that tests are deterministic; they are documented in docs/TESTING.md.
-pub const READ_VARS: [&str; 13] = [
+pub const READ_VARS: [&str; 14] = [
     "DACLI_AGENT",
     "NO_COLOR",
     "TERM",
@@ -19,6 +19,7 @@ pub const READ_VARS: [&str; 13] = [
     "GITHUB_TOKEN",
     "GH_HOST",
     "DACLI_GITHUB_API_URL",
+    "DACLI_GITHUB_TIMEOUT_MS",
 ];
 
 /// A snapshot of the variables in [`READ_VARS`] and of the working directory.

@@ -4,8 +4,8 @@
 pub mod archive;
 pub mod evidence;
 pub mod fold;
-pub mod record;
 pub mod index;
+pub mod record;
 pub mod runs;
 pub mod sync;
 pub mod txn;
