@@ -499,12 +499,12 @@ pub(super) fn parse_pr(v: &Value) -> Pr {
     };
     let head_repo = str_at(v, &["head", "repo", "full_name"]);
     let base_repo = str_at(v, &["base", "repo", "full_name"]);
-    let merge_state = match str_at(v, &["mergeable_state"]) {
-        Some(
-            s @ ("clean" | "behind" | "blocked" | "dirty" | "draft" | "has_hooks" | "unstable"),
-        ) => s,
-        _ => "unknown",
-    };
+    const MERGE_STATES: [&str; 7] = [
+        "clean", "behind", "blocked", "dirty", "draft", "has_hooks", "unstable",
+    ];
+    let merge_state = str_at(v, &["mergeable_state"])
+        .filter(|s| MERGE_STATES.contains(s))
+        .unwrap_or("unknown");
     Pr {
         number: u64_at(v, &["number"]).unwrap_or(0),
         url: str_at(v, &["html_url"]).unwrap_or_default().to_string(),

@@ -249,9 +249,9 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         return Ok(Outcome::Done(completed(ctx, txn, true)?));
     }
     if let Start::Resume(txn) = how {
-        let observed = match observe(ctx, &client, &slug, &repo, &req, since) {
+        let observed = match observe(ctx, &client, &slug, &repo, &req, since)? {
             Ok(o) => o,
-            Err(out) => return out,
+            Err(out) => return Ok(out),
         };
         return apply_plan(
             ctx,
@@ -262,9 +262,9 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
             Some(txn),
         );
     }
-    let observed = match observe(ctx, &client, &slug, &repo, &req, since) {
+    let observed = match observe(ctx, &client, &slug, &repo, &req, since)? {
         Ok(o) => o,
-        Err(out) => return out,
+        Err(out) => return Ok(out),
     };
     let digest = contract::plan_digest(&serde_json::to_value(&observed.plan).map_err(internal)?)
         .map_err(|e| Error::internal(e.0))?;
@@ -413,8 +413,8 @@ fn observe(
     repo: &str,
     req: &Request,
     since: Option<jiff::Timestamp>,
-) -> Result<Observed, Result<Outcome<Response>, Error>> {
-    let ws = ctx.ws().map_err(Err)?;
+) -> Result<Result<Observed, Outcome<Response>>, Error> {
+    let ws = ctx.ws()?;
     let mut notices = Vec::new();
     let visibility = match client.get(&format!("/repos/{repo}")) {
         Ok(v) => visibility_of(&v),
@@ -429,9 +429,8 @@ fn observe(
             "unknown".into()
         }
     };
-    let consent = consent::in_effect(ctx, slug, repo).map_err(Err)?;
-    let project_classes =
-        project_list(ctx, slug, &["github_projection", "classes"]).map_err(Err)?;
+    let consent = consent::in_effect(ctx, slug, repo)?;
+    let project_classes = project_list(ctx, slug, &["github_projection", "classes"])?;
     let publishable =
         disclosure::publishable_classes(&project_classes, consent.as_ref(), &visibility);
     let gap = if visibility == "unknown" {
@@ -439,7 +438,7 @@ fn observe(
     } else {
         disclosure::consent_gap(consent.as_ref(), repo, &visibility)
     };
-    let candidates = candidates(ctx, slug, req).map_err(Err)?;
+    let candidates = candidates(ctx, slug, req)?;
     let issues = if gap.is_none() && !candidates.is_empty() {
         match client.get_pages(&format!("/repos/{repo}/issues?state=all"), None, 10) {
             Ok((issues, more)) => {
@@ -451,15 +450,15 @@ fn observe(
                 }
                 Some(issues)
             }
-            Err(e) => return Err(call_failure(&e, &format!("listing the issues of {repo}"))),
+            Err(e) => return call_failure(&e, &format!("listing the issues of {repo}")).map(Err),
         }
     } else {
         None
     };
     let ws_id = ws.config.workspace_id.clone();
-    let pr_mode = landing_mode(ctx, slug).map_err(Err)? == "pr";
+    let pr_mode = landing_mode(ctx, slug)? == "pr";
     let delivered = if pr_mode {
-        let l = evidence::items(ws, "reconcile-delivery").map_err(|e| Err(e.into()))?;
+        let l = evidence::items(ws, "reconcile-delivery")?;
         ctx.warn_all(l.warnings);
         l.items
             .into_iter()
@@ -559,7 +558,7 @@ fn observe(
             content_digest: Some(digest),
         });
     }
-    Ok(Observed {
+    Ok(Ok(Observed {
         plan: Plan {
             repo: repo.to_string(),
             visibility,
@@ -569,7 +568,7 @@ fn observe(
         consent,
         content,
         notices,
-    })
+    }))
 }
 
 /// The decision table for an object that may be published.
