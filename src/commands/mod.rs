@@ -10,6 +10,7 @@ mod knowledge;
 mod planning;
 mod queues;
 mod repo;
+mod runtimes;
 mod shortcuts;
 mod team;
 mod templates;
@@ -26,10 +27,11 @@ pub fn table() -> Table {
     commands.extend(knowledge::commands());
     commands.extend(insight::commands());
     commands.extend(templates::commands());
-    commands.extend(repo::commands());
     commands.extend(shortcuts::commands());
     commands.extend(queues::commands());
     commands.extend(briefing::commands());
+    commands.extend(repo::commands());
+    commands.extend(runtimes::commands());
     commands.extend(github::commands());
     Table::new(commands).with_groups(&[
         (
@@ -78,6 +80,10 @@ pub fn table() -> Table {
         (
             "queue",
             "Queues: ordered steps an owner advances; dacli never runs them",
+        ),
+        (
+            "runtime",
+            "Runtimes: adapters for coding-agent CLIs, probed by `runtime doctor`",
         ),
     ])
 }

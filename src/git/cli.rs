@@ -33,6 +33,9 @@ pub fn fetch_base(root: &Path, remote: &str, base: &str) -> Result<String, Error
             "--no-tags",
             "--no-write-fetch-head",
             "--no-recurse-submodules",
+            // Without an empty refmap git also updates `refs/remotes/<remote>/<base>`
+            // ("opportunistic" update); the user's remote-tracking refs must never move.
+            "--refmap=",
             remote,
             "--",
             &refspec,

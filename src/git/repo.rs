@@ -177,12 +177,12 @@ impl Repo {
         Ok(out)
     }
 
-    /// Commits reachable from `tips` whose message ends in a trailer `key: <value>` (compared
-    /// case-insensitively on the key), with every value found: `(commit, values)`.
+    /// Commits reachable from `tips` whose message ends in a trailer named by one of `keys`
+    /// (compared case-insensitively), with every such value: `(commit, values)`. One walk.
     pub fn trailers(
         &self,
         tips: &[String],
-        key: &str,
+        keys: &[&str],
     ) -> Result<Vec<(String, Vec<String>)>, Error> {
         if tips.is_empty() {
             return Ok(Vec::new());
@@ -199,7 +199,10 @@ impl Repo {
             };
             let values: Vec<String> = body
                 .trailers()
-                .filter(|t| t.token.to_str_lossy().eq_ignore_ascii_case(key))
+                .filter(|t| {
+                    let token = t.token.to_str_lossy();
+                    keys.iter().any(|k| token.eq_ignore_ascii_case(k))
+                })
                 .map(|t| t.value.to_str_lossy().trim().to_string())
                 .collect();
             if !values.is_empty() {

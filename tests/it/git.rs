@@ -1248,3 +1248,170 @@ fn delivery_repairs_by_others_are_proposals() {
     assert_eq!(again["data"]["already_applied"], true);
     assert_eq!(tree(&repo.ws("events")).len(), events);
 }
+
+#[test]
+fn old_run_records_move_to_the_archive_with_a_manifest() {
+    let repo = cleanup_fixture();
+    let old = "01KJPW0000000000000000000A";
+    let new = "01KJPW0000000000000000000B";
+    for id in [old, new] {
+        repo.write(
+            &format!(".dacli/runs/briefs/{id}/run.toml"),
+            format!("kind = \"brief\"\nid = \"{id}\"\ncreated_by = \"a-root\"\n"),
+        );
+        repo.write(
+            &format!(".dacli/runs/briefs/{id}/brief.md"),
+            format!("# brief {id}\n"),
+        );
+    }
+    let brief = std::fs::read(repo.ws(&format!("runs/briefs/{old}/brief.md"))).unwrap();
+    let preview = ok(
+        &repo,
+        &["repo", "cleanup", "--include", "runs", "--keep-runs", "1"],
+    );
+    assert_eq!(
+        candidate(&preview, new)["keep_reason"],
+        "protected",
+        "the newest is kept"
+    );
+    assert_eq!(candidate(&preview, old)["action"], "retire", "{preview}");
+    let digest = preview["data"]["plan_digest"].as_str().unwrap();
+    ok(
+        &repo,
+        &[
+            "repo",
+            "cleanup",
+            "--include",
+            "runs",
+            "--keep-runs",
+            "1",
+            "--apply",
+            "--digest",
+            digest,
+        ],
+    );
+    let archived = repo.ws(&format!("archive/runs/{old}"));
+    assert_eq!(
+        std::fs::read(archived.join("brief.md")).unwrap(),
+        brief,
+        "moved byte for byte"
+    );
+    let manifest = std::fs::read_to_string(archived.join("manifest.toml")).unwrap();
+    assert!(
+        manifest.contains(&dacli::journal::archive::sha256_hex(&brief)),
+        "{manifest}"
+    );
+    assert!(!repo.ws(&format!("runs/briefs/{old}")).exists());
+    assert!(repo.ws(&format!("runs/briefs/{new}/brief.md")).exists());
+
+    // Remote branches need a linked GitHub repository.
+    let (code, doc) = repo.json(&["repo", "cleanup", "--include", "remote_branches"]);
+    assert_eq!(
+        (code, doc["refused"]["policy"].as_str()),
+        (3, Some("github.unlinked"))
+    );
+}
+
+#[test]
+fn the_base_is_fetched_into_a_private_ref_and_remote_tracking_refs_never_move() {
+    let origin = cleanup_fixture();
+    let bare = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", bare.path().join("o.git").display());
+    g(
+        bare.path(),
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            origin.path().to_str().unwrap(),
+            "o.git",
+        ],
+    );
+    let work = tempfile::tempdir().unwrap();
+    g(work.path(), &["clone", "-q", &url, "c"]);
+    let c = work.path().join("c");
+    g(
+        &c,
+        &[
+            "branch",
+            "-q",
+            "dacli/002-unmerged-work",
+            "origin/dacli/002-unmerged-work",
+        ],
+    );
+    let tracking = g(&c, &["rev-parse", "refs/remotes/origin/main"]);
+    // Branch 2 is merged on origin after the clone.
+    let d = origin.path();
+    g(
+        d,
+        &[
+            "merge",
+            "-q",
+            "--no-ff",
+            "-m",
+            "merge 2",
+            "dacli/002-unmerged-work",
+        ],
+    );
+    g(d, &["push", "-q", &url, "main"]);
+    let out = crate::support::dacli()
+        .current_dir(&c)
+        .args(["repo", "cleanup", "--include", "local_branches", "--json"])
+        .output()
+        .unwrap();
+    let doc = crate::support::one_json(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{doc}");
+    let base = &doc["data"]["base"];
+    assert_eq!(base["source"], "fetched");
+    assert_eq!(base["sha"], g(d, &["rev-parse", "main"]));
+    assert_eq!(
+        g(&c, &["rev-parse", "refs/dacli/observed/main"]),
+        g(d, &["rev-parse", "main"])
+    );
+    assert_eq!(
+        g(&c, &["rev-parse", "refs/remotes/origin/main"]),
+        tracking,
+        "untouched"
+    );
+    assert_eq!(
+        candidate(&doc, "refs/heads/dacli/002-unmerged-work")["action"],
+        "retire",
+        "{doc}"
+    );
+    // Without fetching, the stale local base proves nothing new.
+    let out = crate::support::dacli()
+        .current_dir(&c)
+        .args([
+            "repo",
+            "cleanup",
+            "--include",
+            "local_branches",
+            "--no-fetch",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let doc = crate::support::one_json(&out.stdout);
+    assert_eq!(doc["data"]["base"]["source"], "local");
+    assert_eq!(
+        candidate(&doc, "refs/heads/dacli/002-unmerged-work")["action"],
+        "keep"
+    );
+}
+
+#[test]
+fn archiving_nothing_makes_no_segment() {
+    let repo = Repo::initialized();
+    let preview = ok(&repo, &["events", "archive", "--before", "0m"]);
+    assert_eq!(preview["data"]["count"], 0);
+    let digest = preview["data"]["plan_digest"].as_str().unwrap();
+    let applied = ok(
+        &repo,
+        &[
+            "events", "archive", "--before", "0m", "--apply", "--digest", digest,
+        ],
+    );
+    assert_eq!(applied["data"]["outcome"], "completed");
+    assert_eq!(applied["data"]["segment"], Value::Null);
+    assert!(!repo.ws("archive").exists());
+}

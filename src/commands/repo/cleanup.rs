@@ -274,6 +274,20 @@ pub struct Response {
 }
 
 fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
+    let ws = ctx.ws()?;
+    let linked = ws
+        .config
+        .doc
+        .get("github")
+        .and_then(|g| g.get("repo"))
+        .is_some();
+    if req.include.contains(&Include::RemoteBranches) && !linked {
+        return refused(crate::model::Refusal::new(
+            "github.unlinked",
+            "remote branches are retired only for a linked GitHub repository, and this workspace has none",
+            "Ask a-root: `dacli github link <owner>/<name>`, or drop `remote_branches` from --include.",
+        ));
+    }
     let args = ApplyArgs {
         command: COMMAND,
         tool: TOOL,
@@ -445,19 +459,6 @@ fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, 
                 format!("--protect: {e}"),
             )
         })?;
-    }
-    if include.contains(&Include::RemoteBranches)
-        && ws
-            .config
-            .doc
-            .get("github")
-            .and_then(|g| g.get("repo"))
-            .is_none()
-    {
-        return Err(
-            Error::usage("`--include remote_branches` needs a linked GitHub repository")
-                .hint("ask a-root: `dacli github link <owner>/<name>`"),
-        );
     }
     let repo = Repo::open(ws.root())?;
     let base = observe_base(
@@ -1784,6 +1785,9 @@ fn render(r: &Response, _ctx: &Ctx) -> String {
         out.push_str(&format!("refused [{}]: {}\n", f.policy, f.reason));
     }
     match (r.mode, &r.outcome) {
+        ("preview", _) if r.summary.retire == 0 => {
+            out.push_str("nothing to retire; no apply needed\n")
+        }
         ("preview", _) => out.push_str(&format!(
             "plan_digest: {}\napply with: dacli {COMMAND} --apply --digest {}\n",
             r.plan_digest, r.plan_digest

@@ -113,7 +113,43 @@ pub(super) struct Run<'c, 't> {
     _lock: LockGuard,
 }
 
+/// A transaction id minted and locked before anything else is locked (FORMAT §4.3 orders
+/// `txn-<ULID>.lock` before `archive.lock`); its plan is written by [`Reserved::begin`].
+pub(super) struct Reserved {
+    id: ulid::Ulid,
+    lock: LockGuard,
+}
+
+impl Reserved {
+    /// Opens the transaction with the frozen plan.
+    pub fn begin<'c, 't>(
+        self,
+        ctx: &'c Ctx<'t>,
+        tool: &str,
+        digest: &str,
+        plan: &Value,
+    ) -> Result<Run<'c, 't>, Error> {
+        let ws = ctx.ws()?;
+        let who = ctx.identity()?.agent.id.clone();
+        let txn = Txn::begin(ws, tool, self.id, &who, digest, plan)?;
+        pause_if_asked(ctx, 1);
+        Ok(Run {
+            ctx,
+            txn,
+            _lock: self.lock,
+        })
+    }
+}
+
 impl<'c, 't> Run<'c, 't> {
+    /// Mints and locks a transaction id.
+    pub fn reserve(ctx: &Ctx) -> Result<Reserved, Error> {
+        let ws = ctx.ws()?;
+        let id = ctx.new_ulid();
+        let lock = ws.fs.lock(&ws.lock_path(&format!("txn-{id}")))?;
+        Ok(Reserved { id, lock })
+    }
+
     /// Opens a new transaction with the frozen plan.
     pub fn begin(
         ctx: &'c Ctx<'t>,
@@ -121,17 +157,7 @@ impl<'c, 't> Run<'c, 't> {
         digest: &str,
         plan: &Value,
     ) -> Result<Run<'c, 't>, Error> {
-        let ws = ctx.ws()?;
-        let id = ctx.new_ulid();
-        let lock = ws.fs.lock(&ws.lock_path(&format!("txn-{id}")))?;
-        let who = ctx.identity()?.agent.id.clone();
-        let txn = Txn::begin(ws, tool, id, &who, digest, plan)?;
-        pause_if_asked(ctx, 1);
-        Ok(Run {
-            ctx,
-            txn,
-            _lock: lock,
-        })
+        Run::reserve(ctx)?.begin(ctx, tool, digest, plan)
     }
 
     /// Takes the lock of an open transaction and reads it again (a concurrent run may have
@@ -214,7 +240,7 @@ impl Notice {
 /// Prints notices on stderr (they are also in `data.notices`).
 pub(super) fn announce(ctx: &Ctx, notices: &[Notice]) {
     for n in notices {
-        ctx.notice(format!("notice [{}]: {}", n.code, n.message));
+        ctx.notice(format!("[{}] {}", n.code, n.message));
     }
 }
 

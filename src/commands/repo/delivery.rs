@@ -348,7 +348,7 @@ fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, 
     if !req.offline && chosen.iter().any(|t| delivery_of(t).pr.is_some()) {
         notices.push(Notice::new(
             "git_sources_only",
-            "pull-request states are not read (no GitHub client is configured for this tool); a recorded PR alone proves nothing, so such tasks are judged by git",
+            "pull-request states are not read: delivery is judged from git alone, so a recorded PR proves nothing by itself",
         ));
     }
     // Every task branch, local and on origin, by the task it belongs to.
@@ -373,14 +373,11 @@ fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, 
     let mut trailer_commits: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut scan_from = all_tips.clone();
     scan_from.extend(base.sha.clone());
-    for key in TRAILERS {
-        for (sha, values) in repo.trailers(&scan_from, key)? {
-            for v in values {
-                let id = normalise_task_id(&v);
-                let list = trailer_commits.entry(id).or_default();
-                if !list.contains(&sha) {
-                    list.push(sha.clone());
-                }
+    for (sha, values) in repo.trailers(&scan_from, &TRAILERS)? {
+        for v in values {
+            let list = trailer_commits.entry(normalise_task_id(&v)).or_default();
+            if !list.contains(&sha) {
+                list.push(sha.clone());
             }
         }
     }

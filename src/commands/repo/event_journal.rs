@@ -780,8 +780,8 @@ fn moves(
             Ok(Outcome::Done(resp))
         }
         Start::Resume(txn) => {
-            let _lock = ws.fs.lock(&ws.lock_path("archive"))?;
             let mut run = Run::resume(ctx, &txn)?;
+            let _lock = ws.fs.lock(&ws.lock_path("archive"))?;
             let plan: MovePlan = frozen(&run.txn)?;
             if run.txn.outcome().is_some() {
                 let mut resp = move_response(
@@ -798,6 +798,7 @@ fn moves(
             execute_moves(ctx, &mut run, plan, Vec::new())
         }
         Start::Fresh { digest: expected } => {
+            let reserved = Run::reserve(ctx)?;
             let _lock = ws.fs.lock(&ws.lock_path("archive"))?;
             let (plan, notices) = match observe(ctx)? {
                 Ok(p) => p,
@@ -811,7 +812,7 @@ fn moves(
             if let Some(r) = contract::drift(gate, &digest, what) {
                 return refused(r);
             }
-            let mut run = Run::begin(ctx, TOOL, &digest, &to_value(&plan)?)?;
+            let mut run = reserved.begin(ctx, TOOL, &digest, &to_value(&plan)?)?;
             execute_moves(ctx, &mut run, plan, notices)
         }
     }
@@ -1099,6 +1100,16 @@ fn execute_moves(
     let who = ctx.identity()?.agent.id.clone();
     let restoring = plan.operation == "restore";
     let entries: Vec<Entry> = plan.moves.iter().map(entry_of).collect();
+    if !restoring && plan.moves.is_empty() {
+        // Nothing is eligible: no segment is made (an empty one would be noise forever).
+        let evidence = write_evidence(ctx, &run.txn, "completed", Vec::new(), vec![("events", 0)])?;
+        run.finish(TxnOutcome::Completed, json!({"evidence": evidence}))?;
+        announce(ctx, &notices);
+        let digest = run.txn.plan_digest().to_string();
+        let mut resp = move_response("apply", &plan, digest, Some(&run.txn), notices);
+        resp.evidence = vec![evidence];
+        return Ok(Outcome::Done(resp));
+    }
     let segment = if restoring {
         plan.segment.clone().unwrap_or_default()
     } else {
