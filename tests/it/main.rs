@@ -10,6 +10,7 @@ mod collab;
 mod docs;
 mod example;
 mod git;
+mod github;
 mod hostile;
 mod insight;
 mod knowledge;
