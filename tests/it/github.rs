@@ -1744,3 +1744,109 @@ fn the_three_tools_work_over_mcp() {
         );
     }
 }
+
+#[test]
+fn an_interrupted_open_is_resumed_without_repeating_a_step() {
+    let repo = train_workspace();
+    let branch_name = format!("dacli/train/release/{}", &S[..12]);
+    let fake = Fake::start();
+    promotion(&fake);
+    fake.get(
+        &format!("{R}/git/ref/heads/{branch_name}"),
+        404,
+        fixture("error_not_found"),
+    );
+    fake.get(&format!("{R}/pulls"), 200, json!([]));
+    fake.get(R, 200, fixture("repo"));
+    let open = [
+        "release-train",
+        "open",
+        "--project",
+        "checkout",
+        "--source",
+        "main",
+        "--target",
+        "release",
+        "--sha",
+        S,
+    ];
+    let p = run(&repo, &fake, &open);
+    let digest = p.doc["data"]["plan_digest"]
+        .as_str()
+        .expect("digest")
+        .to_string();
+    fake.mount(
+        Mock::given(method("POST"))
+            .and(path(format!("{R}/git/refs")))
+            .respond_with(ResponseTemplate::new(201).set_body_json(json!({"object": {"sha": S}})))
+            .expect(1),
+    );
+    fake.mount(
+        Mock::given(method("POST"))
+            .and(path(format!("{R}/pulls")))
+            .respond_with(ResponseTemplate::new(502))
+            .expect(1),
+    );
+    let mut args = open.to_vec();
+    args.extend(["--apply", "--digest", &digest]);
+    let r = run(&repo, &fake, &args);
+    assert_eq!(r.code, 1, "{}", r.doc);
+    assert_eq!(r.doc["error"]["code"], "E_GITHUB_ACCESS");
+    assert!(
+        r.doc["error"]["message"]
+            .as_str()
+            .expect("message")
+            .contains("pr_opened"),
+        "{}",
+        r.doc
+    );
+    fake.verify();
+    let (_, status) = repo.json(&["release-train", "status"]);
+    let train = status["data"]["trains"][0]["id"]
+        .as_str()
+        .expect("a train")
+        .to_string();
+    assert_eq!(status["data"]["trains"][0]["state"], "planned");
+
+    // The ref exists already: resume opens the PR and creates no second ref.
+    let fake = Fake::start();
+    fake.get(&format!("{R}/pulls"), 200, json!([]));
+    fake.mount(
+        Mock::given(method("POST"))
+            .and(path(format!("{R}/pulls")))
+            .respond_with(
+                ResponseTemplate::new(201).set_body_json(json!({"number": 31, "head": {"sha": S}})),
+            )
+            .expect(1),
+    );
+    let r = run(&repo, &fake, &["release-train", "resume", &train]);
+    assert_eq!(r.code, 0, "{}", r.doc);
+    assert_eq!(r.doc["data"]["state"], "pr_open");
+    assert_eq!(r.doc["data"]["canonical_pr"]["number"], 31);
+    let steps: Vec<String> = r.doc["data"]["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .map(|s| {
+            format!(
+                "{}:{}",
+                s["step"].as_str().expect("step"),
+                s["status"].as_str().expect("status")
+            )
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            "plan:done",
+            "train_ref_created:started",
+            "train_ref_created:done",
+            "pr_opened:started",
+            "pr_opened:failed",
+            "pr_opened:started",
+            "pr_opened:done",
+            "outcome:done"
+        ]
+    );
+    fake.verify();
+}
