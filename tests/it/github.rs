@@ -1850,3 +1850,96 @@ fn an_interrupted_open_is_resumed_without_repeating_a_step() {
     );
     fake.verify();
 }
+
+#[test]
+fn push_previews_and_applies_in_one_step_and_a_second_push_changes_nothing() {
+    let (repo, task) = projection_workspace();
+    let ws_id = std::fs::read_to_string(repo.ws("config.toml"))
+        .expect("config")
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("workspace_id = \"")
+                .map(|s| s.trim_end_matches('"').to_string())
+        })
+        .expect("workspace id");
+    let fake = Fake::start();
+    fake.get(R, 200, fixture("repo"));
+    // Without consent a public repository gets nothing.
+    let r = run(&repo, &fake, &["github", "push", "checkout"]);
+    assert_eq!(r.code, 3, "{}", r.doc);
+    assert_eq!(r.doc["refused"]["policy"], "github.no_consent");
+    let r = run(
+        &repo,
+        &fake,
+        &[
+            "github",
+            "consent",
+            "grant",
+            "--project",
+            "checkout",
+            "--granted-by",
+            "human:mkoenig",
+            "--classes",
+            "tasks",
+        ],
+    );
+    assert_eq!(r.code, 0);
+    fake.mount(
+        Mock::given(method("GET"))
+            .and(path(format!("{R}/issues")))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!([])))
+            .up_to_n_times(2),
+    );
+    fake.get(
+        &format!("{R}/issues"),
+        200,
+        json!([{"number": 40, "state": "open", "body": format!("<!-- dacli:{task} ws:{ws_id} -->\n")}]),
+    );
+    fake.mount(
+        Mock::given(method("POST"))
+            .and(path(format!("{R}/issues")))
+            .and(wiremock::matchers::body_partial_json(
+                json!({"title": "Round once at the boundary"}),
+            ))
+            .respond_with(ResponseTemplate::new(201).set_body_json(json!({"number": 40})))
+            .expect(1),
+    );
+    let dry = run(&repo, &fake, &["github", "push", "--dry-run"]);
+    assert_eq!(dry.code, 0, "{}", dry.doc);
+    assert_eq!(dry.doc["data"]["mode"], "preview");
+    assert!(fake.writes().is_empty());
+    let r = run(&repo, &fake, &["github", "push", "checkout"]);
+    assert_eq!(r.code, 0, "{}", r.doc);
+    assert_eq!(r.doc["data"]["outcome"], "completed", "{}", r.doc);
+    assert_eq!(item(&r.doc, &task)["remote"]["number"], 40);
+    let body = fake
+        .requests()
+        .into_iter()
+        .find(|r| r.method.as_str() == "POST")
+        .map(|r| String::from_utf8_lossy(&r.body).into_owned())
+        .expect("the create");
+    assert!(
+        body.contains(&format!("<!-- dacli:{task} ws:{ws_id} -->")),
+        "{body}"
+    );
+    assert!(
+        !body.contains("ghp_"),
+        "the withheld task was not sent: {body}"
+    );
+    let again = run(&repo, &fake, &["github", "push"]);
+    assert_eq!(again.code, 0, "{}", again.doc);
+    assert_eq!(item(&again.doc, &task)["action"], "none", "{}", again.doc);
+    assert!(again.doc["data"]["txn"].is_null());
+    assert_eq!(fake.writes().len(), 1, "{:?}", fake.writes());
+    fake.verify();
+    let (_, ro) = agent(&repo, "reviewer", 4, "ro");
+    let r = run_with(
+        &repo,
+        &fake.url(),
+        &["github", "push", "checkout"],
+        &[("GH_TOKEN", TOKEN)],
+        Some(&ro),
+    );
+    assert_eq!(r.code, 3);
+    assert_eq!(r.doc["refused"]["policy"], "grant.read_only");
+}
