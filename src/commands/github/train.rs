@@ -1245,6 +1245,9 @@ fn run_land(ctx: &Ctx, req: LandRequest) -> Result<Outcome<TrainResponse>, Error
     if let Some(r) = method_refusal(&train.method)? {
         return Ok(Outcome::Refused(r));
     }
+    if let Some(r) = landing_refusal(ctx, &slug)? {
+        return Ok(Outcome::Refused(r));
+    }
     if req.apply
         && let Some(r) = authority_refusal(ctx, &slug)?
     {
