@@ -1744,3 +1744,202 @@ fn the_three_tools_work_over_mcp() {
         );
     }
 }
+
+#[test]
+fn an_interrupted_open_is_resumed_without_repeating_a_step() {
+    let repo = train_workspace();
+    let branch_name = format!("dacli/train/release/{}", &S[..12]);
+    let fake = Fake::start();
+    promotion(&fake);
+    fake.get(
+        &format!("{R}/git/ref/heads/{branch_name}"),
+        404,
+        fixture("error_not_found"),
+    );
+    fake.get(&format!("{R}/pulls"), 200, json!([]));
+    fake.get(R, 200, fixture("repo"));
+    let open = [
+        "release-train",
+        "open",
+        "--project",
+        "checkout",
+        "--source",
+        "main",
+        "--target",
+        "release",
+        "--sha",
+        S,
+    ];
+    let p = run(&repo, &fake, &open);
+    let digest = p.doc["data"]["plan_digest"]
+        .as_str()
+        .expect("digest")
+        .to_string();
+    fake.mount(
+        Mock::given(method("POST"))
+            .and(path(format!("{R}/git/refs")))
+            .respond_with(ResponseTemplate::new(201).set_body_json(json!({"object": {"sha": S}})))
+            .expect(1),
+    );
+    fake.mount(
+        Mock::given(method("POST"))
+            .and(path(format!("{R}/pulls")))
+            .respond_with(ResponseTemplate::new(502))
+            .expect(1),
+    );
+    let mut args = open.to_vec();
+    args.extend(["--apply", "--digest", &digest]);
+    let r = run(&repo, &fake, &args);
+    assert_eq!(r.code, 1, "{}", r.doc);
+    assert_eq!(r.doc["error"]["code"], "E_GITHUB_ACCESS");
+    assert!(
+        r.doc["error"]["message"]
+            .as_str()
+            .expect("message")
+            .contains("pr_opened"),
+        "{}",
+        r.doc
+    );
+    fake.verify();
+    let (_, status) = repo.json(&["release-train", "status"]);
+    let train = status["data"]["trains"][0]["id"]
+        .as_str()
+        .expect("a train")
+        .to_string();
+    assert_eq!(status["data"]["trains"][0]["state"], "planned");
+
+    // The ref exists already: resume opens the PR and creates no second ref.
+    let fake = Fake::start();
+    fake.get(&format!("{R}/pulls"), 200, json!([]));
+    fake.mount(
+        Mock::given(method("POST"))
+            .and(path(format!("{R}/pulls")))
+            .respond_with(
+                ResponseTemplate::new(201).set_body_json(json!({"number": 31, "head": {"sha": S}})),
+            )
+            .expect(1),
+    );
+    let r = run(&repo, &fake, &["release-train", "resume", &train]);
+    assert_eq!(r.code, 0, "{}", r.doc);
+    assert_eq!(r.doc["data"]["state"], "pr_open");
+    assert_eq!(r.doc["data"]["canonical_pr"]["number"], 31);
+    let steps: Vec<String> = r.doc["data"]["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .map(|s| {
+            format!(
+                "{}:{}",
+                s["step"].as_str().expect("step"),
+                s["status"].as_str().expect("status")
+            )
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            "plan:done",
+            "train_ref_created:started",
+            "train_ref_created:done",
+            "pr_opened:started",
+            "pr_opened:failed",
+            "pr_opened:started",
+            "pr_opened:done",
+            "outcome:done"
+        ]
+    );
+    fake.verify();
+}
+
+#[test]
+fn push_previews_and_applies_in_one_step_and_a_second_push_changes_nothing() {
+    let (repo, task) = projection_workspace();
+    let ws_id = std::fs::read_to_string(repo.ws("config.toml"))
+        .expect("config")
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("workspace_id = \"")
+                .map(|s| s.trim_end_matches('"').to_string())
+        })
+        .expect("workspace id");
+    let fake = Fake::start();
+    fake.get(R, 200, fixture("repo"));
+    // Without consent a public repository gets nothing.
+    let r = run(&repo, &fake, &["github", "push", "checkout"]);
+    assert_eq!(r.code, 3, "{}", r.doc);
+    assert_eq!(r.doc["refused"]["policy"], "github.no_consent");
+    let r = run(
+        &repo,
+        &fake,
+        &[
+            "github",
+            "consent",
+            "grant",
+            "--project",
+            "checkout",
+            "--granted-by",
+            "human:mkoenig",
+            "--classes",
+            "tasks",
+        ],
+    );
+    assert_eq!(r.code, 0);
+    fake.mount(
+        Mock::given(method("GET"))
+            .and(path(format!("{R}/issues")))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!([])))
+            .up_to_n_times(2),
+    );
+    fake.get(
+        &format!("{R}/issues"),
+        200,
+        json!([{"number": 40, "state": "open", "body": format!("<!-- dacli:{task} ws:{ws_id} -->\n")}]),
+    );
+    fake.mount(
+        Mock::given(method("POST"))
+            .and(path(format!("{R}/issues")))
+            .and(wiremock::matchers::body_partial_json(
+                json!({"title": "Round once at the boundary"}),
+            ))
+            .respond_with(ResponseTemplate::new(201).set_body_json(json!({"number": 40})))
+            .expect(1),
+    );
+    let dry = run(&repo, &fake, &["github", "push", "--dry-run"]);
+    assert_eq!(dry.code, 0, "{}", dry.doc);
+    assert_eq!(dry.doc["data"]["mode"], "preview");
+    assert!(fake.writes().is_empty());
+    let r = run(&repo, &fake, &["github", "push", "checkout"]);
+    assert_eq!(r.code, 0, "{}", r.doc);
+    assert_eq!(r.doc["data"]["outcome"], "completed", "{}", r.doc);
+    assert_eq!(item(&r.doc, &task)["remote"]["number"], 40);
+    let body = fake
+        .requests()
+        .into_iter()
+        .find(|r| r.method.as_str() == "POST")
+        .map(|r| String::from_utf8_lossy(&r.body).into_owned())
+        .expect("the create");
+    assert!(
+        body.contains(&format!("<!-- dacli:{task} ws:{ws_id} -->")),
+        "{body}"
+    );
+    assert!(
+        !body.contains("ghp_"),
+        "the withheld task was not sent: {body}"
+    );
+    let again = run(&repo, &fake, &["github", "push"]);
+    assert_eq!(again.code, 0, "{}", again.doc);
+    assert_eq!(item(&again.doc, &task)["action"], "none", "{}", again.doc);
+    assert!(again.doc["data"]["txn"].is_null());
+    assert_eq!(fake.writes().len(), 1, "{:?}", fake.writes());
+    fake.verify();
+    let (_, ro) = agent(&repo, "reviewer", 4, "ro");
+    let r = run_with(
+        &repo,
+        &fake.url(),
+        &["github", "push", "checkout"],
+        &[("GH_TOKEN", TOKEN)],
+        Some(&ro),
+    );
+    assert_eq!(r.code, 3);
+    assert_eq!(r.doc["refused"]["policy"], "grant.read_only");
+}

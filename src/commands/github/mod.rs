@@ -24,6 +24,7 @@ pub(super) fn commands() -> Vec<Command> {
     out.push(diagnose::command());
     out.extend(train::commands());
     out.push(projection::command());
+    out.push(projection::push_command());
     out
 }
 

@@ -97,6 +97,125 @@ pub(super) fn command() -> Command {
     Command::new("github.projection", Class::Read, run, render).mcp(Mcp::Tier1("github_projection"))
 }
 
+/// Mirror a project to GitHub in one step: preview and apply in one transaction, with the
+/// same gates, marker protocol and evidence as `github projection --apply`. --dry-run stops
+/// at the preview. PROJECT may be left out when exactly one project has projection classes.
+#[derive(Debug, clap::Args, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PushRequest {
+    /// The project (default: the only one with `github_projection.classes`).
+    #[arg(value_name = "PROJECT")]
+    #[serde(default)]
+    project: Option<String>,
+    /// Only preview: write nothing, locally or remotely.
+    #[arg(long = "dry-run")]
+    #[serde(default)]
+    dry_run: bool,
+    /// At most this many GitHub API calls.
+    #[arg(long = "max-api-calls", value_name = "N", default_value_t = 300)]
+    #[serde(default = "default_calls")]
+    max_api_calls: u32,
+}
+
+impl Classify for PushRequest {
+    fn class(&self, declared: Class) -> Class {
+        if self.dry_run { Class::Read } else { declared }
+    }
+}
+
+pub(super) fn push_command() -> Command {
+    Command::new("github.push", Class::Apply, run_push, render)
+}
+
+fn run_push(ctx: &Ctx, req: PushRequest) -> Result<Outcome<Response>, Error> {
+    let slug = match &req.project {
+        Some(p) => project_slug(ctx, p)?,
+        None => only_projected_project(ctx)?,
+    };
+    let link = link_of(ctx)?;
+    let Some(repo) = link.repo.clone() else {
+        return Ok(Outcome::Refused(unlinked("github push")));
+    };
+    let (client, _source) = connect(ctx, &link.api_url, req.max_api_calls.max(1))?;
+    let client = match client {
+        Ok(c) => c,
+        Err(p) => return super::access_failure(&p, &format!("pushing {slug} to {repo}")),
+    };
+    let all = Request {
+        project: slug.clone(),
+        refs: Vec::new(),
+        since: None,
+        classes: Vec::new(),
+        findings_as_issues: false,
+        max_api_calls: req.max_api_calls,
+        apply: !req.dry_run,
+        digest: None,
+        txn: None,
+    };
+    let observed = match observe(ctx, &client, &slug, &repo, &all, None)? {
+        Ok(o) => o,
+        Err(out) => return Ok(out),
+    };
+    let digest = contract::plan_digest(&serde_json::to_value(&observed.plan).map_err(internal)?)
+        .map_err(|e| Error::internal(e.0))?;
+    let writes = observed
+        .plan
+        .items
+        .iter()
+        .any(|i| matches!(i.action.as_str(), "create" | "adopt_by_marker" | "close"));
+    if !req.dry_run && observed.plan.visibility == "unknown" {
+        return Ok(Outcome::Refused(Refusal::new(
+            "github.access",
+            format!("the visibility of {repo} could not be read, so nothing may be published"),
+            "Fix the access problem the notices name, then push again.",
+        )));
+    }
+    if !req.dry_run
+        && let Some(gap) =
+            disclosure::consent_gap(observed.consent.as_ref(), &repo, &observed.plan.visibility)
+    {
+        return Ok(Outcome::Refused(no_consent(
+            &slug,
+            &repo,
+            &observed.plan.visibility,
+            gap,
+        )));
+    }
+    if req.dry_run || !writes {
+        announce(ctx, &observed.notices);
+        let mut r = preview(observed, digest);
+        if !req.dry_run {
+            r.mode = "apply";
+            r.outcome = Some("completed".into());
+        }
+        return Ok(Outcome::Done(r));
+    }
+    apply_plan(ctx, &client, &slug, observed.plan.clone(), &observed, None)
+}
+
+/// The one project with projection classes, for `github push` without PROJECT.
+fn only_projected_project(ctx: &Ctx) -> Result<String, Error> {
+    let ws = ctx.ws()?;
+    let listing = crate::objects::projects::list(ws)?;
+    ctx.warn_all(listing.warnings);
+    let mut with: Vec<String> = Vec::new();
+    for p in &listing.items {
+        if !project_list(ctx, &p.slug, &["github_projection", "classes"])?.is_empty() {
+            with.push(p.slug.clone());
+        }
+    }
+    match with.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Err(Error::usage(
+            "no project has `github_projection.classes`; name one, or have a-root set them with `dacli project edit <p> --projection-classes …`",
+        )),
+        many => Err(Error::usage(format!(
+            "several projects may be projected ({}): name one",
+            many.join(", ")
+        ))),
+    }
+}
+
 /// The frozen plan: everything that must not drift between preview and apply.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 struct Plan {

@@ -103,15 +103,19 @@ pub struct OpenRequest {
     #[arg(value_name = "TRAIN")]
     #[serde(default)]
     train: Option<String>,
+    /// The project (without TRAIN).
     #[arg(long, value_name = "P")]
     #[serde(default)]
     project: Option<String>,
+    /// The branch the commit comes from (without TRAIN).
     #[arg(long, value_name = "BRANCH")]
     #[serde(default)]
     source: Option<String>,
+    /// The branch it is promoted to (without TRAIN).
     #[arg(long, value_name = "BRANCH")]
     #[serde(default)]
     target: Option<String>,
+    /// The exact commit (without TRAIN).
     #[arg(long, value_name = "SHA")]
     #[serde(default)]
     sha: Option<String>,
@@ -127,6 +131,7 @@ pub struct OpenRequest {
     #[arg(long, value_name = "DIGEST")]
     #[serde(default)]
     digest: Option<String>,
+    /// At most this many GitHub API calls.
     #[arg(long = "max-api-calls", value_name = "N", default_value_t = 80)]
     #[serde(default = "default_calls")]
     max_api_calls: u32,
@@ -148,12 +153,15 @@ pub struct LandRequest {
     /// The train (`tr-<ULID>`).
     #[arg(value_name = "TRAIN")]
     train: String,
+    /// Merge, after every gate passed again.
     #[arg(long, requires = "digest")]
     #[serde(default)]
     apply: bool,
+    /// The plan_digest of the reviewed preview.
     #[arg(long, value_name = "DIGEST")]
     #[serde(default)]
     digest: Option<String>,
+    /// At most this many GitHub API calls.
     #[arg(long = "max-api-calls", value_name = "N", default_value_t = 80)]
     #[serde(default = "default_calls")]
     max_api_calls: u32,
@@ -173,6 +181,7 @@ pub struct ResumeRequest {
     /// The train (`tr-<ULID>`).
     #[arg(value_name = "TRAIN")]
     train: String,
+    /// At most this many GitHub API calls.
     #[arg(long = "max-api-calls", value_name = "N", default_value_t = 80)]
     #[serde(default = "default_calls")]
     max_api_calls: u32,
@@ -185,6 +194,7 @@ impl Classify for ResumeRequest {}
 #[derive(Debug, clap::Args, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StatusRequest {
+    /// The train (`tr-<ULID>`); all trains without it.
     #[arg(value_name = "TRAIN")]
     #[serde(default)]
     train: Option<String>,
@@ -1233,6 +1243,9 @@ fn run_land(ctx: &Ctx, req: LandRequest) -> Result<Outcome<TrainResponse>, Error
         return Ok(Outcome::Refused(r));
     }
     if let Some(r) = method_refusal(&train.method)? {
+        return Ok(Outcome::Refused(r));
+    }
+    if let Some(r) = landing_refusal(ctx, &slug)? {
         return Ok(Outcome::Refused(r));
     }
     if req.apply
