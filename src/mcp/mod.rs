@@ -34,7 +34,13 @@ pub fn serve(table: &Table, env: Env, start: Option<PathBuf>) -> u8 {
     if let Some(code) = bind(&ctx) {
         return code;
     }
-    let runtime = match tokio::runtime::Builder::new_current_thread().build() {
+    // Reading stdin and writing stdout are the only blocking work, one of each at a time;
+    // without a cap, a fast stream of input grew the pool by a thread (and its stack) per
+    // read that overlapped the last one's hand-back.
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .max_blocking_threads(4)
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("dacli mcp serve: cannot start the I/O runtime: {e}");

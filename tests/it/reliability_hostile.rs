@@ -302,6 +302,11 @@ fn h09_symlinked_directories_leading_out_are_neither_read_nor_written() {
     let (code, doc) = repo.json(&["task", "add", "Escapee"]);
     assert_eq!(code, 1, "{doc}");
     assert_eq!(error_code(&doc), "E_MALFORMED");
+    assert_eq!(
+        listing(&outside.path().join("moved")),
+        outside_before,
+        "nothing written through the link"
+    );
     // The events directory pointing outside: an event is never created there.
     std::fs::remove_file(&open).unwrap();
     std::fs::rename(outside.path().join("moved"), &open).unwrap();
@@ -323,10 +328,6 @@ fn h09_symlinked_directories_leading_out_are_neither_read_nor_written() {
             .next()
             .is_none(),
         "nothing written outside"
-    );
-    assert_eq!(
-        outside_before,
-        ["001-shim.md", "002-other.md", "009-outside.md"]
     );
 }
 
@@ -1086,8 +1087,8 @@ fn h38_shell_payloads_reach_the_command_as_one_literal_word() {
         "v",
     ]);
     assert_eq!(code, 0, "{doc}");
-    // The row's payloads; `reliability`'s sibling suite `shortcuts` runs a longer table
-    // under dash and bash.
+    // The row's payloads, through the system `sh`; the `shortcuts` suite runs a longer
+    // table under dash and bash.
     for payload in [
         "$(touch pwned)",
         "`touch pwned`",
