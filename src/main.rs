@@ -1,5 +1,5 @@
-//! The composition root: build the command table, hand argv to the front end, exit with the
-//! code the kernel decided.
+//! The composition root: build the command table, pick the front end (the CLI, or the MCP
+//! server for `mcp serve`), exit with the code the front end decided.
 
 use std::process::ExitCode;
 
@@ -9,6 +9,7 @@ fn main() -> ExitCode {
         &table,
         std::env::args_os().collect(),
         dacli::dispatch::Env::capture(),
+        &[("mcp.serve", dacli::mcp::serve)],
     );
     ExitCode::from(code)
 }

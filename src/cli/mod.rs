@@ -11,8 +11,13 @@ use crate::dispatch::{
     CallResult, Ctx, Env, Error, Input, Outcome, Output, Table, envelope, exit_code,
 };
 
-/// Runs one CLI invocation and returns the process exit code.
-pub fn run(table: &Table, args: Vec<OsString>, env: Env) -> u8 {
+/// A front end that takes the process over for one command (`mcp serve`): it gets the table,
+/// the environment and the `-C` directory, and returns the exit code.
+pub type Takeover = fn(&Table, Env, Option<std::path::PathBuf>) -> u8;
+
+/// Runs one CLI invocation and returns the process exit code. A command named in `takeovers`
+/// is handed to that front end once argv has parsed.
+pub fn run(table: &Table, args: Vec<OsString>, env: Env, takeovers: &[(&str, Takeover)]) -> u8 {
     let json = args.iter().skip(1).any(|a| a == "--json");
     let matches = match table.clap_root().try_get_matches_from(&args) {
         Ok(m) => m,
@@ -29,14 +34,16 @@ pub fn run(table: &Table, args: Vec<OsString>, env: Env) -> u8 {
             && std::io::stdout().is_terminal(),
     };
     let start = matches.get_one::<std::path::PathBuf>("workspace").cloned();
-    let ctx = Ctx::new(table, env, start, output);
-
     let mut leaf = &matches;
     let mut words = Vec::new();
     while let Some((name, sub)) = leaf.subcommand() {
         words.push(name.to_string());
         leaf = sub;
     }
+    if let Some((_, front_end)) = takeovers.iter().find(|(n, _)| *n == words.join(".")) {
+        return front_end(table, env, start);
+    }
+    let ctx = Ctx::new(table, env, start, output);
     if words.is_empty() {
         if matches.get_flag("version_flag") {
             words.push("version".into());
@@ -120,7 +127,12 @@ fn parse_failure(table: &Table, args: &[OsString], e: clap::Error, json: bool) -
     match e.kind() {
         ClapErrorKind::DisplayHelp | ClapErrorKind::DisplayVersion => {
             if json {
-                let doc = serde_json::json!({"ok": true, "data": help_data(table, args)});
+                let words: Vec<String> = args
+                    .iter()
+                    .skip(1)
+                    .map(|a| a.to_string_lossy().into_owned())
+                    .collect();
+                let doc = serde_json::json!({"ok": true, "data": table.help_data(&words)});
                 emit(&format!("{doc}\n"), 0)
             } else {
                 emit(&e.render().to_string(), 0)
@@ -145,63 +157,6 @@ fn parse_failure(table: &Table, args: &[OsString], e: clap::Error, json: bool) -
             }
         }
     }
-}
-
-/// `--help --json`: the command's signature as data (COMMANDS.md §1.1).
-fn help_data(table: &Table, args: &[OsString]) -> serde_json::Value {
-    let mut cmd = table.clap_root();
-    let mut path = vec!["dacli".to_string()];
-    for a in args.iter().skip(1) {
-        let a = a.to_string_lossy();
-        if a.starts_with('-') {
-            continue;
-        }
-        match cmd.find_subcommand(a.as_ref()) {
-            Some(sub) => {
-                path.push(a.to_string());
-                cmd = sub.clone();
-            }
-            None => break,
-        }
-    }
-    let synopsis = cmd
-        .clone()
-        .bin_name(path.join(" "))
-        .render_usage()
-        .to_string();
-    let flags: Vec<serde_json::Value> = cmd
-        .get_arguments()
-        .filter(|a| !matches!(a.get_id().as_str(), "help"))
-        .map(|a| {
-            let name = match (a.get_long(), a.get_short()) {
-                (Some(l), _) => format!("--{l}"),
-                (None, Some(s)) => format!("-{s}"),
-                (None, None) => a.get_id().to_string(),
-            };
-            let takes_value = a.get_action().takes_values();
-            let repeatable = matches!(
-                a.get_action(),
-                clap::ArgAction::Append | clap::ArgAction::Count
-            );
-            let default: Vec<String> = a
-                .get_default_values()
-                .iter()
-                .map(|v| v.to_string_lossy().into_owned())
-                .collect();
-            serde_json::json!({
-                "name": name,
-                "type": if takes_value { "value" } else { "bool" },
-                "required": a.is_required_set(),
-                "default": default.first(),
-                "repeatable": repeatable,
-            })
-        })
-        .collect();
-    serde_json::json!({
-        "command": path[1..].join(" "),
-        "synopsis": synopsis.trim_start_matches("Usage: "),
-        "flags": flags,
-    })
 }
 
 /// The command reference (docs/COMMANDS.md), generated from the command table so it cannot

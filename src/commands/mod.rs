@@ -2,11 +2,14 @@
 //! them share lives in a lower layer. This file only assembles the table.
 
 mod admin;
+mod briefing;
 mod collab;
 mod insight;
 mod knowledge;
 mod planning;
 mod repo;
+mod queues;
+mod shortcuts;
 mod team;
 mod templates;
 
@@ -23,6 +26,9 @@ pub fn table() -> Table {
     commands.extend(insight::commands());
     commands.extend(templates::commands());
     commands.extend(repo::commands());
+    commands.extend(shortcuts::commands());
+    commands.extend(queues::commands());
+    commands.extend(briefing::commands());
     Table::new(commands).with_groups(&[
         (
             "agent",
@@ -48,6 +54,19 @@ pub fn table() -> Table {
         (
             "template",
             "Templates: list, show, add (vendor one to edit it)",
+        ),
+        ("mcp", "The MCP stdio server: serve, config"),
+        (
+            "role",
+            "Roles: grant ceiling, scope, toolkit, escalation and WIP cap",
+        ),
+        (
+            "shortcut",
+            "Shortcuts: named command templates with a declared effect (run them with `dacli run`)",
+        ),
+        (
+            "queue",
+            "Queues: ordered steps an owner advances; dacli never runs them",
         ),
     ])
 }

@@ -351,3 +351,62 @@ fn replace_subcommand(parent: clap::Command, child: clap::Command) -> clap::Comm
         parent.subcommand(child)
     }
 }
+
+impl Table {
+    /// `--help --json` data for an argv without the program name: the signature of the
+    /// deepest command its words name (COMMANDS.md §1.1). Flags in `args` are skipped.
+    pub fn help_data(&self, args: &[String]) -> serde_json::Value {
+        let mut cmd = self.clap_root();
+        let mut path = vec!["dacli".to_string()];
+        for a in args {
+            if a.starts_with('-') {
+                continue;
+            }
+            match cmd.find_subcommand(a.as_str()) {
+                Some(sub) => {
+                    path.push(a.clone());
+                    cmd = sub.clone();
+                }
+                None => break,
+            }
+        }
+        let synopsis = cmd
+            .clone()
+            .bin_name(path.join(" "))
+            .render_usage()
+            .to_string();
+        let flags: Vec<serde_json::Value> = cmd
+            .get_arguments()
+            .filter(|a| !matches!(a.get_id().as_str(), "help"))
+            .map(|a| {
+                let name = match (a.get_long(), a.get_short()) {
+                    (Some(l), _) => format!("--{l}"),
+                    (None, Some(s)) => format!("-{s}"),
+                    (None, None) => a.get_id().to_string(),
+                };
+                let takes_value = a.get_action().takes_values();
+                let repeatable = matches!(
+                    a.get_action(),
+                    clap::ArgAction::Append | clap::ArgAction::Count
+                );
+                let default: Vec<String> = a
+                    .get_default_values()
+                    .iter()
+                    .map(|v| v.to_string_lossy().into_owned())
+                    .collect();
+                serde_json::json!({
+                    "name": name,
+                    "type": if takes_value { "value" } else { "bool" },
+                    "required": a.is_required_set(),
+                    "default": default.first(),
+                    "repeatable": repeatable,
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "command": path[1..].join(" "),
+            "synopsis": synopsis.trim_start_matches("Usage: "),
+            "flags": flags,
+        })
+    }
+}

@@ -31,6 +31,7 @@ pub struct Ctx<'t> {
     table: &'t Table,
     env: Env,
     start: PathBuf,
+    start_arg: Option<PathBuf>,
     output: Output,
     ws: OnceCell<Workspace>,
     identity: OnceCell<Identity>,
@@ -45,6 +46,7 @@ impl<'t> Ctx<'t> {
     /// A context for `table`, starting workspace discovery at `start` (the `-C` directory, or
     /// the working directory), with the given environment snapshot.
     pub fn new(table: &'t Table, env: Env, start: Option<PathBuf>, output: Output) -> Ctx<'t> {
+        let start_arg = start.clone();
         let start = match start {
             Some(dir) if dir.is_absolute() => dir,
             Some(dir) => env.cwd.join(dir),
@@ -64,6 +66,7 @@ impl<'t> Ctx<'t> {
             table,
             env,
             start,
+            start_arg,
             output,
             ws: OnceCell::new(),
             identity: OnceCell::new(),
@@ -88,6 +91,11 @@ impl<'t> Ctx<'t> {
     /// Where discovery starts.
     pub fn start_dir(&self) -> &Path {
         &self.start
+    }
+
+    /// The `-C` directory exactly as given, if any (`mcp config` writes it into the snippet).
+    pub fn start_arg(&self) -> Option<&Path> {
+        self.start_arg.as_deref()
     }
 
     /// Whether the caller asked for JSON.
@@ -147,6 +155,25 @@ impl<'t> Ctx<'t> {
                 let _ = self.identity.set(id);
                 Ok(None)
             }
+            Err(refusal) => Ok(Some(refusal)),
+        }
+    }
+
+    /// Discovers the workspace and resolves the caller now, for a front end that binds its
+    /// identity once, at launch (`mcp serve`): `Ok(Some(refusal))` when the token is refused.
+    pub fn bind_identity(&self) -> Result<Option<Refusal>, Error> {
+        if let Some(refusal) = self.early_identity_refusal() {
+            return Ok(Some(refusal));
+        }
+        self.ws()?;
+        self.resolve_identity()
+    }
+
+    /// Checks the identity bound at launch against the agent's record as it is now: a refusal
+    /// once the agent has been retired (or its token no longer matches) since the bind.
+    pub fn recheck_identity(&self) -> Result<Option<Refusal>, Error> {
+        match identity::resolve(self.ws()?, &self.env)? {
+            Ok(_) => Ok(None),
             Err(refusal) => Ok(Some(refusal)),
         }
     }

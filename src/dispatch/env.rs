@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 /// Variables dacli reads. The `DACLI_TEST_*` hooks pin the clock, the random source and a
 /// filesystem fault so that tests are deterministic; they are documented in docs/TESTING.md.
-pub const READ_VARS: [&str; 12] = [
+pub const READ_VARS: [&str; 13] = [
     "DACLI_AGENT",
     "NO_COLOR",
     "TERM",
@@ -14,6 +14,7 @@ pub const READ_VARS: [&str; 12] = [
     "DACLI_TEST_SEED",
     "DACLI_TEST_FAULT",
     "DACLI_TEST_PAUSE_AFTER_STEP",
+    "DACLI_TEST_PANIC",
     "GH_TOKEN",
     "GITHUB_TOKEN",
     "GH_HOST",

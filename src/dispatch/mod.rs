@@ -9,6 +9,8 @@ mod error;
 mod identity;
 mod progress;
 pub mod text;
+pub mod tools;
+pub mod usage;
 
 pub use command::{Class, Classify, Command, Input, Mcp, Needs, Reply, Table};
 pub use ctx::{Ctx, Output};

@@ -4,10 +4,13 @@
 pub mod archive;
 pub mod evidence;
 pub mod fold;
+pub mod index;
+pub mod runs;
 pub mod record;
 pub mod sync;
 pub mod txn;
 pub mod view;
+pub mod wip;
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -11,8 +11,10 @@ pub mod id;
 pub mod lint;
 pub mod note;
 pub mod project;
+pub mod queue;
 pub mod risk;
 pub mod role;
+pub mod shortcut;
 pub mod task;
 pub mod taskdoc;
 

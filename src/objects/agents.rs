@@ -134,6 +134,22 @@ pub fn retire(
     })
 }
 
+/// Whether `me` acts as the owner of an object owned by `owner`: it is the owner, or it is
+/// root and the owner is retired or has no record (root acts for them, FORMAT §13.1).
+pub fn acts_as_owner(ws: &Workspace, me: &str, owner: &str) -> Result<bool, Error> {
+    if me == owner {
+        return Ok(true);
+    }
+    if me != crate::model::id::ROOT_AGENT {
+        return Ok(false);
+    }
+    match load(ws, owner) {
+        Ok(a) => Ok(a.status == AgentStatus::Retired),
+        Err(Error::NotFound { .. }) => Ok(true),
+        Err(e) => Err(e),
+    }
+}
+
 /// Ids of the queues (`queues/<slug>.md`) whose `owner` is `id`, sorted. Files that are not
 /// readable queue records are skipped and reported.
 pub fn owned_queues(ws: &Workspace, id: &str) -> Result<Listing<String>, Error> {

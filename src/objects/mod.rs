@@ -4,10 +4,13 @@
 
 pub mod agents;
 pub mod glossary;
+pub mod index;
 pub mod notes;
 pub mod projects;
+pub mod queues;
 pub mod risks;
 pub mod roles;
+pub mod shortcuts;
 pub mod tasks;
 pub mod templates;
 
@@ -86,6 +89,15 @@ pub fn field_problem(ws: &Workspace, path: &Path, e: FieldError) -> Problem {
         },
         detail: e.detail,
     }
+}
+
+/// Sets `key` to `new` (or appends the key), keeping the whitespace and comments around an
+/// existing value so that only the value's own bytes change (FORMAT §2 "Preservation").
+pub fn set_keeping_decor(front: &mut toml_edit::DocumentMut, key: &str, mut new: toml_edit::Value) {
+    if let Some(old) = front.get(key).and_then(toml_edit::Item::as_value) {
+        *new.decor_mut() = old.decor().clone();
+    }
+    front[key] = toml_edit::Item::Value(new);
 }
 
 /// A listing helper: splits a store error into a warning when it is about the file itself,

@@ -1,10 +1,62 @@
-//! Roles and the shortcut catalogue, as far as identity needs them.
+//! Roles (docs/FORMAT.md §7): reading, creating, rewriting and removing role files, and the
+//! default toolkit (every read shortcut).
+
+use std::path::PathBuf;
 
 use crate::model::role::{Role, shortcut_effect};
+use crate::store::Document;
 use crate::workspace::Workspace;
 use crate::workspace::names::check_slug;
 
 use super::{Error, Listing, field_problem, read_document, warn_or_fail};
+
+/// The file of role `name` (which must be a slug).
+pub fn file(ws: &Workspace, name: &str) -> PathBuf {
+    ws.path(&["roles", &format!("{name}.md")])
+}
+
+/// The name of the object lock of role `name` (FORMAT §4.3), for `ws.lock_path`.
+pub fn lock_name(name: &str) -> String {
+    format!("role-{name}")
+}
+
+/// Loads role `name` with its document, for a rewrite that keeps unknown keys (re-read it
+/// under the role lock).
+pub fn load_with_doc(ws: &Workspace, name: &str) -> Result<(Role, Document), Error> {
+    let not_found = || Error::NotFound {
+        what: "role",
+        id: name.to_string(),
+    };
+    check_slug(name).map_err(|_| not_found())?;
+    let path = file(ws, name);
+    if std::fs::symlink_metadata(&path).is_err() {
+        return Err(not_found());
+    }
+    let doc = read_document(ws, &path)?;
+    let role = Role::from_front(&doc.front, name)
+        .map_err(|e| Error::malformed(field_problem(ws, &path, e)))?;
+    Ok((role, doc))
+}
+
+/// Creates role file `name` with create-new (a taken name is `Exists`). Returns the path.
+pub fn create(ws: &Workspace, name: &str, doc: &Document) -> Result<PathBuf, Error> {
+    let path = file(ws, name);
+    ws.fs.create_new(&path, doc.render().as_bytes())?;
+    Ok(path)
+}
+
+/// Rewrites role file `name` by atomic replace (the caller holds the role lock and has set a
+/// fresh `rev`). Returns the path.
+pub fn write(ws: &Workspace, name: &str, doc: &Document) -> Result<PathBuf, Error> {
+    let path = file(ws, name);
+    ws.fs.replace(&path, doc.render().as_bytes())?;
+    Ok(path)
+}
+
+/// Deletes role file `name` (the caller holds the role lock).
+pub fn remove(ws: &Workspace, name: &str) -> Result<(), Error> {
+    Ok(ws.fs.remove(&file(ws, name))?)
+}
 
 /// Loads role `name`.
 pub fn load(ws: &Workspace, name: &str) -> Result<Role, Error> {

@@ -168,13 +168,48 @@ pub enum ResolveError {
 /// Resolves a task reference in any FORMAT §3.3 form against `tasks` (a listing of the
 /// workspace, or of one project). The input is matched as every form it can denote.
 pub fn resolve<'a>(tasks: &'a [Located], reference: &str) -> Result<&'a Located, ResolveError> {
+    resolve_keys(tasks, reference)
+}
+
+/// What reference resolution needs to know of a task, so that index entries resolve by the
+/// same rules as fully parsed tasks.
+pub trait TaskKey {
+    /// The project's directory name.
+    fn key_project(&self) -> &str;
+    /// `t-<ULID>`.
+    fn key_id(&self) -> &str;
+    fn key_number(&self) -> u32;
+    fn key_slug(&self) -> &str;
+}
+
+impl TaskKey for Located {
+    fn key_project(&self) -> &str {
+        &self.project
+    }
+    fn key_id(&self) -> &str {
+        &self.task.id
+    }
+    fn key_number(&self) -> u32 {
+        self.task.number
+    }
+    fn key_slug(&self) -> &str {
+        &self.task.slug
+    }
+}
+
+/// [`resolve`] over any task view: every FORMAT §3.3 form, ambiguity listing each candidate
+/// as `<project>/<NNN>-<slug>`.
+pub fn resolve_keys<'a, T: TaskKey>(
+    tasks: &'a [T],
+    reference: &str,
+) -> Result<&'a T, ResolveError> {
     let input = reference.trim();
     let (project, rest) = match input.split_once('/') {
         Some((p, r)) => (Some(p.strip_prefix("p-").unwrap_or(p)), r),
         None => (None, input),
     };
     if let Some(p) = project
-        && !tasks.iter().any(|t| t.project == p)
+        && !tasks.iter().any(|t| t.key_project() == p)
     {
         return Err(ResolveError::NoProject {
             project: p.to_string(),
@@ -182,7 +217,7 @@ pub fn resolve<'a>(tasks: &'a [Located], reference: &str) -> Result<&'a Located,
     }
     let scoped = tasks
         .iter()
-        .filter(|t| project.is_none_or(|p| t.project == p));
+        .filter(|t| project.is_none_or(|p| t.key_project() == p));
     let lower = rest.to_ascii_lowercase();
     let ulid = lower
         .strip_prefix("t-")
@@ -195,14 +230,14 @@ pub fn resolve<'a>(tasks: &'a [Located], reference: &str) -> Result<&'a Located,
             .then(|| n.parse::<u32>().ok().map(|n| (n, s.to_string())))
             .flatten()
     });
-    let matches: Vec<&Located> = scoped
+    let matches: Vec<&T> = scoped
         .filter(|t| {
-            as_ulid.as_deref() == Some(t.task.id.as_str())
-                || number == Some(t.task.number)
-                || t.task.slug == lower
+            as_ulid.as_deref() == Some(t.key_id())
+                || number == Some(t.key_number())
+                || t.key_slug() == lower
                 || num_slug
                     .as_ref()
-                    .is_some_and(|(n, s)| *n == t.task.number && *s == t.task.slug)
+                    .is_some_and(|(n, s)| *n == t.key_number() && *s == t.key_slug())
         })
         .collect();
     match matches.as_slice() {
@@ -215,7 +250,10 @@ pub fn resolve<'a>(tasks: &'a [Located], reference: &str) -> Result<&'a Located,
             },
         }),
         many => {
-            let mut candidates: Vec<String> = many.iter().map(|t| t.reference()).collect();
+            let mut candidates: Vec<String> = many
+                .iter()
+                .map(|t| format!("{}/{:03}-{}", t.key_project(), t.key_number(), t.key_slug()))
+                .collect();
             candidates.sort();
             candidates.dedup();
             Err(ResolveError::Ambiguous {

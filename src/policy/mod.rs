@@ -5,5 +5,7 @@ pub mod dod;
 pub mod guard;
 pub mod lint;
 pub mod plan;
+pub mod queue;
 pub mod risk;
 pub mod scope;
+pub mod shortcut;

@@ -5,6 +5,7 @@
 #![allow(clippy::disallowed_methods)]
 
 mod architecture;
+mod brief;
 mod collab;
 mod docs;
 mod example;
@@ -13,6 +14,10 @@ mod hostile;
 mod insight;
 mod knowledge;
 mod lifecycle;
+mod mcp;
+mod queues;
+mod roles;
+mod shortcuts;
 mod spine;
 mod store;
 mod support;

@@ -1,9 +1,12 @@
-//! admin: setting up and checking a workspace (COMMANDS.md §3).
+//! admin: setting up and checking a workspace, and what it offers MCP clients (COMMANDS.md §3).
 
+mod capabilities;
 mod completions;
 mod doctor;
 mod init;
 mod man;
+mod mcp;
+mod usage;
 mod version;
 
 use crate::dispatch::Command;
@@ -15,5 +18,10 @@ pub(super) fn commands() -> Vec<Command> {
         doctor::command(),
         completions::command(),
         man::command(),
+        capabilities::command(),
+        usage::command(),
     ]
+    .into_iter()
+    .chain(mcp::commands())
+    .collect()
 }

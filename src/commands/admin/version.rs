@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::dispatch::tools;
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Needs, Outcome};
 use crate::workspace::SUPPORTED_FORMAT;
 
@@ -17,7 +18,7 @@ pub struct Response {
     version: &'static str,
     git_sha: &'static str,
     format: i64,
-    /// MCP protocol versions `dacli mcp serve` negotiates; empty until the server ships.
+    /// MCP protocol versions `dacli mcp serve` speaks, newest first.
     mcp_protocols: Vec<&'static str>,
 }
 
@@ -30,7 +31,7 @@ fn run(_ctx: &Ctx, _req: Request) -> Result<Outcome<Response>, Error> {
         version: env!("CARGO_PKG_VERSION"),
         git_sha: env!("DACLI_GIT_SHA"),
         format: SUPPORTED_FORMAT,
-        mcp_protocols: Vec::new(),
+        mcp_protocols: tools::protocols(),
     }))
 }
 

@@ -56,6 +56,8 @@ pub struct AskResponse {
     to: Option<String>,
     blocks: bool,
     effect: &'static str,
+    /// `missing_edge` and `route_dead_end` when escalation could not follow `escalate_to`.
+    notices: Vec<Notice>,
 }
 
 fn ask(ctx: &Ctx, req: AskRequest) -> Result<Outcome<AskResponse>, Error> {
@@ -117,16 +119,18 @@ fn ask(ctx: &Ctx, req: AskRequest) -> Result<Outcome<AskResponse>, Error> {
         }
         None => None,
     };
+    let mut notices = Vec::new();
     let to = match (&req.to, by_need) {
         (Some(t), _) => Some(t.clone()),
         (None, Some(role)) => Some(role),
-        (None, None) => match me.role.as_deref() {
-            Some(role) if role != "root" => objects::roles::load(ws, role)
-                .ok()
-                .and_then(|r| r.escalate_to.first().cloned()),
-            _ => None,
-        },
+        (None, None) => {
+            let shown = task.map_or_else(|| about_id.clone(), |t| t.reference());
+            escalate(ctx, me.role.as_deref(), &shown, &mut notices)?
+        }
     };
+    for n in &notices {
+        ctx.notice(n.message.clone());
+    }
     let blocks = task.is_some() && !req.no_block;
     let mut fields = Vec::new();
     if let Some(n) = &req.need {
@@ -184,7 +188,75 @@ fn ask(ctx: &Ctx, req: AskRequest) -> Result<Outcome<AskResponse>, Error> {
         to,
         blocks,
         effect,
+        notices,
     }))
+}
+
+/// A diagnostic that travels in the result (and is printed on stderr).
+#[derive(Debug, Serialize)]
+pub struct Notice {
+    code: &'static str,
+    message: String,
+}
+
+/// Routes along the caller's role's `escalate_to`: the first entry that is `human` or names
+/// an existing role. An entry naming no role is a missing edge: it is skipped with a notice
+/// naming the owning role and the edge. When no entry is usable the route dead-ends: the
+/// notice says so, and the question goes to the owner of `about` (no `to`).
+fn escalate(
+    ctx: &Ctx,
+    role: Option<&str>,
+    about: &str,
+    notices: &mut Vec<Notice>,
+) -> Result<Option<String>, Error> {
+    let ws = ctx.ws()?;
+    let Some(name) = role.filter(|r| *r != "root") else {
+        return Ok(None);
+    };
+    let role = match objects::roles::load(ws, name) {
+        Ok(r) => r,
+        Err(objects::Error::NotFound { .. }) => {
+            notices.push(Notice {
+                code: "route_dead_end",
+                message: format!(
+                    "your role {name} has no role file, so the question cannot escalate; it goes to the owner of {about} (add the role: `dacli role add {name} …`)"
+                ),
+            });
+            return Ok(None);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let roles = objects::roles::list(ws)?;
+    ctx.warn_all(roles.warnings);
+    let known: Vec<String> = roles.items.into_iter().map(|r| r.name).collect();
+    let mut missing = Vec::new();
+    for to in &role.escalate_to {
+        if to == "human" || known.contains(to) {
+            return Ok(Some(to.clone()));
+        }
+        notices.push(Notice {
+            code: "missing_edge",
+            message: format!(
+                "role {name} escalates to `{to}`, which is not a role: the edge {name} → {to} leads nowhere, so it was skipped (fix it: `dacli role edit {name} --escalate-to …`, or `dacli role add {to} …`)"
+            ),
+        });
+        missing.push(to.as_str());
+    }
+    let why = if missing.is_empty() {
+        "it has no `escalate_to` edge".to_string()
+    } else {
+        format!(
+            "every edge of its `escalate_to` ({}) is missing",
+            missing.join(", ")
+        )
+    };
+    notices.push(Notice {
+        code: "route_dead_end",
+        message: format!(
+            "the escalation route of role {name} dead-ends: {why}; the question goes to the owner of {about} (add an edge: `dacli role edit {name} --escalate-to human`)"
+        ),
+    });
+    Ok(None)
 }
 
 fn render_ask(r: &AskResponse, ctx: &Ctx) -> String {

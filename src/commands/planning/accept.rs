@@ -1,22 +1,33 @@
 //! `accept`: the owner's verification of proposed work — apply pending events, run the
-//! verifications nobody recorded, optionally check the remaining plain criteria, then close
-//! as `task done` would.
+//! verifications nobody recorded and the test shortcut when its latest run is missing or
+//! failing, optionally check the remaining plain criteria, then close as `task done` would.
+
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use super::check::verify_all;
 use super::common::{Locked, acts_as_owner, now_text, own_stamp, world};
-use crate::dispatch::{Class, Classify, Command, Ctx, Error, Outcome, Refusal};
+use crate::dispatch::{Class, Classify, Command, Ctx, Error, ErrorKind, Outcome, Refusal};
+use crate::exec::{DirError, Spawn, resolve_dir, run_captured};
 use crate::journal::fold::dod_facts;
+use crate::journal::runs::{Run, append_run};
 use crate::journal::sync::{Scope, sync_all};
+use crate::journal::wip::guard_role;
+use crate::model::id::ROOT_AGENT;
 use crate::model::task::{Status, TaskRef};
 use crate::model::taskdoc::Change;
+use crate::objects::shortcuts;
 use crate::policy::dod::{evaluate, refusal};
+use crate::policy::guard::{Runner, in_toolkit, shortcut_gate};
+use crate::policy::shortcut::Template;
+use crate::workspace::names::check_repo_path;
 
 /// Accept proposed work on tasks you own (or `--all` with a pending finish request): apply
 /// their pending events, run `--verify` for command criteria that lack a verification record,
-/// and close them through the definition of done. With one REF a refusal is the answer; with
-/// several, outcomes are per task.
+/// run the definition of done's test shortcut when its latest run for the task is missing or
+/// failing, and close them through the definition of done. With one REF a refusal is the
+/// answer; with several, outcomes are per task.
 #[derive(Debug, clap::Args, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Request {
@@ -40,6 +51,11 @@ pub struct Request {
     #[arg(long)]
     #[serde(default)]
     no_verify: bool,
+    /// Do not run the definition of done's test shortcut when its latest run for the task is
+    /// missing or failing.
+    #[arg(long)]
+    #[serde(default)]
+    no_test: bool,
 }
 
 impl Classify for Request {}
@@ -181,6 +197,17 @@ fn accept_one(
             let _ = doc.check(&[(*n, text)], Some(v), st);
         }
     }
+    if !req.no_test
+        && let Some(test) = &facts.test
+        && test.latest.as_ref().is_none_or(|(_, code)| *code != 0)
+    {
+        match run_test(ctx, &locked.task.task.id, &test.shortcut)? {
+            Ok(r) => ran.push(r),
+            Err(refused) => return Ok(Err(refused)),
+        }
+        // The definition of done reads the run just recorded.
+        locked.journal = crate::journal::read(ws)?;
+    }
     if req.check_remaining {
         let plain: Vec<(u32, String)> = doc
             .criteria()
@@ -224,6 +251,109 @@ fn accept_one(
         },
     )?;
     Ok(Ok(()))
+}
+
+/// Runs the definition of done's test shortcut for task `id` as the caller, through the same
+/// gates as `dacli run` (effect, toolkit, grant, confirmation; no parameters given), and
+/// records the `run` event with `task` set. A failing run is recorded and reported through
+/// the definition of done (`dod.test_failed`), not as an error.
+fn run_test(ctx: &Ctx, id: &str, name: &str) -> Result<Result<Ran, Refusal>, Error> {
+    let ws = ctx.ws()?;
+    let me = &ctx.identity()?.agent;
+    let located = shortcuts::load(ws, name).map_err(|e| {
+        Error::from(e).hint(format!(
+            "`definition_of_done.test_shortcut` names `{name}`; add it with `dacli shortcut add {name} …` or pass `--no-test`"
+        ))
+    })?;
+    let all = shortcuts::list(ws)?;
+    ctx.warn_all(all.warnings);
+    let role = guard_role(ws, &me.id)?;
+    let is_root = me.id == ROOT_AGENT;
+    let mut toolkit: Vec<String> = all
+        .items
+        .iter()
+        .filter(|l| is_root || in_toolkit(role.as_ref(), &l.shortcut))
+        .map(|l| l.shortcut.name.clone())
+        .collect();
+    toolkit.sort();
+    let ask = role
+        .as_ref()
+        .and_then(|r| r.escalate_to.first().cloned())
+        .or_else(|| me.parent.clone())
+        .unwrap_or_else(|| ROOT_AGENT.to_string());
+    let runner = Runner {
+        is_root,
+        grant: me.grant,
+        role: role.as_ref(),
+        ask: &ask,
+    };
+    if let Some(refused) = shortcut_gate(&runner, &located.shortcut, &toolkit, false) {
+        return Ok(Err(refused));
+    }
+    let s = &located.shortcut;
+    let declared: Vec<&str> = s.params.iter().map(|p| p.name.as_str()).collect();
+    let command = Template::parse(&s.command, &declared)
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::Operational,
+                "E_MALFORMED",
+                format!("{} is malformed: schema (`command`: {e})", located.path),
+            )
+        })?
+        .expand(&s.params, &Default::default())
+        .map_err(|e| Error::usage(format!("test shortcut {name}: {e}")))?;
+    let bad_dir = |why: &str| {
+        Error::new(
+            ErrorKind::Usage,
+            "E_PATH_ESCAPE",
+            format!("{}: `dir` {why}", located.path),
+        )
+    };
+    if let Some(d) = &s.dir {
+        check_repo_path(d).map_err(|m| bad_dir(&m))?;
+    }
+    let cwd = resolve_dir(ws.root(), s.dir.as_deref()).map_err(|e| match e {
+        DirError::Escapes => bad_dir("resolves outside the work tree"),
+        DirError::Missing => Error::not_found(format!(
+            "{}: `dir` is not a directory of this work tree",
+            located.path
+        )),
+    })?;
+    let captured = run_captured(&Spawn {
+        command: &command,
+        dir: &cwd,
+        timeout: Duration::from_secs(1800),
+        env: vec![
+            ("DACLI_SHORTCUT", Some(name.to_string())),
+            ("DACLI_TASK", Some(id.to_string())),
+        ],
+        stream: false,
+    })
+    .map_err(|e| {
+        Error::new(
+            ErrorKind::Operational,
+            "E_IO",
+            format!("cannot start `sh` for {name}: {e}"),
+        )
+    })?;
+    append_run(
+        ws,
+        ctx.new_ulid(),
+        &me.id,
+        &Run {
+            shortcut: name,
+            exit_code: captured.exit_code,
+            duration_ms: captured.duration_ms,
+            task: Some(id),
+            dir: s.dir.as_deref(),
+            command: &command,
+        },
+    )?;
+    Ok(Ok(Ran {
+        task: id.to_string(),
+        command,
+        exit_code: captured.exit_code,
+    }))
 }
 
 fn render(r: &Response, ctx: &Ctx) -> String {

@@ -11,11 +11,15 @@ use super::common::{
 };
 use super::task::{cycle_refusal, is_done, not_owner};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome, Refusal};
+use crate::journal::wip::{active_for_role, agent_roles, guard_role};
 use crate::model::Grant;
 use crate::model::agent::AgentStatus;
+use crate::model::role::Role;
 use crate::model::task::{DEP_TYPES, Dependency, Status, TaskRef};
 use crate::model::taskdoc::{Change, TaskDoc, one_line};
 use crate::objects;
+use crate::policy::guard::{out_of_scope, wip_cap};
+use crate::policy::scope::Scope;
 
 fn render_dual(r: &DualResult, ctx: &Ctx) -> String {
     if ctx.quiet() {
@@ -59,9 +63,55 @@ fn claimed_since(doc: &TaskDoc) -> String {
         .unwrap_or_else(|| "earlier".into())
 }
 
+/// The role checks of the guard (COMMANDS.md §1.4 step 6) for an agent taking a task: its
+/// role's compiled scope and the active tasks, folded, that count against its `wip` cap.
+struct RoleGate {
+    role: Role,
+    scope: Scope,
+    active: Vec<String>,
+}
+
+impl RoleGate {
+    /// The gate for `agent`; `None` for root (exempt) and agents without a (readable) role.
+    fn of(ctx: &Ctx, agent: &str) -> Result<Option<RoleGate>, Error> {
+        let ws = ctx.ws()?;
+        let Some(role) = guard_role(ws, agent)? else {
+            return Ok(None);
+        };
+        let scope = Scope::new(&role.scope, &role.out_of_scope).map_err(|why| {
+            Error::new(
+                crate::dispatch::ErrorKind::Operational,
+                "E_MALFORMED",
+                format!(
+                    "{} is malformed: schema ({why})",
+                    ws.display(&objects::roles::file(ws, &role.name))
+                ),
+            )
+        })?;
+        let active = if role.wip > 0 {
+            active_for_role(&world(ctx)?, &agent_roles(ws)?, &role.name)
+        } else {
+            Vec::new()
+        };
+        Ok(Some(RoleGate {
+            role,
+            scope,
+            active,
+        }))
+    }
+
+    /// `role.wip_cap`, then `role.out_of_scope` for a task with `traces`; `instead` ends the
+    /// scope refusal's `next`.
+    fn check(&self, reference: &str, traces: &[String], instead: &str) -> Option<Refusal> {
+        wip_cap(&self.role, &self.active)
+            .or_else(|| out_of_scope(&self.role, reference, &self.scope.outside(traces), instead))
+    }
+}
+
 fn claim(ctx: &Ctx, req: ClaimRequest) -> Result<Outcome<DualResult>, Error> {
     let me = ctx.identity()?.agent.id.clone();
     let me2 = me.clone();
+    let gate = RoleGate::of(ctx, &me)?;
     run_dual(
         ctx,
         &req.reference,
@@ -76,18 +126,26 @@ fn claim(ctx: &Ctx, req: ClaimRequest) -> Result<Outcome<DualResult>, Error> {
             if view.status == Status::Done {
                 return Some(Err(is_done(&r, view.resolution())));
             }
-            match view.assignee() {
-                Some(a) if a == me => Some(Ok(())),
-                Some(a) => Some(Err(Refusal::new(
+            if view.assignee() == Some(me.as_str()) {
+                return Some(Ok(()));
+            }
+            let instead = format!("ask {} to assign a covering role", view.owner());
+            if let Some(refused) = gate
+                .as_ref()
+                .and_then(|g| g.check(&r, &view.traces(), &instead))
+            {
+                return Some(Err(refused));
+            }
+            view.assignee().map(|a| {
+                Err(Refusal::new(
                     "task.already_claimed",
                     format!("{r} is taken by {a}"),
                     format!(
                         "{r} is taken by {a} since {}; pick another with `dacli task list --ready`, or ask them.",
                         claimed_since(view)
                     ),
-                ))),
-                None => None,
-            }
+                ))
+            })
         },
         &|doc, st| doc.claim(&me2, st),
     )
@@ -416,10 +474,25 @@ fn assign(ctx: &Ctx, req: AssignRequest) -> Result<Outcome<AssignResponse>, Erro
             Err(e) => return Err(e.into()),
         }
     }
+    // The target's role applies (its WIP cap and scope), unless it already holds the task.
+    let gate = match &req.agent {
+        Some(a) if t.doc.assignee() != Some(a.as_str()) => RoleGate::of(ctx, a)?,
+        _ => None,
+    };
     let mut locked = Locked::take(ctx, t)?;
     let (view, _) = locked.folded(ws);
     if view.status == Status::Done {
         return Ok(Outcome::Refused(is_done(&r, view.resolution())));
+    }
+    if let (Some(g), Some(a)) = (&gate, &req.agent)
+        && view.assignee() != Some(a.as_str())
+        && let Some(refused) = g.check(
+            &r,
+            &view.traces(),
+            "assign it to an agent whose role covers them (`dacli role list`)",
+        )
+    {
+        return Ok(Outcome::Refused(refused));
     }
     let previous = view.assignee().map(str::to_string);
     if let (Some(prev), Some(new)) = (&previous, &req.agent)

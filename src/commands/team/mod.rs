@@ -3,6 +3,7 @@
 mod lineage;
 mod list;
 mod retire;
+mod roles;
 mod show;
 mod spawn;
 mod tree;
@@ -19,4 +20,7 @@ pub(super) fn commands() -> Vec<Command> {
         retire::command(),
         tree::command(),
     ]
+    .into_iter()
+    .chain(roles::commands())
+    .collect()
 }

@@ -1,0 +1,212 @@
+//! The event log through the derived index ([`crate::objects::index`]): one small extract per
+//! event file, so that knowing which events are pending, what a task's recent activity is or
+//! how often a shortcut ran costs a directory walk and a cache lookup, not a parse of every
+//! event. Whole events are loaded only where their body or kind fields are needed.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::Grant;
+use crate::model::event::{EventHead, is_journal, is_mailbox};
+use crate::model::id::{ROOT_AGENT, parse_ulid, ulid_time};
+use crate::objects::index::{FileCache, md_files};
+use crate::objects::{self, field_problem};
+use crate::store::{Document, Problem, Reason};
+use crate::workspace::Workspace;
+
+use super::EventState;
+
+/// The fields of one event that reads rank and filter by.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct EventEntry {
+    pub id: String,
+    pub kind: String,
+    /// `created`, formatted (`2026-03-03T10:02:44Z`).
+    pub created: String,
+    pub created_by: String,
+    pub about: Option<String>,
+    /// Receipts: the ids settled as applied.
+    pub applied: Vec<String>,
+    /// Receipts: the ids settled as rejected, with reasons.
+    pub rejected: Vec<(String, String)>,
+    /// `answer`: the help event answered, and how (`finding`, `decision`, `none`).
+    pub question: Option<String>,
+    pub answer_as: Option<String>,
+    /// `run`: shortcut name, task id and exit code.
+    pub shortcut: Option<String>,
+    pub task: Option<String>,
+    pub exit_code: Option<i64>,
+    /// `finding`: title, severity and scope.
+    pub title: Option<String>,
+    pub severity: Option<String>,
+    pub scope: Option<String>,
+    /// Path relative to the workspace directory.
+    pub file: String,
+}
+
+/// The live event log as index entries, sorted by id, with what honoured receipts settle.
+///
+/// Invariant: the state of every event equals what [`super::read`] computes for it.
+#[derive(Debug, Default)]
+pub struct Events {
+    pub entries: Vec<EventEntry>,
+    pub warnings: Vec<Problem>,
+    applied: BTreeSet<String>,
+    rejected: BTreeMap<String, String>,
+}
+
+impl Events {
+    /// The state of one event.
+    pub fn state(&self, ev: &EventEntry) -> EventState {
+        if let Some(reason) = self.rejected.get(&ev.id) {
+            EventState::Rejected(reason.clone())
+        } else if self.applied.contains(&ev.id) {
+            EventState::Settled
+        } else if is_mailbox(&ev.kind) || !is_journal(&ev.kind) {
+            // Unknown kinds wait for a newer dacli, which is what "pending" means to a reader.
+            EventState::Pending
+        } else {
+            EventState::Journal
+        }
+    }
+
+    /// True when the event waits for a receipt.
+    pub fn is_pending(&self, ev: &EventEntry) -> bool {
+        self.state(ev) == EventState::Pending
+    }
+
+    /// The whole event (frontmatter and body) of an entry, read from its file.
+    pub fn load(&self, ws: &Workspace, ev: &EventEntry) -> Result<EventHead, objects::Error> {
+        let path = ws.dir().join(&ev.file);
+        let doc = objects::read_document(ws, &path)?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        EventHead::parse(&doc.front, &doc.body, &name, &ws.display(&path))
+            .map_err(|e| objects::Error::malformed(field_problem(ws, &path, e)))
+    }
+}
+
+/// Reads the event log through the index: every file under `events/YYYY/MM/DD/` is listed,
+/// its extract served from the cache when unchanged, and receipts of root or rw agents settle
+/// the events they list (the earliest receipt counts). Bad files become warnings, exactly as
+/// [`super::read`] reports them.
+pub fn read(ws: &Workspace) -> Result<Events, objects::Error> {
+    let mut out = Events::default();
+    let mut cache: FileCache<EventEntry> = FileCache::load(ws, "events");
+    for (y, ydir) in ws.fs.list_dir(&ws.path(&["events"]))? {
+        for (m, mdir) in ws.fs.list_dir(&ydir)? {
+            for (d, ddir) in ws.fs.list_dir(&mdir)? {
+                if !(digits(&y, 4) && digits(&m, 2) && digits(&d, 2)) {
+                    continue;
+                }
+                let day = format!("{y}/{m}/{d}");
+                for (name, path) in md_files(ws, &ddir)? {
+                    let shown = ws.display(&path);
+                    let file = path
+                        .strip_prefix(ws.dir())
+                        .map(|p| p.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    let entry = cache.extract(ws, &path, &mut out.warnings, |doc, bytes| {
+                        entry_of(doc, bytes, &name, &shown, &day, file.clone()).map_err(|p| match p
+                        {
+                            Bad::Field(e) => field_problem(ws, &path, e),
+                            Bad::Problem(p) => p,
+                        })
+                    })?;
+                    out.entries.extend(entry);
+                }
+            }
+        }
+    }
+    cache.save(ws);
+    out.entries.sort_by(|a, b| a.id.cmp(&b.id));
+    settle(ws, &mut out);
+    Ok(out)
+}
+
+enum Bad {
+    Field(crate::model::FieldError),
+    Problem(Problem),
+}
+
+fn entry_of(
+    doc: &Document,
+    bytes: &[u8],
+    name: &str,
+    shown: &str,
+    day: &str,
+    file: String,
+) -> Result<EventEntry, Bad> {
+    let ev = EventHead::parse(&doc.front, &doc.body, name, shown).map_err(Bad::Field)?;
+    let id_day = parse_ulid(&ev.id)
+        .map(ulid_time)
+        .unwrap_or(ev.created)
+        .strftime("%Y/%m/%d")
+        .to_string();
+    if id_day != day {
+        return Err(Bad::Problem(Problem {
+            path: shown.to_string(),
+            reason: Reason::IdMismatch,
+            detail: format!("the id's date is {id_day}"),
+        }));
+    }
+    if let Some(stored) = doc.front.get("checksum").and_then(|c| c.as_str())
+        && stored != super::checksum(bytes)
+    {
+        return Err(Bad::Problem(Problem {
+            path: shown.to_string(),
+            reason: Reason::Checksum,
+            detail: "the content does not match `checksum`".into(),
+        }));
+    }
+    let s = |k: &str| ev.field_str(k).map(str::to_string);
+    Ok(EventEntry {
+        created: crate::model::format_time(ev.created),
+        question: ev.question.clone(),
+        answer_as: (ev.kind == "answer").then(|| s("as")).flatten(),
+        shortcut: s("shortcut"),
+        task: s("task"),
+        exit_code: ev.field_int("exit_code"),
+        title: s("title"),
+        severity: s("severity"),
+        scope: s("scope"),
+        id: ev.id,
+        kind: ev.kind,
+        created_by: ev.created_by,
+        about: ev.about,
+        applied: ev.applied,
+        rejected: ev.rejected,
+        file,
+    })
+}
+
+/// Applies the honoured receipts in ULID order, as [`super::read`] does.
+fn settle(ws: &Workspace, events: &mut Events) {
+    let mut honoured: BTreeMap<String, bool> = BTreeMap::new();
+    for ev in events.entries.iter().filter(|e| e.kind == "applied") {
+        let ok = *honoured.entry(ev.created_by.clone()).or_insert_with(|| {
+            ev.created_by == ROOT_AGENT
+                || objects::agents::load(ws, &ev.created_by).is_ok_and(|a| a.grant == Grant::Rw)
+        });
+        if !ok {
+            continue;
+        }
+        for id in &ev.applied {
+            if !events.rejected.contains_key(id) {
+                events.applied.insert(id.clone());
+            }
+        }
+        for (id, reason) in &ev.rejected {
+            if !events.applied.contains(id) {
+                events.rejected.entry(id.clone()).or_insert(reason.clone());
+            }
+        }
+    }
+}
+
+fn digits(s: &str, n: usize) -> bool {
+    s.len() == n && s.bytes().all(|b| b.is_ascii_digit())
+}

@@ -1,0 +1,282 @@
+//! `tools/call`: validate, build the command's request, run it through the table, map the
+//! outcome to an MCP result (spec MCP.md §4), and record one usage line. Refusals are normal
+//! results; failures are `isError` results; protocol errors are the caller's business.
+
+use std::io::Write;
+
+use serde_json::{Map, Value, json};
+
+use super::requests;
+use super::schema::{Invalid, Validator};
+use crate::dispatch::tools::{self, SCHEMA_VERSION, Tool};
+use crate::dispatch::usage::{UsageLine, UsageLog};
+use crate::dispatch::{CallResult, Ctx, Error, ErrorKind, Input, Outcome, Table, envelope};
+use crate::model::Refusal;
+
+/// The long-lived state of one server process.
+pub struct Server<'t> {
+    pub table: &'t Table,
+    pub ctx: Ctx<'t>,
+    validator: Validator,
+    usage: UsageLog,
+    /// The `tools/list` array, built once: identical for every connection and identity.
+    listing: Value,
+    /// The CLI grammar, for the `cli` tool.
+    pub grammar: clap::Command,
+}
+
+/// A tool call's MCP result and how it ended, for the usage record.
+pub struct Answer {
+    pub result: Value,
+    pub outcome: &'static str,
+    /// For `cli`: the command words it ran.
+    pub argv: Option<String>,
+}
+
+impl<'t> Server<'t> {
+    pub fn new(table: &'t Table, ctx: Ctx<'t>) -> Server<'t> {
+        let listing = Value::Array(tools::registry().iter().map(Tool::listing).collect());
+        Server {
+            table,
+            ctx,
+            validator: Validator::new(),
+            usage: UsageLog::new(),
+            listing,
+            grammar: table.clap_root(),
+        }
+    }
+
+    /// Every tool, as `tools/list` serves them.
+    pub fn listing(&self) -> &Value {
+        &self.listing
+    }
+
+    /// Runs one call of a known tool. A panic anywhere inside becomes an `E_INTERNAL` result
+    /// and the server keeps serving.
+    pub fn call(&self, tool: &'static Tool, arguments: Option<&Value>) -> Value {
+        let started = self.ctx.now();
+        let guarded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            if self.ctx.env().get("DACLI_TEST_PANIC") == Some(tool.name) {
+                panic!("DACLI_TEST_PANIC asked for a panic in `{}`", tool.name);
+            }
+            self.answer(tool, arguments)
+        }));
+        let answer = guarded.unwrap_or_else(|_| Answer {
+            result: failure(
+                &Error::internal(format!("dacli hit a bug in the `{}` tool", tool.name))
+                    .hint("please report it with the call you made; nothing was half-written"),
+            ),
+            outcome: "error",
+            argv: None,
+        });
+        // Warnings and notices belong to the call that raised them.
+        let _ = self.ctx.take_warnings();
+        self.log_notices();
+        self.record(tool, &answer, started);
+        answer.result
+    }
+
+    fn answer(&self, tool: &'static Tool, arguments: Option<&Value>) -> Answer {
+        let args = match check(&self.validator, tool, arguments) {
+            Ok(args) => args,
+            Err(invalid) => return schema_failure(&invalid),
+        };
+        if self.carries_token(&args) {
+            return schema_failure(&Invalid {
+                field: String::new(),
+                message: "an argument carries your DACLI_AGENT token: identity is bound when the server starts and is never a parameter".into(),
+            });
+        }
+        if tool.name == "cli" {
+            return super::escape::run(self, &args);
+        }
+        let built = match requests::build(tool.name, &args) {
+            Ok(b) => b,
+            Err(invalid) => return schema_failure(&invalid),
+        };
+        let Some(cmd) = self.table.get(built.command) else {
+            return not_implemented(tool);
+        };
+        let result = match self.ctx.recheck_identity() {
+            Ok(Some(refusal)) => Ok(Outcome::Refused(refusal)),
+            Ok(None) => self
+                .table
+                .call(&self.ctx, cmd, Input::Json(built.request.clone())),
+            Err(e) => Err(e),
+        };
+        let warnings = self.ctx.take_warnings();
+        let doc = envelope(&result, &warnings);
+        let (result, outcome) = match result {
+            Ok(Outcome::Done(reply)) => {
+                let mut content = vec![text(&shape(tool.name, &built.request, reply.data))];
+                if let Some(w) = doc.get("warnings") {
+                    content.push(text(&json!({"warnings": w}).to_string()));
+                }
+                (json!({"content": content, "isError": false}), "done")
+            }
+            Ok(Outcome::Refused(r)) => (refused(&r), "refused"),
+            Err(e) => (failure(&e), "error"),
+        };
+        Answer {
+            result,
+            outcome,
+            argv: None,
+        }
+    }
+
+    /// Whether any argument holds the token the server was launched with. Results echo
+    /// arguments (a reference that matches nothing is quoted back), and results land in
+    /// transcripts: such a call is stopped before anything can repeat it.
+    fn carries_token(&self, args: &Map<String, Value>) -> bool {
+        match self.ctx.env().get("DACLI_AGENT") {
+            Some(token) if !token.is_empty() => {
+                Value::Object(args.clone()).to_string().contains(token)
+            }
+            _ => false,
+        }
+    }
+
+    fn log_notices(&self) {
+        let mut err = std::io::stderr().lock();
+        for n in self.ctx.take_notices() {
+            let _ = writeln!(err, "note: {n}");
+        }
+    }
+
+    fn record(&self, tool: &Tool, answer: &Answer, started: jiff::Timestamp) {
+        let now = self.ctx.now();
+        let ms = now
+            .duration_since(started)
+            .as_millis()
+            .clamp(0, i128::from(u64::MAX)) as u64;
+        let line = UsageLine {
+            at: crate::model::format_time(now),
+            tool: tool.name.to_string(),
+            argv: answer.argv.clone(),
+            outcome: answer.outcome.to_string(),
+            ms,
+        };
+        if let Err(e) = self.usage.record(&self.ctx, &line) {
+            eprintln!("dacli mcp serve: usage record not written: {}", e.message);
+        }
+    }
+}
+
+/// The argument object of a call, checked against the tool's schema: the version first,
+/// then the rest. Nothing has run yet when this fails.
+fn check(
+    validator: &Validator,
+    tool: &Tool,
+    arguments: Option<&Value>,
+) -> Result<Map<String, Value>, Invalid> {
+    let args = match arguments {
+        None => Map::new(),
+        Some(Value::Object(map)) => map.clone(),
+        Some(_) => {
+            return Err(Invalid {
+                field: String::new(),
+                message: "the arguments must be a JSON object".into(),
+            });
+        }
+    };
+    match args.get("schema_version") {
+        None => {
+            return Err(Invalid {
+                field: "schema_version".into(),
+                message: format!(
+                    "`schema_version` is required: send {SCHEMA_VERSION}, the version tools/list advertises"
+                ),
+            });
+        }
+        Some(v) if v.as_u64() != Some(SCHEMA_VERSION) => {
+            return Err(Invalid {
+                field: "schema_version".into(),
+                message: format!(
+                    "`schema_version` must be the integer {SCHEMA_VERSION}: this server speaks input schema version {SCHEMA_VERSION} only"
+                ),
+            });
+        }
+        Some(_) => {}
+    }
+    validator.check(&tool.input_schema(), &Value::Object(args.clone()))?;
+    Ok(args)
+}
+
+/// The text a successful call returns: the command's JSON `data`, compact; `get_context`'s
+/// Markdown brief as the brief itself; `list_tasks` as compact rows (spec MCP.md §4: every
+/// byte of a result enters the agent's context).
+fn shape(tool: &str, request: &Value, data: Value) -> String {
+    match tool {
+        "get_context" if request["format"] == "markdown" => match data.get("brief") {
+            Some(Value::String(brief)) => brief.clone(),
+            _ => data.to_string(),
+        },
+        "list_tasks" => compact_rows(data).to_string(),
+        _ => data.to_string(),
+    }
+}
+
+fn compact_rows(mut data: Value) -> Value {
+    if let Some(Value::Array(tasks)) = data.get_mut("tasks") {
+        for t in tasks.iter_mut() {
+            let mut row = Map::new();
+            for key in ["id", "ref", "title", "status", "priority", "assignee"] {
+                row.insert(key.into(), t.get(key).cloned().unwrap_or(Value::Null));
+            }
+            *t = Value::Object(row);
+        }
+    }
+    data
+}
+
+pub fn text(s: &str) -> Value {
+    json!({"type": "text", "text": s})
+}
+
+/// A refusal: a normal result, because refusals are answers (seed MCP.md §3).
+pub fn refused(r: &Refusal) -> Value {
+    let body = json!({"refused": {"policy": r.policy, "reason": r.reason, "next": r.next}});
+    json!({"content": [text(&body.to_string())], "isError": false})
+}
+
+/// A failure: an `isError` result carrying the error as the CLI's JSON shows it.
+pub fn failure(e: &Error) -> Value {
+    let body = json!({"error": {"code": e.code, "message": e.message, "hints": e.hints}});
+    json!({"content": [text(&body.to_string())], "isError": true})
+}
+
+fn schema_failure(invalid: &Invalid) -> Answer {
+    let e = Error::new(ErrorKind::Usage, "E_SCHEMA", invalid.message.clone())
+        .hint("the tool's input schema is in tools/list; nothing ran");
+    Answer {
+        result: failure(&e),
+        outcome: "error",
+        argv: None,
+    }
+}
+
+fn not_implemented(tool: &Tool) -> Answer {
+    let e = Error::new(
+        ErrorKind::Operational,
+        "E_NOT_IMPLEMENTED",
+        format!(
+            "`{}` wraps `dacli {}`, which this build of dacli does not have yet",
+            tool.name, tool.wraps
+        ),
+    )
+    .hint("its schema is published so clients can be written against it; nothing ran");
+    Answer {
+        result: failure(&e),
+        outcome: "error",
+        argv: None,
+    }
+}
+
+/// The outcome class of a call, for the usage record.
+pub fn outcome_of(result: &CallResult) -> &'static str {
+    match result {
+        Ok(Outcome::Done(_)) => "done",
+        Ok(Outcome::Refused(_)) => "refused",
+        Err(_) => "error",
+    }
+}

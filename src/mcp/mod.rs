@@ -1,0 +1,105 @@
+//! L7: the MCP stdio server (spec MCP.md). One process per agent: the workspace and the
+//! identity are bound once, at launch, from the CLI's discovery rules and `DACLI_AGENT`;
+//! then one JSON-RPC message per line is read from stdin and answered on stdout, in order.
+//! Stdout carries the protocol and nothing else; diagnostics go to stderr.
+//!
+//! The loop is hand-rolled on a current-thread tokio runtime and serde_json: the official
+//! SDK transports read lines without a length limit, and the server needs none of their
+//! session machinery. Tool calls run the same commands through the same [`Table`] as the CLI.
+#![deny(clippy::print_stdout)]
+
+mod call;
+mod escape;
+mod lines;
+mod protocol;
+mod requests;
+mod schema;
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use tokio::io::{AsyncWriteExt, BufReader};
+
+use crate::dispatch::{Ctx, Env, Error, Outcome, Output, Table, exit_code};
+
+/// Runs `dacli mcp serve` until stdin closes; returns the process exit code. A refused token
+/// or a missing workspace ends it before stdin is read.
+pub fn serve(table: &Table, env: Env, start: Option<PathBuf>) -> u8 {
+    let output = Output {
+        json: true,
+        quiet: true,
+        color: false,
+    };
+    let ctx = Ctx::new(table, env, start, output);
+    if let Some(code) = bind(&ctx) {
+        return code;
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("dacli mcp serve: cannot start the I/O runtime: {e}");
+            return 1;
+        }
+    };
+    let server = call::Server::new(table, ctx);
+    runtime.block_on(run(&server))
+}
+
+/// Binds the identity; `Some(exit code)` after telling stderr why the server cannot start.
+fn bind(ctx: &Ctx) -> Option<u8> {
+    let mut err = std::io::stderr().lock();
+    match ctx.bind_identity() {
+        Ok(None) => None,
+        Ok(Some(refusal)) => {
+            let _ = writeln!(
+                err,
+                "dacli mcp serve: refused [{}]: {}\nnext: {}",
+                refusal.policy, refusal.reason, refusal.next
+            );
+            Some(exit_code(&Ok(Outcome::Refused(refusal))))
+        }
+        Err(e) => {
+            let _ = writeln!(err, "dacli mcp serve: error[{}]: {}", e.code, e.message);
+            for h in &e.hints {
+                let _ = writeln!(err, "hint: {h}");
+            }
+            Some(exit_code(&Err::<Outcome<crate::dispatch::Reply>, Error>(e)))
+        }
+    }
+}
+
+async fn run(server: &call::Server<'_>) -> u8 {
+    let mut input = lines::Lines::new(BufReader::new(tokio::io::stdin()), lines::MAX_LINE);
+    let mut stdout = tokio::io::stdout();
+    let mut session = protocol::Session::new(server);
+    loop {
+        let reply = match input.next().await {
+            Ok(lines::Line::Text(bytes)) => session.on_line(&bytes),
+            Ok(lines::Line::TooLong) => session.on_too_long(),
+            Ok(lines::Line::Eof) => return 0,
+            Err(e) => {
+                eprintln!("dacli mcp serve: cannot read stdin: {e}");
+                return 1;
+            }
+        };
+        match reply {
+            protocol::Reply::Send(message) => {
+                let mut text = message.to_string();
+                text.push('\n');
+                let written = async {
+                    stdout.write_all(text.as_bytes()).await?;
+                    stdout.flush().await
+                };
+                if written.await.is_err() {
+                    // The client closed its end: nobody is left to answer.
+                    return 0;
+                }
+            }
+            protocol::Reply::Nothing => {}
+            protocol::Reply::Quit(code, why) => {
+                eprintln!("dacli mcp serve: {why}");
+                return code;
+            }
+        }
+    }
+}

@@ -1,0 +1,425 @@
+//! From validated tool arguments to the request of the command the tool wraps: the same
+//! request type the CLI fills from argv, with the tool's defaults passed explicitly. Field
+//! names are the commands' long flags in snake_case; where a Tier-1 field differs (`blocks`
+//! for `--no-block`, `close_as` for `--allow-unverified`/`--abandon` ...) it is mapped here.
+//! Rules a schema cannot state cheaply are checked here and fail as `E_SCHEMA`.
+
+use serde_json::{Map, Value, json};
+
+use super::schema::Invalid;
+
+/// The command to run and its JSON request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Built {
+    pub command: &'static str,
+    pub request: Value,
+}
+
+type Args = Map<String, Value>;
+
+/// Builds the request for `tool` from arguments that passed its schema.
+pub fn build(tool: &str, args: &Args) -> Result<Built, Invalid> {
+    let mut req = Map::new();
+    let command = match tool {
+        "whoami" => "whoami",
+        "status" => {
+            copy(args, &mut req, &["project"]);
+            req.insert("recent".into(), json!(10));
+            "status"
+        }
+        "get_context" => {
+            copy(args, &mut req, &["ref", "budget"]);
+            req.insert("format".into(), or(args, "format", json!("markdown")));
+            "context"
+        }
+        "add_task" => {
+            copy(
+                args,
+                &mut req,
+                &[
+                    "title",
+                    "project",
+                    "so_that",
+                    "context",
+                    "accept",
+                    "parent",
+                    "traces",
+                    "allow_duplicate",
+                ],
+            );
+            req.insert("priority".into(), or(args, "priority", json!("should")));
+            "task.add"
+        }
+        "list_tasks" => {
+            copy(
+                args,
+                &mut req,
+                &["project", "status", "all", "mine", "ready", "cursor"],
+            );
+            req.insert("limit".into(), or(args, "limit", json!(50)));
+            "task.list"
+        }
+        "claim_task" => {
+            copy(args, &mut req, &["ref"]);
+            "task.claim"
+        }
+        "check_task" => {
+            copy(
+                args,
+                &mut req,
+                &["ref", "items", "all", "verify", "evidence"],
+            );
+            req.insert("timeout".into(), json!(600));
+            "task.check"
+        }
+        "finish_task" => {
+            copy(args, &mut req, &["ref", "summary", "reason"]);
+            match args.get("close_as").and_then(Value::as_str) {
+                Some("unverified") => req.insert("allow_unverified".into(), json!(true)),
+                Some(_) => req.insert("abandon".into(), json!(true)),
+                None => None,
+            };
+            "task.done"
+        }
+        "block_task" => {
+            copy(args, &mut req, &["ref", "reason", "on"]);
+            "task.block"
+        }
+        "add_note" => {
+            note_fields_fit_kind(args)?;
+            copy(
+                args,
+                &mut req,
+                &[
+                    "kind",
+                    "title",
+                    "body",
+                    "project",
+                    "about",
+                    "scope",
+                    "severity",
+                    "chose",
+                    "rejected",
+                    "because",
+                    "goal",
+                    "question",
+                    "metric",
+                    "supersedes",
+                ],
+            );
+            "note.add"
+        }
+        "ask" => {
+            copy(args, &mut req, &["ref", "question", "to", "need"]);
+            let blocks = args.get("blocks").and_then(Value::as_bool).unwrap_or(true);
+            req.insert("no_block".into(), json!(!blocks));
+            "ask"
+        }
+        "answer" => {
+            copy(
+                args,
+                &mut req,
+                &["question", "text", "chose", "rejected", "because"],
+            );
+            req.insert("as".into(), or(args, "as", json!("finding")));
+            "answer"
+        }
+        "run_shortcut" => {
+            shortcut(args, &mut req)?;
+            "run"
+        }
+        "queue_next" => {
+            rename(args, &mut req, "queue", "slug");
+            "queue.next"
+        }
+        "queue_advance" => {
+            rename(args, &mut req, "queue", "slug");
+            copy(args, &mut req, &["key"]);
+            match args.get("outcome").and_then(Value::as_str) {
+                Some("failed") => rename(args, &mut req, "reason", "fail"),
+                Some("dead") => rename(args, &mut req, "reason", "dead"),
+                _ => no_reason(args, "an outcome of `failed` or `dead`")?,
+            }
+            "queue.advance"
+        }
+        "cleanup_repository" => {
+            copy(args, &mut req, &["project"]);
+            apply(args, &mut req)?;
+            "repo.cleanup"
+        }
+        "reconcile_delivery" => {
+            rename(args, &mut req, "tasks", "task");
+            copy(args, &mut req, &["project"]);
+            apply(args, &mut req)?;
+            "delivery.reconcile"
+        }
+        "reconcile_event_journal" => journal(args, &mut req)?,
+        "diagnose_pr" => {
+            if let Some(target) = args.get("target").and_then(Value::as_object) {
+                copy(target, &mut req, &["task", "pr", "branch", "sha"]);
+            }
+            copy(args, &mut req, &["repo", "record"]);
+            "pr.diagnose"
+        }
+        "release_train" => train(args, &mut req)?,
+        "github_projection" => {
+            copy(args, &mut req, &["project", "refs"]);
+            apply(args, &mut req)?;
+            "github.projection"
+        }
+        other => {
+            return Err(Invalid {
+                field: String::new(),
+                message: format!("`{other}` has no request builder"),
+            });
+        }
+    };
+    Ok(Built {
+        command,
+        request: Value::Object(req),
+    })
+}
+
+fn copy(args: &Args, req: &mut Args, fields: &[&str]) {
+    for f in fields {
+        if let Some(v) = args.get(*f) {
+            req.insert((*f).into(), v.clone());
+        }
+    }
+}
+
+fn rename(args: &Args, req: &mut Args, from: &str, to: &str) {
+    if let Some(v) = args.get(from) {
+        req.insert(to.into(), v.clone());
+    }
+}
+
+fn or(args: &Args, field: &str, default: Value) -> Value {
+    args.get(field).cloned().unwrap_or(default)
+}
+
+fn schema_error(field: &str, message: impl Into<String>) -> Invalid {
+    Invalid {
+        field: field.into(),
+        message: message.into(),
+    }
+}
+
+fn no_reason(args: &Args, what: &str) -> Result<(), Invalid> {
+    if args.contains_key("reason") {
+        return Err(schema_error(
+            "reason",
+            format!("`reason` is only taken with {what}"),
+        ));
+    }
+    Ok(())
+}
+
+/// The section fields of another kind are refused, never dropped (`note add` rejects them).
+fn note_fields_fit_kind(args: &Args) -> Result<(), Invalid> {
+    let kind = args.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let owners: [(&str, &[&str]); 3] = [
+        ("decision", &["chose", "rejected", "because"]),
+        ("metric", &["goal", "question", "metric"]),
+        ("finding", &["severity"]),
+    ];
+    for (owner, fields) in owners {
+        if owner == kind {
+            continue;
+        }
+        if let Some(f) = fields.iter().find(|f| args.contains_key(**f)) {
+            return Err(schema_error(
+                f,
+                format!("`{f}` belongs to a {owner}, not to a {kind}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn shortcut(args: &Args, req: &mut Args) -> Result<(), Invalid> {
+    if args.contains_key("list") {
+        if let Some(f) = ["params", "task", "dry_run", "confirmed"]
+            .iter()
+            .find(|f| args.contains_key(**f))
+        {
+            return Err(schema_error(f, format!("`{f}` is not taken with `list`")));
+        }
+        copy(args, req, &["list", "all"]);
+        return Ok(());
+    }
+    if args.contains_key("all") {
+        return Err(schema_error("all", "`all` is only taken with `list`"));
+    }
+    copy(args, req, &["name", "task", "dry_run", "confirmed"]);
+    let params: Vec<Value> = args
+        .get("params")
+        .and_then(Value::as_object)
+        .map(|p| {
+            p.iter()
+                .map(|(k, v)| json!(format!("{k}={}", v.as_str().unwrap_or_default())))
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(bad) = args
+        .get("params")
+        .and_then(Value::as_object)
+        .and_then(|p| p.keys().find(|k| k.is_empty() || k.contains('=')))
+    {
+        return Err(schema_error(
+            "params",
+            format!("parameter name `{bad}` must be non-empty and contain no `=`"),
+        ));
+    }
+    req.insert("param".into(), Value::Array(params));
+    req.insert("timeout".into(), json!(1800));
+    Ok(())
+}
+
+/// `mode: apply` becomes `--apply --digest`; a digest without apply is refused, not ignored.
+fn apply(args: &Args, req: &mut Args) -> Result<(), Invalid> {
+    let applying = args.get("mode").and_then(Value::as_str) == Some("apply");
+    if applying {
+        req.insert("apply".into(), json!(true));
+        rename(args, req, "expect_digest", "digest");
+    } else if args.contains_key("expect_digest") {
+        return Err(schema_error(
+            "expect_digest",
+            "`expect_digest` is only taken with `mode: apply`",
+        ));
+    }
+    rename(args, req, "txn_id", "txn");
+    Ok(())
+}
+
+fn journal(args: &Args, req: &mut Args) -> Result<&'static str, Invalid> {
+    let op = args
+        .get("operation")
+        .and_then(Value::as_str)
+        .unwrap_or("scan");
+    let command = match op {
+        "scan" => {
+            if args.contains_key("mode") || args.contains_key("expect_digest") {
+                return Err(schema_error("mode", "`scan` only reads; it has no apply"));
+            }
+            return Ok("events.scan");
+        }
+        "reconcile" => "events.reconcile",
+        "archive" => {
+            copy(args, req, &["before"]);
+            "events.archive"
+        }
+        _ => {
+            rename(args, req, "segment_id", "segment");
+            "events.restore"
+        }
+    };
+    apply(args, req)?;
+    Ok(command)
+}
+
+fn train(args: &Args, req: &mut Args) -> Result<&'static str, Invalid> {
+    let action = args
+        .get("action")
+        .and_then(Value::as_str)
+        .unwrap_or("status");
+    let has = |f: &str| args.contains_key(f);
+    let missing = |fields: &[&str]| fields.iter().find(|f| !has(f)).map(|f| f.to_string());
+    let command = match action {
+        "plan" => {
+            if let Some(f) = missing(&["project", "source", "target"]) {
+                return Err(schema_error(
+                    &f,
+                    format!("`{f}` is required when `action` is `plan`"),
+                ));
+            }
+            copy(args, req, &["project", "source", "target", "sha"]);
+            return Ok("release-train.plan");
+        }
+        "open_pr" => {
+            if !has("train_id")
+                && let Some(f) = missing(&["project", "source", "target", "sha"])
+            {
+                return Err(schema_error(
+                    &f,
+                    "when `action` is `open_pr`, give `train_id`, or `project`, `source`, `target` and `sha`",
+                ));
+            }
+            "release-train.open"
+        }
+        "resume" => "release-train.resume",
+        "land" => "release-train.land",
+        _ => "release-train.status",
+    };
+    rename(args, req, "train_id", "train");
+    copy(args, req, &["project", "source", "target", "sha"]);
+    if matches!(command, "release-train.open" | "release-train.land") {
+        apply(args, req)?;
+    } else if has("mode") || has("expect_digest") {
+        return Err(schema_error(
+            "mode",
+            format!("`{action}` has no apply step"),
+        ));
+    }
+    Ok(command)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn built(tool: &str, args: Value) -> Built {
+        build(tool, args.as_object().expect("object")).expect("builds")
+    }
+
+    #[test]
+    fn defaults_are_passed_explicitly_and_fields_mapped() {
+        assert_eq!(
+            built("list_tasks", json!({"schema_version": 1, "ready": true})),
+            Built {
+                command: "task.list",
+                request: json!({"ready": true, "limit": 50})
+            }
+        );
+        assert_eq!(
+            built("ask", json!({"ref": "t", "question": "q", "blocks": false})).request,
+            json!({"ref": "t", "question": "q", "no_block": true})
+        );
+        assert_eq!(
+            built(
+                "finish_task",
+                json!({"ref": "t", "close_as": "unverified", "reason": "r"})
+            )
+            .request,
+            json!({"ref": "t", "reason": "r", "allow_unverified": true})
+        );
+        assert_eq!(
+            built(
+                "queue_advance",
+                json!({"queue": "q", "outcome": "dead", "reason": "r"})
+            )
+            .request,
+            json!({"slug": "q", "dead": "r"})
+        );
+        assert_eq!(
+            built(
+                "run_shortcut",
+                json!({"name": "test", "params": {"filter": "a b"}})
+            )
+            .request,
+            json!({"name": "test", "param": ["filter=a b"], "timeout": 1800})
+        );
+    }
+
+    #[test]
+    fn rules_beyond_the_schema_fail_as_schema_errors() {
+        let args = json!({"kind": "ref", "title": "t", "severity": "major"});
+        let e = build("add_note", args.as_object().expect("object")).expect_err("kind");
+        assert_eq!(e.message, "`severity` belongs to a finding, not to a ref");
+        let args = json!({"action": "plan", "project": "p"});
+        let e = build("release_train", args.as_object().expect("object")).expect_err("plan");
+        assert_eq!(e.field, "source");
+        let args = json!({"mode": "preview", "expect_digest": "sha256:00"});
+        assert!(build("cleanup_repository", args.as_object().expect("object")).is_err());
+    }
+}
