@@ -9,6 +9,7 @@ mod knowledge;
 mod planning;
 mod queues;
 mod repo;
+mod runtimes;
 mod shortcuts;
 mod team;
 mod templates;
@@ -25,10 +26,11 @@ pub fn table() -> Table {
     commands.extend(knowledge::commands());
     commands.extend(insight::commands());
     commands.extend(templates::commands());
-    commands.extend(repo::commands());
     commands.extend(shortcuts::commands());
     commands.extend(queues::commands());
     commands.extend(briefing::commands());
+    commands.extend(repo::commands());
+    commands.extend(runtimes::commands());
     Table::new(commands).with_groups(&[
         (
             "agent",
@@ -67,6 +69,10 @@ pub fn table() -> Table {
         (
             "queue",
             "Queues: ordered steps an owner advances; dacli never runs them",
+        ),
+        (
+            "runtime",
+            "Runtimes: adapters for coding-agent CLIs, probed by `runtime doctor`",
         ),
     ])
 }

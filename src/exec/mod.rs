@@ -1,7 +1,12 @@
 //! L5: the only module that spawns processes other than git: verification commands of
 //! acceptance criteria ([`run_shell`]: the combined output is kept only as a digest) and
 //! shortcuts ([`run_captured`]: bounded tails of the output go back to the caller). Commands run
-//! with `sh -c` in a given directory, with a timeout.
+//! with `sh -c` in a given directory, with a timeout. Runtime probes ([`run_argv`]) start a
+//! program by path with an argument vector and no shell.
+
+mod argv;
+
+pub use argv::{ARGV_CAP, ArgvRun, Found, Stamp, run_argv, stamp, which};
 
 use std::io::Read;
 use std::path::Path;

@@ -10,6 +10,7 @@ pub mod projects;
 pub mod queues;
 pub mod risks;
 pub mod roles;
+pub mod runtimes;
 pub mod shortcuts;
 pub mod tasks;
 pub mod templates;

@@ -7,5 +7,6 @@ pub mod lint;
 pub mod plan;
 pub mod queue;
 pub mod risk;
+pub mod runtime;
 pub mod scope;
 pub mod shortcut;

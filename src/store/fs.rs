@@ -280,6 +280,30 @@ impl Fs {
         self.sync_dir(dir)
     }
 
+    /// Appends `bytes` to `path`, creating it and its directory when missing. Only for
+    /// machine-local runtime logs under `runs/`, which are neither canonical nor append-only
+    /// records: a crash may leave a partial last line, which their readers skip. An existing
+    /// `path` that is not a regular file (a symlink, a FIFO) is never opened.
+    pub fn append(&self, path: &Path, bytes: &[u8]) -> Result<(), Error> {
+        self.create_dir_all(parent(path))?;
+        if fs::symlink_metadata(path).is_ok() && self.entry_kind(path)? != DirEntryKind::File {
+            return Err(Error::Malformed(Problem {
+                path: self.display(path),
+                reason: Reason::NotRegular,
+                detail: "not a regular file; not appended to".into(),
+            }));
+        }
+        self.hit(FaultOp::Write, path)?;
+        #[allow(clippy::disallowed_methods, reason = "store owns file writes")]
+        let mut file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| Error::io("open", self.display(path), e))?;
+        file.write_all(bytes)
+            .map_err(|e| Error::io("append", self.display(path), e))
+    }
+
     /// Moves a file without changing a byte and without ever replacing one (archival, FORMAT
     /// §20): link it under `to` (failing with [`Error::Exists`] if that name is taken), flush,
     /// then unlink `from`. A crash in between leaves the same bytes under both names, never
@@ -313,30 +337,6 @@ impl Fs {
             Err(e) if e.kind() == io::ErrorKind::DirectoryNotEmpty => Ok(()),
             Err(e) => Err(Error::io("remove directory", self.display(dir), e)),
         }
-    }
-
-    /// Appends `bytes` to `path`, creating it and its directory when missing. Only for
-    /// machine-local runtime logs under `runs/`, which are neither canonical nor append-only
-    /// records: a crash may leave a partial last line, which their readers skip. An existing
-    /// `path` that is not a regular file (a symlink, a FIFO) is never opened.
-    pub fn append(&self, path: &Path, bytes: &[u8]) -> Result<(), Error> {
-        self.create_dir_all(parent(path))?;
-        if fs::symlink_metadata(path).is_ok() && self.entry_kind(path)? != DirEntryKind::File {
-            return Err(Error::Malformed(Problem {
-                path: self.display(path),
-                reason: Reason::NotRegular,
-                detail: "not a regular file; not appended to".into(),
-            }));
-        }
-        self.hit(FaultOp::Write, path)?;
-        #[allow(clippy::disallowed_methods, reason = "store owns file writes")]
-        let mut file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(|e| Error::io("open", self.display(path), e))?;
-        file.write_all(bytes)
-            .map_err(|e| Error::io("append", self.display(path), e))
     }
 
     /// Removes a file and flushes its directory. An absent file is not an error.

@@ -17,6 +17,7 @@ mod lifecycle;
 mod mcp;
 mod queues;
 mod roles;
+mod runtimes;
 mod shortcuts;
 mod spine;
 mod store;
