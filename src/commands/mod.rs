@@ -4,6 +4,7 @@
 mod admin;
 mod briefing;
 mod collab;
+mod github;
 mod insight;
 mod knowledge;
 mod planning;
@@ -31,6 +32,7 @@ pub fn table() -> Table {
     commands.extend(briefing::commands());
     commands.extend(repo::commands());
     commands.extend(runtimes::commands());
+    commands.extend(github::commands());
     Table::new(commands).with_groups(&[
         (
             "agent",
@@ -58,6 +60,15 @@ pub fn table() -> Table {
             "Templates: list, show, add (vendor one to edit it)",
         ),
         ("mcp", "The MCP stdio server: serve, config"),
+        (
+            "github",
+            "GitHub: link the repository, record disclosure consent, project tasks as issues",
+        ),
+        ("pr", "Pull requests: diagnose why one is not landing"),
+        (
+            "release-train",
+            "Release trains: promote one exact commit from a source to a target branch",
+        ),
         (
             "role",
             "Roles: grant ceiling, scope, toolkit, escalation and WIP cap",

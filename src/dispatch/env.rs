@@ -7,7 +7,7 @@ use std::path::PathBuf;
 /// filesystem fault so that tests are deterministic; they are documented in docs/TESTING.md.
 /// `PATH` and `HOME` locate runtime binaries for `runtime doctor` (and shorten where one was
 /// found to `~/…` in its report).
-pub const READ_VARS: [&str; 15] = [
+pub const READ_VARS: [&str; 16] = [
     "DACLI_AGENT",
     "NO_COLOR",
     "TERM",
@@ -21,6 +21,7 @@ pub const READ_VARS: [&str; 15] = [
     "GITHUB_TOKEN",
     "GH_HOST",
     "DACLI_GITHUB_API_URL",
+    "DACLI_GITHUB_TIMEOUT_MS",
     "PATH",
     "HOME",
 ];

@@ -131,6 +131,9 @@ impl From<objects::Error> for Error {
                 Error::not_found(format!("no {what} `{id}` in this workspace"))
             }
             objects::Error::Store(e) => e.into(),
+            e @ objects::Error::Conflict { .. } => {
+                Error::new(ErrorKind::Conflict, "E_CONFLICT", e.to_string())
+            }
         }
     }
 }
@@ -164,6 +167,7 @@ impl From<objects::tasks::ResolveError> for Error {
                 }
                 err
             }
+            R::Malformed(p) => store::Error::Malformed(p).into(),
             R::NoProject { project } => {
                 Error::not_found(format!("no project `{project}` in this workspace"))
                     .hint("list projects with `dacli project list --status all`")

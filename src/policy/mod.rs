@@ -1,6 +1,7 @@
 //! L4: pure decision engines. Values in, values out: no files, no clock, no environment.
 
 pub mod apply;
+pub mod disclosure;
 pub mod dod;
 pub mod guard;
 pub mod lint;

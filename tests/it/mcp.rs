@@ -703,7 +703,7 @@ fn capabilities_come_from_the_registry_that_serves_tools_list() {
     }
     assert_eq!(caps["mcp.tool.get_context"]["wraps"], "context");
     assert_eq!(caps["mcp.tool.get_context"]["available"], true);
-    assert_eq!(caps["mcp.tool.diagnose_pr"]["available"], false);
+    assert_eq!(caps["mcp.tool.diagnose_pr"]["available"], true);
     assert_eq!(caps["mcp.tool.claim_task"]["available"], true);
     assert_eq!(
         caps["cli.command.task.add"],
