@@ -345,6 +345,23 @@ fn h43_s1_the_token_of_a_spawned_agent_never_leaves_its_spawn_output() {
     s.covered.insert("events.restore".into());
     // `runtime route` needs a role to route; tests/it/runtimes.rs covers it.
     s.covered.insert("runtime.route".into());
+    // The GitHub commands need a (fake) GitHub; tests/it/github.rs runs each against wiremock
+    // with its own token canary (the GitHub token never appears in output or files).
+    for name in [
+        "github.consent.grant",
+        "github.consent.revoke",
+        "github.link",
+        "github.projection",
+        "github.push",
+        "pr.diagnose",
+        "release-train.land",
+        "release-train.open",
+        "release-train.plan",
+        "release-train.resume",
+        "release-train.status",
+    ] {
+        s.covered.insert(name.into());
+    }
 
     // Every MCP tool, in one server bound to the token.
     let calls: Vec<Value> = [

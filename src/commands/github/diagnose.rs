@@ -500,7 +500,13 @@ pub(super) fn parse_pr(v: &Value) -> Pr {
     let head_repo = str_at(v, &["head", "repo", "full_name"]);
     let base_repo = str_at(v, &["base", "repo", "full_name"]);
     const MERGE_STATES: [&str; 7] = [
-        "clean", "behind", "blocked", "dirty", "draft", "has_hooks", "unstable",
+        "clean",
+        "behind",
+        "blocked",
+        "dirty",
+        "draft",
+        "has_hooks",
+        "unstable",
     ];
     let merge_state = str_at(v, &["mergeable_state"])
         .filter(|s| MERGE_STATES.contains(s))
