@@ -32,6 +32,8 @@ pub struct Entry {
     pub bytes: u64,
     /// Lower-case hex SHA-256 of the file.
     pub sha256: String,
+    /// A `run` event's `shortcut` (an additive manifest key), so `uses` survives archival.
+    pub shortcut: Option<String>,
 }
 
 /// A segment's manifest.
@@ -219,6 +221,10 @@ fn parse_manifest(doc: &DocumentMut) -> Result<Manifest, String> {
                     .and_then(|b| u64::try_from(b).ok())
                     .ok_or("an `[[entry]]` lacks `bytes`")?,
                 sha256: f("sha256")?,
+                shortcut: t
+                    .get("shortcut")
+                    .and_then(|v| v.as_str())
+                    .map(str::to_string),
             });
         }
     }
@@ -286,6 +292,9 @@ pub fn create_manifest(
         t["created_by"] = value(e.created_by.as_str());
         t["bytes"] = value(e.bytes as i64);
         t["sha256"] = value(e.sha256.as_str());
+        if let Some(name) = &e.shortcut {
+            t["shortcut"] = value(name.as_str());
+        }
         aot.push(t);
     }
     doc["entry"] = Item::ArrayOfTables(aot);
@@ -430,6 +439,33 @@ pub fn history(
     Ok((h, listing.warnings))
 }
 
+/// `run` events per shortcut in sealed (not restored) segments whose ids are not in
+/// `live`: the archived part of every shortcut's `uses`.
+pub(super) fn archived_runs(
+    ws: &Workspace,
+    live: &BTreeSet<String>,
+) -> Result<(BTreeMap<String, usize>, Vec<Problem>), objects::Error> {
+    let mut out = BTreeMap::new();
+    let mut seen = BTreeSet::new();
+    let listing = segments(ws)?;
+    for seg in listing
+        .items
+        .iter()
+        .filter(|s| s.state == SegmentState::Sealed)
+    {
+        for e in &seg.manifest.entries {
+            if e.event_kind == "run"
+                && !live.contains(&e.id)
+                && seen.insert(e.id.clone())
+                && let Some(name) = &e.shortcut
+            {
+                *out.entry(name.clone()).or_insert(0) += 1;
+            }
+        }
+    }
+    Ok((out, listing.warnings))
+}
+
 impl History {
     fn count(&mut self, kind: &str, agent: &str) {
         self.events += 1;
@@ -450,6 +486,7 @@ mod tests {
             created_by: "a-root".into(),
             bytes: 1,
             sha256: sha.into(),
+            shortcut: None,
         }
     }
 

@@ -50,6 +50,9 @@ pub struct Journal {
     pub warnings: Vec<Problem>,
     applied: BTreeSet<String>,
     rejected: BTreeMap<String, String>,
+    /// `run` events per shortcut that live only in sealed archive segments (history that
+    /// `uses` still counts, FORMAT §20); the fold never looks at them.
+    archived_runs: BTreeMap<String, usize>,
 }
 
 impl Journal {
@@ -93,6 +96,11 @@ impl Journal {
             .map(|e| e.id.as_str())
     }
 
+    /// `run` events per shortcut kept only in sealed archive segments.
+    pub fn archived_runs(&self) -> &BTreeMap<String, usize> {
+        &self.archived_runs
+    }
+
     /// Mailbox events that no honoured receipt settles.
     pub fn pending(&self) -> impl Iterator<Item = &EventHead> {
         self.events
@@ -123,11 +131,15 @@ pub fn read(ws: &Workspace) -> Result<Journal, objects::Error> {
         }
     }
     listing.items.sort_by(|a, b| a.id.cmp(&b.id));
+    let live: BTreeSet<String> = listing.items.iter().map(|e| e.id.clone()).collect();
+    let (archived_runs, problems) = archive::archived_runs(ws, &live)?;
+    listing.warnings.extend(problems);
     let mut journal = Journal {
         events: Vec::new(),
         warnings: listing.warnings,
         applied: BTreeSet::new(),
         rejected: BTreeMap::new(),
+        archived_runs,
     };
     let mut honoured: BTreeMap<String, bool> = BTreeMap::new();
     // Receipts in ULID order: when receipts disagree, the earliest counts (FORMAT §14.2).

@@ -683,6 +683,24 @@ fn tree(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
 #[test]
 fn archive_then_restore_is_byte_identical_and_history_counts_agree() {
     let (repo, _) = journal_fixture();
+    ok(
+        &repo,
+        &[
+            "shortcut",
+            "add",
+            "hello",
+            "--command",
+            "true",
+            "--effect",
+            "read",
+            "--summary",
+            "hi",
+        ],
+    );
+    ok(&repo, &["run", "hello"]);
+    ok(&repo, &["run", "hello"]);
+    let uses = || ok(&repo, &["run", "--list"])["data"]["shortcuts"][0]["uses"].clone();
+    assert_eq!(uses(), 2);
     let events = repo.ws("events");
     let original = tree(&events);
     let scan = ok(&repo, &["events", "scan"]);
@@ -798,6 +816,7 @@ fn archive_then_restore_is_byte_identical_and_history_counts_agree() {
         live_before - count
     );
     assert_eq!(ok(&repo, &["status"])["data"]["pending"], status);
+    assert_eq!(uses(), 2, "archived runs still count as uses");
 
     // Applying the completed digest again does nothing.
     let again = ok(

@@ -1733,7 +1733,11 @@ fn recorded(ctx: &Ctx, txn: &Txn) -> Result<Outcome<Response>, Error> {
     Ok(Outcome::Done(resp))
 }
 
-fn render(r: &Response, _ctx: &Ctx) -> String {
+fn render(r: &Response, ctx: &Ctx) -> String {
+    // An apply's text is success text (`-q` drops it); a preview's plan is the product.
+    if ctx.quiet() && r.mode == "apply" {
+        return String::new();
+    }
     let mut out = String::new();
     let base = match &r.base.sha {
         Some(sha) => format!(

@@ -992,7 +992,11 @@ fn recorded(_ctx: &Ctx, txn: &Txn) -> Result<Outcome<Response>, Error> {
     Ok(Outcome::Done(resp))
 }
 
-fn render(r: &Response, _ctx: &Ctx) -> String {
+fn render(r: &Response, ctx: &Ctx) -> String {
+    // An apply's text is success text (`-q` drops it); a preview's plan is the product.
+    if ctx.quiet() && r.mode == "apply" {
+        return String::new();
+    }
     let mut out = String::new();
     let mut rows = vec![vec![
         "TASK".to_string(),

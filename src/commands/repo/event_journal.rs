@@ -526,7 +526,11 @@ fn reconcile_cmd(ctx: &Ctx, req: ReconcileRequest) -> Result<Outcome<ReconcileRe
     )))
 }
 
-fn render_reconcile(r: &ReconcileResponse, _ctx: &Ctx) -> String {
+fn render_reconcile(r: &ReconcileResponse, ctx: &Ctx) -> String {
+    // An apply's text is success text (`-q` drops it); a preview's plan is the product.
+    if ctx.quiet() && r.mode == "apply" {
+        return String::new();
+    }
     let mut out = String::new();
     if r.corrections.is_empty() {
         out.push_str("the event journal is consistent\n");
@@ -637,6 +641,9 @@ pub struct Move {
     created_by: String,
     bytes: u64,
     sha256: String,
+    /// A `run` event's shortcut, kept in the manifest so `uses` survives archival.
+    #[serde(default)]
+    shortcut: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -1006,6 +1013,9 @@ fn move_of(ws: &Workspace, ev: &EventHead) -> Result<Move, Error> {
         created_by: ev.created_by.clone(),
         bytes: bytes.len() as u64,
         sha256: archive::sha256_hex(&bytes),
+        shortcut: (ev.kind == "run")
+            .then(|| ev.field_str("shortcut").map(str::to_string))
+            .flatten(),
     })
 }
 
@@ -1017,6 +1027,7 @@ fn entry_of(m: &Move) -> Entry {
         created_by: m.created_by.clone(),
         bytes: m.bytes,
         sha256: m.sha256.clone(),
+        shortcut: m.shortcut.clone(),
     }
 }
 
@@ -1070,6 +1081,7 @@ fn restore_plan(
                 created_by: e.created_by.clone(),
                 bytes: e.bytes,
                 sha256: e.sha256.clone(),
+                shortcut: e.shortcut.clone(),
             });
         }
     }
@@ -1347,7 +1359,11 @@ fn move_response(
     }
 }
 
-fn render_moves(r: &MoveResponse, _ctx: &Ctx) -> String {
+fn render_moves(r: &MoveResponse, ctx: &Ctx) -> String {
+    // An apply's text is success text (`-q` drops it); a preview's plan is the product.
+    if ctx.quiet() && r.mode == "apply" {
+        return String::new();
+    }
     let verb = if r.operation == "restore" {
         "restore"
     } else {
