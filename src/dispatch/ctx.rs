@@ -40,6 +40,8 @@ pub struct Ctx<'t> {
     last_ulid: Cell<Option<Ulid>>,
     warnings: RefCell<Vec<Problem>>,
     notices: RefCell<Vec<String>>,
+    /// Held by a long-lived front end for its whole life (see [`Ctx::hold_agent_session`]).
+    session: OnceCell<crate::store::LockGuard>,
 }
 
 impl<'t> Ctx<'t> {
@@ -75,6 +77,7 @@ impl<'t> Ctx<'t> {
             last_ulid: Cell::new(None),
             warnings: RefCell::new(Vec::new()),
             notices: RefCell::new(Vec::new()),
+            session: OnceCell::new(),
         }
     }
 
@@ -167,6 +170,29 @@ impl<'t> Ctx<'t> {
         }
         self.ws()?;
         self.resolve_identity()
+    }
+
+    /// Makes this process the only server acting as the bound agent (RELIABILITY T15): holds
+    /// `.locks/mcp-<agent-id>.lock` until the context is dropped. A refusal when another
+    /// process holds it; two processes acting as one agent would race each other's claims
+    /// and receipts with nothing to tell them apart.
+    pub fn hold_agent_session(&self) -> Result<Option<Refusal>, Error> {
+        let ws = self.ws()?;
+        let agent = self.identity()?.agent.id.clone();
+        let path = ws.lock_path(&format!("mcp-{agent}"));
+        match ws.fs.try_lock(&path)? {
+            Some(guard) => {
+                let _ = self.session.set(guard);
+                Ok(None)
+            }
+            None => Ok(Some(Refusal::new(
+                "mcp.agent_busy",
+                format!(
+                    "another `dacli mcp serve` is already running as {agent} in this workspace"
+                ),
+                "Use that server, or stop it first; for parallel work, spawn another agent: `dacli agent spawn --grant <rw|ro> --role <role>`.",
+            ))),
+        }
     }
 
     /// Checks the identity bound at launch against the agent's record as it is now: a refusal

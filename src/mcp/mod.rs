@@ -34,6 +34,10 @@ pub fn serve(table: &Table, env: Env, start: Option<PathBuf>) -> u8 {
     if let Some(code) = bind(&ctx) {
         return code;
     }
+    match ctx.hold_agent_session() {
+        Ok(None) => {}
+        other => return refuse_start(other),
+    }
     // Reading stdin and writing stdout are the only blocking work, one of each at a time;
     // without a cap, a fast stream of input grew the pool by a thread (and its stack) per
     // read that overlapped the last one's hand-back.
@@ -82,23 +86,31 @@ pub fn replay(table: &Table, env: Env, start: Option<PathBuf>, input: &[u8]) -> 
 
 /// Binds the identity; `Some(exit code)` after telling stderr why the server cannot start.
 fn bind(ctx: &Ctx) -> Option<u8> {
-    let mut err = std::io::stderr().lock();
     match ctx.bind_identity() {
         Ok(None) => None,
+        other => Some(refuse_start(other)),
+    }
+}
+
+/// Tells stderr why the server cannot start; returns the exit code.
+fn refuse_start(outcome: Result<Option<crate::model::Refusal>, Error>) -> u8 {
+    let mut err = std::io::stderr().lock();
+    match outcome {
+        Ok(None) => 0,
         Ok(Some(refusal)) => {
             let _ = writeln!(
                 err,
                 "dacli mcp serve: refused [{}]: {}\nnext: {}",
                 refusal.policy, refusal.reason, refusal.next
             );
-            Some(exit_code(&Ok(Outcome::Refused(refusal))))
+            exit_code(&Ok(Outcome::Refused(refusal)))
         }
         Err(e) => {
             let _ = writeln!(err, "dacli mcp serve: error[{}]: {}", e.code, e.message);
             for h in &e.hints {
                 let _ = writeln!(err, "hint: {h}");
             }
-            Some(exit_code(&Err::<Outcome<crate::dispatch::Reply>, Error>(e)))
+            exit_code(&Err::<Outcome<crate::dispatch::Reply>, Error>(e))
         }
     }
 }

@@ -47,6 +47,17 @@ impl Fs {
         }
     }
 
+    /// Takes the exclusive lock `path` if nobody holds it, without waiting: `None` when
+    /// another process (or another open of the file in this one) holds it.
+    pub fn try_lock(&self, path: &Path) -> Result<Option<LockGuard>, Error> {
+        let file = self.open_lock_file(path)?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(LockGuard { _file: file })),
+            Err(TryLockError::WouldBlock) => Ok(None),
+            Err(TryLockError::Error(e)) => Err(Error::io("lock", self.display(path), e)),
+        }
+    }
+
     /// Probes a lock without waiting: true when another process holds it (for `doctor`).
     pub fn is_locked(&self, path: &Path) -> Result<bool, Error> {
         let file = self.open_lock_file(path)?;

@@ -556,6 +556,41 @@ fn identity_is_bound_at_launch_and_a_bad_one_never_reads_stdin() {
     s.finish();
 }
 
+/// RELIABILITY T15/C5: one server per agent. A second `mcp serve` as the same agent is
+/// refused before it reads stdin; another agent is not affected; once the first server ends
+/// (even killed), the agent may serve again.
+#[test]
+fn a_second_server_for_the_same_agent_is_refused() {
+    let repo = workspace();
+    let (_, token) = agent(&repo, "builder", 2, "rw");
+    let (_, other) = agent(&repo, "builder", 3, "rw");
+    let mut first = Server::start(&repo, Some(&token));
+    first.initialize("2025-11-25");
+    let out = server_command(repo.path(), Some(&token), &[])
+        .stdin(Stdio::null())
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(3));
+    assert!(out.stdout.is_empty(), "stdout is protocol only");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("mcp.agent_busy"), "{err}");
+    assert!(!err.contains(&token), "{err}");
+
+    let mut second = Server::start(&repo, Some(&other));
+    second.initialize("2025-11-25");
+    assert_done(&second.call("whoami", json!({})));
+    second.finish();
+
+    // Killed, not closed: the kernel releases the lock with the process.
+    first.child.kill().expect("kill");
+    first.child.wait().expect("reaped");
+    let mut again = Server::start(&repo, Some(&token));
+    again.initialize("2025-11-25");
+    assert_done(&again.call("whoami", json!({})));
+    let (code, stderr) = again.finish();
+    assert_eq!(code, 0, "{stderr}");
+}
+
 #[test]
 fn a_panic_inside_a_call_is_an_internal_error_and_the_server_keeps_serving() {
     let repo = workspace();
