@@ -591,6 +591,81 @@ fn a_second_server_for_the_same_agent_is_refused() {
     assert_eq!(code, 0, "{stderr}");
 }
 
+/// `run_shortcut` and the queue tools through a real server: a parameter reaches the program
+/// as one literal word, the run is an event, `queue_next` serves the step at the cursor and
+/// `queue_advance` with one key moves the cursor once.
+#[test]
+fn run_shortcut_and_the_queue_tools_map_onto_their_commands() {
+    let repo = workspace();
+    for args in [
+        &[
+            "shortcut",
+            "add",
+            "echo",
+            "--command",
+            "printf '%s' {{v}} > out.txt",
+            "--effect",
+            "read",
+            "--summary",
+            "Print v",
+            "--param",
+            "v",
+        ][..],
+        &[
+            "queue",
+            "add",
+            "release",
+            "--step",
+            "`./scripts/test.sh`",
+            "--step",
+            "Tag it",
+        ][..],
+    ] {
+        let (code, doc) = repo.json(args);
+        assert_eq!(code, 0, "{args:?}: {doc}");
+    }
+    let mut s = Server::start(&repo, None);
+    s.initialize("2025-11-25");
+
+    let listed = assert_done(&s.call("run_shortcut", json!({"list": true})));
+    assert_eq!(listed["shortcuts"][0]["name"], "echo", "{listed}");
+    let ran = assert_done(&s.call(
+        "run_shortcut",
+        json!({"name": "echo", "params": {"v": "a b; touch HACKED"}}),
+    ));
+    assert_eq!(ran["exit_code"], 0, "{ran}");
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("out.txt")).unwrap(),
+        "a b; touch HACKED"
+    );
+    assert!(!repo.path().join("HACKED").exists());
+
+    let next = assert_done(&s.call("queue_next", json!({"queue": "release"})));
+    assert_eq!(
+        next["step"],
+        json!({"n": 1, "text": "`./scripts/test.sh`"}),
+        "{next}"
+    );
+    for _ in 0..2 {
+        let adv = assert_done(&s.call("queue_advance", json!({"queue": "release", "key": "ci-1"})));
+        assert_eq!(adv["cursor"], 1, "{adv}");
+    }
+    let next = assert_done(&s.call("queue_next", json!({"queue": "release"})));
+    assert_eq!(next["step"]["n"], 2, "{next}");
+    let dead = s.call(
+        "queue_advance",
+        json!({"queue": "release", "outcome": "dead"}),
+    );
+    assert_eq!(
+        dead["isError"], true,
+        "a dead outcome needs its reason: {dead}"
+    );
+    s.finish();
+    let (code, q) = repo.json(&["queue", "list"]);
+    assert_eq!(code, 0);
+    assert_eq!(q["data"]["queues"][0]["cursor"], 1);
+}
+
 #[test]
 fn a_panic_inside_a_call_is_an_internal_error_and_the_server_keeps_serving() {
     let repo = workspace();
