@@ -133,7 +133,10 @@ impl<'t> Ctx<'t> {
             .and_then(|s| s.parse::<u64>().ok())
             .map_or(Duration::from_secs(30), Duration::from_millis);
         let fault = self.env.get("DACLI_TEST_FAULT").and_then(Fault::parse);
-        Fs::new(Some(root), Some(jail), self.random_u64(), timeout).with_fault(fault)
+        let trace = self.env.get("DACLI_TEST_FS_TRACE").map(PathBuf::from);
+        Fs::new(Some(root), Some(jail), self.random_u64(), timeout)
+            .with_fault(fault)
+            .with_trace(trace)
     }
 
     /// The caller. Only valid once the dispatcher resolved it (commands that need a workspace).

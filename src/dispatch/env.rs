@@ -7,7 +7,7 @@ use std::path::PathBuf;
 /// filesystem fault so that tests are deterministic; they are documented in docs/TESTING.md.
 /// `PATH` and `HOME` locate runtime binaries for `runtime doctor` (and shorten where one was
 /// found to `~/…` in its report).
-pub const READ_VARS: [&str; 16] = [
+pub const READ_VARS: [&str; 17] = [
     "DACLI_AGENT",
     "NO_COLOR",
     "TERM",
@@ -15,6 +15,7 @@ pub const READ_VARS: [&str; 16] = [
     "DACLI_TEST_CLOCK",
     "DACLI_TEST_SEED",
     "DACLI_TEST_FAULT",
+    "DACLI_TEST_FS_TRACE",
     "DACLI_TEST_PANIC",
     "DACLI_TEST_PAUSE_AFTER_STEP",
     "GH_TOKEN",

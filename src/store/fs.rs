@@ -92,6 +92,8 @@ pub struct Fs {
     temp_counter: Cell<u32>,
     pub(super) lock_timeout: Duration,
     fault: Option<Fault>,
+    /// A file every durable step is appended to, for the fsync-order audit (tests only).
+    trace: Option<PathBuf>,
     counts: Cell<[u32; 6]>,
     /// The directory [`Fs::contain`] verified last: a listing reads many files of one folder.
     contained: RefCell<Option<PathBuf>>,
@@ -114,6 +116,7 @@ impl Fs {
             temp_counter: Cell::new(0),
             lock_timeout,
             fault: None,
+            trace: None,
             counts: Cell::new([0; 6]),
             contained: RefCell::new(None),
         }
@@ -123,6 +126,30 @@ impl Fs {
     pub fn with_fault(mut self, fault: Option<Fault>) -> Fs {
         self.fault = fault;
         self
+    }
+
+    /// Records every durable step (create, flush, rename, link, unlink, mkdir, directory
+    /// flush) as one line of `trace`, for the fsync-order audit of RELIABILITY K3.
+    pub fn with_trace(mut self, trace: Option<PathBuf>) -> Fs {
+        self.trace = trace;
+        self
+    }
+
+    /// Appends `<step> <path>[ <path>]` to the trace, when one is set. Best effort: the trace
+    /// is a test instrument and never fails the operation it observes.
+    fn record(&self, step: &str, a: &Path, b: Option<&Path>) {
+        let Some(trace) = &self.trace else { return };
+        let mut line = format!("{step} {}", self.display(a));
+        if let Some(b) = b {
+            line.push(' ');
+            line.push_str(&self.display(b));
+        }
+        line.push('\n');
+        #[allow(clippy::disallowed_methods, reason = "store owns file writes")]
+        let file = OpenOptions::new().create(true).append(true).open(trace);
+        if let Ok(mut f) = file {
+            let _ = f.write_all(line.as_bytes());
+        }
     }
 
     /// The path as shown to users: relative to the work-tree root when it is inside it.
@@ -275,8 +302,20 @@ impl Fs {
             return Ok(());
         }
         self.hit(FaultOp::Mkdir, dir)?;
+        // The directories about to be made, outermost first: each one's entry in its parent
+        // must be flushed too, or a crash could lose a directory with durable files in it.
+        let mut made: Vec<&Path> = dir
+            .ancestors()
+            .take_while(|d| fs::symlink_metadata(d).is_err())
+            .collect();
+        made.reverse();
         #[allow(clippy::disallowed_methods, reason = "store owns directory creation")]
-        fs::create_dir_all(dir).map_err(|e| Error::io("create directory", self.display(dir), e))
+        fs::create_dir_all(dir).map_err(|e| Error::io("create directory", self.display(dir), e))?;
+        for d in made {
+            self.record("mkdir", d, None);
+            self.sync_dir(parent(d))?;
+        }
+        Ok(())
     }
 
     /// Atomic replace: write a temp file in the same directory, flush it, rename it over
@@ -293,6 +332,7 @@ impl Fs {
             self.discard(&tmp);
             return Err(e);
         }
+        self.record("rename", &tmp, Some(path));
         self.sync_dir(dir)
     }
 
@@ -316,6 +356,8 @@ impl Fs {
         });
         self.discard(&tmp);
         linked?;
+        self.record("link", &tmp, Some(path));
+        self.record("unlink", &tmp, None);
         self.sync_dir(dir)
     }
 
@@ -361,6 +403,7 @@ impl Fs {
                 Error::io("link", self.display(to), e)
             }
         })?;
+        self.record("link", from, Some(to));
         self.sync_dir(dir)?;
         self.remove(from)
     }
@@ -371,7 +414,10 @@ impl Fs {
         self.hit(FaultOp::Remove, dir)?;
         #[allow(clippy::disallowed_methods, reason = "store owns removals")]
         match fs::remove_dir(dir) {
-            Ok(()) => self.sync_dir(parent(dir)),
+            Ok(()) => {
+                self.record("unlink", dir, None);
+                self.sync_dir(parent(dir))
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
             Err(e) if e.kind() == io::ErrorKind::DirectoryNotEmpty => Ok(()),
             Err(e) => Err(Error::io("remove directory", self.display(dir), e)),
@@ -383,7 +429,10 @@ impl Fs {
         self.hit(FaultOp::Remove, path)?;
         #[allow(clippy::disallowed_methods, reason = "store owns removals")]
         match fs::remove_file(path) {
-            Ok(()) => self.sync_dir(parent(path)),
+            Ok(()) => {
+                self.record("unlink", path, None);
+                self.sync_dir(parent(path))
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(Error::io("remove", self.display(path), e)),
         }
@@ -400,6 +449,7 @@ impl Fs {
         self.hit(FaultOp::Rename, target)?;
         #[allow(clippy::disallowed_methods, reason = "store owns renames")]
         fs::rename(staging, target).map_err(|e| Error::io("rename", self.display(target), e))?;
+        self.record("rename", staging, Some(target));
         self.sync_dir(parent(target))
     }
 
@@ -430,6 +480,7 @@ impl Fs {
             .create_new(true)
             .open(&tmp)
             .map_err(|e| Error::io("create", self.display(&tmp), e))?;
+        self.record("create", &tmp, None);
         let written = file
             .write_all(bytes)
             .map_err(|e| Error::io("write", self.display(&tmp), e))
@@ -437,7 +488,8 @@ impl Fs {
             .and_then(|()| {
                 file.sync_all()
                     .map_err(|e| Error::io("flush", self.display(&tmp), e))
-            });
+            })
+            .map(|()| self.record("flush", &tmp, None));
         if let Err(e) = written {
             self.discard(&tmp);
             return Err(e);
@@ -455,7 +507,9 @@ impl Fs {
         self.hit(FaultOp::Sync, dir)?;
         File::open(dir)
             .and_then(|d| d.sync_all())
-            .map_err(|e| Error::io("flush directory", self.display(dir), e))
+            .map_err(|e| Error::io("flush directory", self.display(dir), e))?;
+        self.record("flushdir", dir, None);
+        Ok(())
     }
 
     /// Opens (creating if needed, never truncating) a lock file.

@@ -1,4 +1,5 @@
-//! RELIABILITY K1 and K2: crashes and I/O failures in the middle of every mutating command.
+//! RELIABILITY K1, K2 and K3: crashes and I/O failures in the middle of every mutating command,
+//! and the order of flushes that makes them survivable.
 //!
 //! - K2, deterministic: each command runs once cleanly, then again from the same starting
 //!   workspace with `DACLI_TEST_FAULT=<op>:<n>` for every op and n = 1, 2, … until the command
@@ -7,6 +8,9 @@
 //!   torn or foreign file), and leave the workspace, as readers see it, old or new.
 //! - K1, random: writers are SIGKILLed at random moments; afterwards no file under a final
 //!   name is torn, every reader works, and `doctor --fix` sweeps the stale temp files.
+//! - K3, the fsync-order audit: each command runs with `DACLI_TEST_FS_TRACE`, which makes the
+//!   store log every durable step; the log must show data flushed before its name appears and
+//!   each changed directory flushed before another changes and before the command ends.
 //!
 //! `scripts/soak` runs K1 with more kills through `DACLI_SOAK_KILLS`.
 
@@ -513,5 +517,112 @@ fn k1_sigkill_at_random_moments_leaves_no_torn_file() {
     assert_eq!(dups, "ok", "{doc}");
     println!(
         "K1: {kills} SIGKILLs ({killed} while the writer still ran), 0 torn files, {temps} stale temps"
+    );
+}
+
+/// The parent directory of a path as the trace prints it (relative to the work tree).
+fn dir_of(path: &str) -> &str {
+    path.rsplit_once('/').map_or("", |(d, _)| d)
+}
+
+/// Checks one command's trace of durable steps against RELIABILITY K3: a file's data is
+/// flushed before its name is published (rename or link), and a directory whose entries
+/// changed (rename, link, unlink, mkdir) is flushed before an entry of another directory
+/// changes, and before the command ends. Returns the violations.
+fn k3_violations(trace: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut created: BTreeMap<&str, bool> = BTreeMap::new(); // temp → flushed
+    let mut dirty: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
+    for line in trace.lines() {
+        let mut words = line.split(' ');
+        let step = words.next().unwrap_or("");
+        let a = words.next().unwrap_or("");
+        let b = words.next();
+        let changed = match (step, b) {
+            ("create", _) => {
+                created.insert(a, false);
+                None
+            }
+            ("flush", _) => {
+                created.insert(a, true);
+                None
+            }
+            ("flushdir", _) => {
+                dirty.remove(a);
+                None
+            }
+            ("rename" | "link", Some(to)) => {
+                if created.get(a) == Some(&false) {
+                    out.push(format!("{line}: published before its data was flushed"));
+                }
+                Some(dir_of(to))
+            }
+            ("unlink" | "mkdir", _) => Some(dir_of(a)),
+            _ => {
+                out.push(format!("unknown trace line `{line}`"));
+                None
+            }
+        };
+        if let Some(d) = changed {
+            for prev in dirty.iter().filter(|p| **p != d) {
+                out.push(format!("{line}: {prev} changed and was not flushed first"));
+            }
+            dirty.insert(d);
+        }
+    }
+    for d in dirty {
+        out.push(format!("{d} changed and was never flushed"));
+    }
+    out
+}
+
+#[test]
+fn k3_data_is_flushed_before_its_name_and_every_changed_directory_after() {
+    let (repo, token) = base();
+    let ws = repo.ws("");
+    let old = snapshot(&ws);
+    let traces = tempfile::tempdir().unwrap();
+    let mut steps = 0;
+    for (i, case) in CASES.iter().enumerate() {
+        restore(&ws, &old);
+        let trace = traces.path().join(format!("{i}.trace"));
+        let mut cmd = dacli();
+        cmd.current_dir(repo.path())
+            .args(case.args)
+            .arg("--json")
+            .env("DACLI_TEST_CLOCK", "2026-03-02T12:00:00Z")
+            .env("DACLI_TEST_SEED", "99")
+            .env("DACLI_TEST_FS_TRACE", &trace);
+        if case.as_agent {
+            cmd.env("DACLI_AGENT", &token);
+        }
+        let out = cmd.output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{:?}", case.args);
+        let text = std::fs::read_to_string(&trace).unwrap_or_default();
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("rename ") || l.starts_with("link ")),
+            "{:?} published something: {text}",
+            case.args
+        );
+        steps += text.lines().count();
+        let bad = k3_violations(&text);
+        assert!(bad.is_empty(), "{:?}: {bad:#?}\n{text}", case.args);
+    }
+    assert!(steps > CASES.len() * 4, "{steps} steps traced");
+}
+
+#[test]
+fn the_k3_audit_catches_a_missing_flush() {
+    let good = "create d/.tmp1\nflush d/.tmp1\nrename d/.tmp1 d/a.md\nflushdir d\n";
+    assert!(k3_violations(good).is_empty());
+    let unflushed_data = "create d/.tmp1\nrename d/.tmp1 d/a.md\nflushdir d\n";
+    assert_eq!(k3_violations(unflushed_data).len(), 1);
+    let unflushed_dir =
+        "create d/.tmp1\nflush d/.tmp1\nlink d/.tmp1 d/a.md\nunlink e/b.md\nflushdir e\n";
+    assert_eq!(
+        k3_violations(unflushed_dir).len(),
+        2,
+        "d before e, and d never"
     );
 }
