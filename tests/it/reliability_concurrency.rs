@@ -1,8 +1,9 @@
-//! RELIABILITY C1, C4, C5 and C6 through the real binary (C2 and the claim races of C3 are
+//! RELIABILITY C1, C3, C4, C5 and C6 through the real binary (C2 and the pure claim races are
 //! `lifecycle::parallel_task_add_gives_unique_ids_and_gap_free_numbers` and
 //! `lifecycle::racing_claims_have_exactly_one_winner_per_round`).
 //!
 //! - C1: many processes mutate one task as its owner at once; nothing is lost or doubled.
+//! - C3: mixed seeded agents at once; one winner per claim, every event accounted for.
 //! - C4: random operation sequences on one task against a small reference model.
 //! - C5: a SIGKILLed lock holder never blocks the next writer; a timeout is exit 1.
 //! - C6: two clones worked on apart merge with `git merge` without a conflict in append-only
@@ -611,4 +612,259 @@ fn c6_two_clones_merge_without_conflict_and_fold_to_the_union_of_intents() {
         merge_case(seed);
     }
     println!("C6: {seeds} seeded pairs of clones merged");
+}
+
+/// A small deterministic generator (SplitMix64), so a failing seed can be replayed.
+struct Mix(u64);
+
+impl Mix {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) % n as u64) as usize
+    }
+}
+
+/// One call a C3 agent made: its argv, exit code and JSON document.
+struct Call {
+    agent: String,
+    args: Vec<String>,
+    code: i32,
+    doc: Value,
+}
+
+/// What the agents of C3 share: the questions asked so far (to answer one).
+#[derive(Default)]
+struct Shared {
+    questions: Vec<String>,
+}
+
+/// One C3 agent's `ops` operations, chosen by `seed`: add, claim a pooled task, note, ask,
+/// answer, check-and-finish an own task, sync.
+fn c3_agent(
+    dir: &Path,
+    (id, token, rw): (&str, &str, bool),
+    pool: usize,
+    ops: usize,
+    seed: u64,
+    shared: &std::sync::Mutex<Shared>,
+) -> Vec<Call> {
+    let mut rng = Mix(seed);
+    let mut own: Vec<String> = Vec::new();
+    let mut calls = Vec::new();
+    let mut run = |args: Vec<String>| -> Value {
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = real(dir, &[&argv[..], &["--json"]].concat(), Some(token))
+            .output()
+            .unwrap();
+        let doc = one_json(&out.stdout);
+        calls.push(Call {
+            agent: id.to_string(),
+            args,
+            code: out.status.code().unwrap_or(-1),
+            doc: doc.clone(),
+        });
+        doc
+    };
+    for k in 0..ops {
+        let pooled = format!("checkout/{}", 1 + rng.below(pool));
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        match rng.below(7) {
+            0 if rw => {
+                let doc = run(s(&[
+                    "task",
+                    "add",
+                    &format!("{id} {k}"),
+                    "--accept",
+                    "it holds",
+                ]));
+                if let Some(t) = doc["data"]["task"]["id"].as_str() {
+                    own.push(t.to_string());
+                }
+            }
+            0 | 1 => {
+                run(s(&["task", "claim", &pooled]));
+            }
+            2 => {
+                run(s(&[
+                    "note",
+                    "add",
+                    "finding",
+                    &format!("seen by {id} {k}"),
+                    "--severity",
+                    "minor",
+                    "--about",
+                    &pooled,
+                ]));
+            }
+            3 => {
+                let doc = run(s(&["ask", &pooled, &format!("why {k}?"), "--no-block"]));
+                if let Some(q) = doc["data"]["question"].as_str() {
+                    shared.lock().unwrap().questions.push(q.to_string());
+                }
+            }
+            4 => {
+                let q = {
+                    let g = shared.lock().unwrap();
+                    (!g.questions.is_empty())
+                        .then(|| g.questions[rng.below(g.questions.len())].clone())
+                };
+                match q {
+                    Some(q) => run(s(&["answer", &q, &format!("because {k}")])),
+                    None => run(s(&["sync"])),
+                };
+            }
+            5 if !own.is_empty() => {
+                let t = own.remove(rng.below(own.len()));
+                run(s(&["task", "check", &t, "--n", "1"]));
+                run(s(&["task", "done", &t]));
+            }
+            _ => {
+                run(s(&["sync"]));
+            }
+        }
+    }
+    calls
+}
+
+#[test]
+fn c3_mixed_agents_leave_a_clean_workspace_one_winner_per_claim_and_every_event() {
+    let agents = soak("DACLI_SOAK_C3_AGENTS", 12);
+    let ops = soak("DACLI_SOAK_C3_OPS", 50);
+    let seed = soak("DACLI_SOAK_C3_SEED", 3) as u64;
+    let pool: usize = 6;
+    // Without a test-only definition of done, `task done` needs nothing but the checked box.
+    let repo = Repo::initialized();
+    ok(&repo, &["project", "add", "Checkout", "--slug", "checkout"]);
+    for n in 0..pool {
+        ok(
+            &repo,
+            &["task", "add", &format!("Pooled {n}"), "--accept", "done"],
+        );
+    }
+    let team: Vec<(String, String, bool)> = (0..agents)
+        .map(|i| {
+            let rw = i % 4 != 3;
+            let (id, token) = agent(
+                &repo,
+                if rw { "builder" } else { "reviewer" },
+                100 + i,
+                if rw { "rw" } else { "ro" },
+            );
+            (id, token, rw)
+        })
+        .collect();
+    let shared = std::sync::Arc::new(std::sync::Mutex::new(Shared::default()));
+    let workers: Vec<_> = team
+        .iter()
+        .enumerate()
+        .map(|(i, (id, token, rw))| {
+            let (dir, id, token, rw, shared) = (
+                repo.path().to_path_buf(),
+                id.clone(),
+                token.clone(),
+                *rw,
+                shared.clone(),
+            );
+            std::thread::spawn(move || {
+                c3_agent(
+                    &dir,
+                    (&id, &token, rw),
+                    pool,
+                    ops,
+                    seed * 1000 + i as u64,
+                    &shared,
+                )
+            })
+        })
+        .collect();
+    let calls: Vec<Call> = workers
+        .into_iter()
+        .flat_map(|w| w.join().expect("agent thread"))
+        .collect();
+    assert!(calls.len() >= agents * ops);
+
+    // Every call succeeded or was refused by policy: no failure, no crash, no conflict lost.
+    let bad: Vec<String> = calls
+        .iter()
+        .filter(|c| c.code != 0 && c.code != 3)
+        .map(|c| format!("{} {:?} → {}: {}", c.agent, c.args, c.code, c.doc))
+        .collect();
+    assert!(bad.is_empty(), "{bad:#?}");
+
+    // Every contended claim has exactly one winner, and it is the assignee readers see, before
+    // and after the owner's sync; every loser was refused as already claimed.
+    let assignee_of = |n: usize| -> Value {
+        ok(&repo, &["task", "show", &format!("checkout/{n}")])["data"]["assignee"].clone()
+    };
+    // A winner claiming again is told `unchanged`; winners are distinct agents.
+    let mut winners: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut contended = 0;
+    for c in calls
+        .iter()
+        .filter(|c| c.args.starts_with(&["task".into(), "claim".into()]))
+    {
+        if c.code == 0 {
+            winners
+                .entry(c.args[2].clone())
+                .or_default()
+                .insert(c.agent.clone());
+        } else {
+            contended += 1;
+            assert_eq!(
+                c.doc["refused"]["policy"], "task.already_claimed",
+                "{}",
+                c.doc
+            );
+        }
+    }
+    assert!(contended > 0, "the pool was contended");
+    for round in ["before", "after"] {
+        if round == "after" {
+            ok(&repo, &["sync"]);
+        }
+        for n in 1..=pool {
+            let pooled = format!("checkout/{n}");
+            let won = winners.get(&pooled).cloned().unwrap_or_default();
+            assert!(won.len() <= 1, "{pooled} has winners {won:?}");
+            let assignee = assignee_of(n);
+            match won.first() {
+                Some(w) => assert_eq!(assignee, Value::from(w.as_str()), "{pooled} {round} sync"),
+                None => assert_eq!(assignee, Value::Null, "{pooled} {round} sync"),
+            }
+        }
+    }
+
+    // One event per call that reported one, and no other (receipts apart).
+    let mut reported: BTreeSet<String> = BTreeSet::new();
+    for c in calls.iter().filter(|c| c.code == 0) {
+        for key in ["event", "question", "answer"] {
+            if let Some(e) = c.doc["data"][key].as_str() {
+                reported.insert(e.to_string());
+            }
+        }
+    }
+    let mut on_disk: BTreeSet<String> = BTreeSet::new();
+    let mut stack = vec![repo.ws("events")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            if p.is_dir() {
+                stack.push(p);
+            } else if !name.ends_with("-applied.md") {
+                on_disk.insert(name[..26].to_string());
+            }
+        }
+    }
+    assert_eq!(on_disk, reported, "event files = events the calls reported");
+
+    let doctor = ok(&repo, &["doctor"]);
+    for check in doctor["data"]["checks"].as_array().unwrap() {
+        assert_ne!(check["status"], "error", "{check}");
+    }
+    let lint = repo.json(&["lint"]);
+    assert_eq!(lint.0, 0, "{}", lint.1);
 }
