@@ -193,7 +193,7 @@ pub(super) fn gather(ws: &Workspace, reader: &Reader, reference: &str) -> Result
     let project_path = ws.path(&["projects", &scope.task.project, "project.md"]);
     let project = objects::read_document(ws, &project_path).map_err(objects::Error::from)?;
     let task_text = searchable(&doc);
-    let sections = vec![
+    let mut sections = vec![
         why(&scope, &project),
         out_of_scope(&project, &doc),
         constraints(&mut scope, &project)?,
@@ -202,10 +202,16 @@ pub(super) fn gather(ws: &Workspace, reader: &Reader, reference: &str) -> Result
         answers(&mut scope)?,
         lessons(&mut scope)?,
         findings(&mut scope)?,
-        linked(&mut scope, &doc)?,
-        activity(&scope),
-        shortcuts(&mut scope)?,
     ];
+    // A link to a note an earlier section already shows in full would print it twice; that
+    // section outranks Linked, so trimming never keeps the link and drops the original.
+    let shown: BTreeSet<String> = sections
+        .iter()
+        .flat_map(|s| s.candidates.iter().map(|i| i.id.clone()))
+        .collect();
+    sections.push(linked(&mut scope, &doc, &shown)?);
+    sections.push(activity(&scope));
+    sections.push(shortcuts(&mut scope)?);
     let mut task_ref = TaskRef {
         id: scope.task.id.clone(),
         reference: scope.task.reference(),
@@ -801,7 +807,12 @@ fn severity_rank(s: &str) -> usize {
         .unwrap_or(crate::model::note::SEVERITIES.len())
 }
 
-fn linked(scope: &mut Scope<'_>, t: &FoldedTask) -> Result<Section, Error> {
+/// The notes and tasks the task links to, except notes in `shown` (earlier sections).
+fn linked(
+    scope: &mut Scope<'_>,
+    t: &FoldedTask,
+    shown: &BTreeSet<String>,
+) -> Result<Section, Error> {
     let mut s = Section::new("linked", "Linked", "links").blocks();
     let mut text = String::new();
     for name in ["So that", "Context", "Acceptance", "Out of scope"] {
@@ -813,20 +824,27 @@ fn linked(scope: &mut Scope<'_>, t: &FoldedTask) -> Result<Section, Error> {
         if !seen.insert(target.clone()) {
             continue;
         }
-        if let Some(item) = link_item(scope, &target)? {
+        if let Some(item) = link_item(scope, &target, shown)? {
             s.candidates.push(item);
         }
     }
     Ok(s)
 }
 
-fn link_item(scope: &mut Scope<'_>, target: &str) -> Result<Option<Item>, Error> {
+fn link_item(
+    scope: &mut Scope<'_>,
+    target: &str,
+    shown: &BTreeSet<String>,
+) -> Result<Option<Item>, Error> {
     let note = scope
         .notes
         .iter()
         .find(|n| n.id == target || n.stem == target || n.id == format!("n-{target}"))
         .cloned();
     if let Some(note) = note {
+        if shown.contains(&note.id) {
+            return Ok(None);
+        }
         let Some(body) = scope.note_body(&note)? else {
             return Ok(None);
         };

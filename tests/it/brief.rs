@@ -108,7 +108,6 @@ fn the_example_brief_has_every_section_in_order() {
             "## Glossary",
             "## Lessons from other projects",
             "## What siblings found",
-            "## Linked",
             "## Recent activity",
             "## Shortcuts",
         ]
@@ -151,8 +150,17 @@ fn the_example_brief_has_every_section_in_order() {
         .find("on 005-introduce-the-cents-newtype-in-libs-money, minor")
         .unwrap();
     assert!(major < moderate && moderate < minor);
-    // The wikilink of the task's context, excerpted to its first paragraph.
-    assert!(md.contains("## Linked\n> **a-root** (root, decision n-01KJQP55T07PRX6PT5044WPXW1, linked):\n> Round once, at the boundary\n>\n> Round half-even exactly once, when a total leaves the pricing module."));
+    // The task's context links the decision Constraints already shows in full: it is shown
+    // once, and Linked (its only link) is left out.
+    assert_eq!(
+        md.matches("decision n-01KJQP55T07PRX6PT5044WPXW1").count(),
+        1
+    );
+    // Task 010 links a ref and a metric no earlier section shows: excerpted to their first
+    // paragraph.
+    let md10 = markdown(&repo, Some(BUILDER), &["checkout/010"]);
+    assert!(md10.contains("## Linked\n**you** (ref n-01KJW2CM23CE2MA6Z4PG1KAGXD, linked):\nPSP settlement file, version 3\n\nThe vendor specification is checked in at `docs/vendor/psp-settlement-v3.pdf`."), "{md10}");
+    assert!(md10.contains("> **a-planner-01KJPXBASP11G0W484T2TGEMDX** (planner, metric n-01KJSVP6GD7BG0MHYKZYFWNPP4, linked):\n> One-cent differences per day"), "{md10}");
     // Activity on the task, newest first, pending events marked.
     assert!(md.contains("## Recent activity (5 of 5)\n- 01KJYQRJD1P9XHPQK9T0R6W8K8 comment by a-reviewer-01KJPX9WK0VH0D88BH59TARTNH (pending)\n- 01KJYQGD4FQ89ES95TBCYQS7SQ run by a-reviewer-01KJPX9WK0VH0D88BH59TARTNH (test, exit 1)"));
     // The builder's toolkit, most used first.
