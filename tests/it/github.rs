@@ -1943,3 +1943,320 @@ fn push_previews_and_applies_in_one_step_and_a_second_push_changes_nothing() {
     assert_eq!(r.code, 3);
     assert_eq!(r.doc["refused"]["policy"], "grant.read_only");
 }
+
+/// The workspace id (markers carry it).
+fn ws_id(repo: &Repo) -> String {
+    std::fs::read_to_string(repo.ws("config.toml"))
+        .expect("config")
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("workspace_id = \"")
+                .map(|s| s.trim_end_matches('"').to_string())
+        })
+        .expect("workspace id")
+}
+
+/// Every event file under `.dacli/events/`, parsed loosely: (path, text).
+fn event_files(repo: &Repo) -> Vec<(PathBuf, String)> {
+    files_under(&repo.ws("events"))
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).expect("event");
+            (p, text)
+        })
+        .collect()
+}
+
+/// The pull workspace: `projection_workspace` plus a third task that is done. Returns the
+/// repo, the open task's id and the done task's id.
+fn pull_workspace() -> (Repo, String, String) {
+    let (repo, open) = projection_workspace();
+    let ok = |args: &[&str]| {
+        let (code, doc) = repo.json(args);
+        assert_eq!(code, 0, "{args:?}: {doc}");
+        doc
+    };
+    let t = ok(&[
+        "task",
+        "add",
+        "Refund shim",
+        "--project",
+        "checkout",
+        "--accept",
+        "refunds round once",
+    ]);
+    let done = t["data"]["task"]["id"].as_str().expect("id").to_string();
+    ok(&["task", "check", &done, "--n", "1"]);
+    ok(&["task", "done", &done]);
+    (repo, open, done)
+}
+
+/// Issues as GitHub lists them: #12 mirrors the open task (three comments), #13 the done task
+/// (reopened by a person), #14 a pull request and #15 another workspace's mirror, both of
+/// which carry markers and must be ignored.
+fn mapped_issues(fake: &Fake, ws: &str, open: &str, done: &str) {
+    fake.mount(
+        Mock::given(method("GET"))
+            .and(path(format!("{R}/issues")))
+            .and(query_param("state", "all"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!([
+                {"number": 12, "state": "open", "comments": 3,
+                 "body": format!("<!-- dacli:{open} ws:{ws} -->\n## Acceptance\n")},
+                {"number": 13, "state": "open", "comments": 0,
+                 "body": format!("<!-- dacli:{done} ws:{ws} -->\nStatus: done\n")},
+                {"number": 14, "state": "open", "comments": 5,
+                 "pull_request": {"url": "https://api.github.com/repos/acme/widget/pulls/14"},
+                 "body": format!("<!-- dacli:{open} ws:{ws} -->")},
+                {"number": 15, "state": "open", "comments": 2,
+                 "body": format!("<!-- dacli:{open} ws:01KJOTHERWORKSPACE00000000 -->")},
+            ]))),
+    );
+    fake.get(
+        &format!("{R}/issues/12/comments"),
+        200,
+        fixture("issue_comments"),
+    );
+    fake.get(
+        &format!("{R}/issues/13/events"),
+        200,
+        fixture("issue_events_reopened"),
+    );
+}
+
+#[test]
+fn pull_brings_comments_and_a_reopen_in_as_events_once() {
+    let (repo, open, done) = pull_workspace();
+    let ws = ws_id(&repo);
+    let fake = Fake::start();
+    mapped_issues(&fake, &ws, &open, &done);
+    let canonical = files_under(&repo.ws("projects"))
+        .into_iter()
+        .map(|p| {
+            let bytes = std::fs::read(&p).expect("read");
+            (p, bytes)
+        })
+        .collect::<Vec<_>>();
+    let before = event_files(&repo).len();
+
+    // A dry run lists what would be written and writes nothing.
+    let dry = run(&repo, &fake, &["github", "pull", "checkout", "--dry-run"]);
+    assert_eq!(dry.code, 0, "{}\n{}", dry.doc, dry.stderr);
+    let d = &dry.doc["data"];
+    assert_eq!(d["mode"], "dry_run");
+    assert_eq!(d["events"], json!([]));
+    assert_eq!(d["skipped_duplicates"], 0);
+    let refs: Vec<&str> = d["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|i| i["github_ref"].as_str().expect("ref"))
+        .collect();
+    assert_eq!(
+        refs,
+        [
+            "acme/widget#comment-501",
+            "acme/widget#comment-503",
+            "acme/widget#event-901"
+        ],
+        "dacli's own comment (502), the PR and the other workspace's issue stay out; only the reopen after the close counts"
+    );
+    assert_eq!(event_files(&repo).len(), before);
+
+    let r = run(&repo, &fake, &["github", "pull", "checkout"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.doc, r.stderr);
+    let d = &r.doc["data"];
+    assert_eq!(d["mode"], "apply");
+    assert_eq!(d["skipped_duplicates"], 0);
+    let ids: Vec<String> = d["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .map(|e| e.as_str().expect("id").to_string())
+        .collect();
+    assert_eq!(ids.len(), 3, "{d}");
+    let written = event_files(&repo);
+    assert_eq!(written.len(), before + 3);
+    let file_of = |id: &str| {
+        written
+            .iter()
+            .find(|(p, _)| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(id))
+            })
+            .map(|(_, t)| t.clone())
+            .unwrap_or_else(|| panic!("no event file for {id}"))
+    };
+    let first = file_of(&ids[0]);
+    assert!(first.contains("event_kind = \"comment\""), "{first}");
+    assert!(first.contains(&format!("about = \"{open}\"")), "{first}");
+    assert!(first.contains("origin = \"github:mkoenig\""), "{first}");
+    assert!(
+        first.contains("github_ref = \"acme/widget#comment-501\""),
+        "{first}"
+    );
+    assert!(
+        first.contains("Please cover refunds too.\nThey round the same way.\n"),
+        "{first}"
+    );
+    let reopen = file_of(&ids[2]);
+    assert!(
+        reopen.contains("event_kind = \"propose-status\""),
+        "{reopen}"
+    );
+    assert!(reopen.contains(&format!("about = \"{done}\"")), "{reopen}");
+    assert!(reopen.contains("to = \"open\""), "{reopen}");
+    assert!(reopen.contains("origin = \"github:mkoenig\""), "{reopen}");
+    assert!(
+        reopen.contains("github_ref = \"acme/widget#event-901\""),
+        "{reopen}"
+    );
+    assert!(
+        !written.iter().any(|(_, t)| t.contains("Status: active")),
+        "dacli's own comment never comes back"
+    );
+    // The events are what every reader folds in: the comment waits on the open task, the
+    // reopen request on the done one, which stays done until its owner acts.
+    let (_, show) = repo.json(&["task", "show", &open]);
+    let pending = show["data"]["pending_events"].to_string();
+    assert!(
+        pending.contains(&ids[0]) && pending.contains(&ids[1]),
+        "{show}"
+    );
+    let (_, show) = repo.json(&["task", "show", &done]);
+    assert_eq!(show["data"]["status"], "done");
+    assert!(
+        show["data"]["pending_events"].to_string().contains(&ids[2]),
+        "{show}"
+    );
+    // No canonical file was touched.
+    for (p, bytes) in &canonical {
+        assert_eq!(
+            &std::fs::read(p).expect("read"),
+            bytes,
+            "{} changed",
+            p.display()
+        );
+    }
+
+    // A second pull brings nothing twice.
+    let again = run(&repo, &fake, &["github", "pull"]);
+    assert_eq!(again.code, 0, "{}", again.doc);
+    assert_eq!(again.doc["data"]["events"], json!([]));
+    assert_eq!(again.doc["data"]["skipped_duplicates"], 3);
+    assert_eq!(event_files(&repo).len(), before + 3);
+    assert!(
+        fake.writes().is_empty(),
+        "pull never writes to GitHub: {:?}",
+        fake.writes()
+    );
+    fake.verify();
+}
+
+#[test]
+fn pull_needs_rw_and_a_link_and_types_access_problems() {
+    let (repo, _open, _done) = pull_workspace();
+    let fake = Fake::start();
+    let (_, ro) = agent(&repo, "reviewer", 4, "ro");
+    let r = run_with(
+        &repo,
+        &fake.url(),
+        &["github", "pull", "checkout"],
+        &[("GH_TOKEN", TOKEN)],
+        Some(&ro),
+    );
+    assert_eq!(r.code, 3, "{}", r.doc);
+    assert_eq!(r.doc["refused"]["policy"], "grant.read_only");
+    // A bad token is a lasting problem: refused, typed, nothing written.
+    fake.mount(
+        Mock::given(method("GET"))
+            .and(path(format!("{R}/issues")))
+            .respond_with(
+                ResponseTemplate::new(401).set_body_json(fixture("error_bad_credentials")),
+            ),
+    );
+    let before = event_files(&repo).len();
+    let r = run(&repo, &fake, &["github", "pull", "checkout"]);
+    assert_eq!(r.code, 3, "{}", r.doc);
+    assert_eq!(r.doc["refused"]["policy"], "github.access");
+    assert!(
+        r.doc["refused"]["reason"]
+            .as_str()
+            .expect("reason")
+            .contains("bad_credentials"),
+        "{}",
+        r.doc
+    );
+    assert_eq!(event_files(&repo).len(), before);
+    // The budget bounds the calls: one list page is all that fits.
+    let fake2 = Fake::start();
+    mapped_issues(&fake2, &ws_id(&repo), &_open, &_done);
+    let r = run(
+        &repo,
+        &fake2,
+        &["github", "pull", "checkout", "--max-api-calls", "1"],
+    );
+    assert_eq!(r.code, 1, "{}", r.doc);
+    assert_eq!(r.doc["error"]["code"], "E_GITHUB_ACCESS");
+    assert_eq!(fake2.requests().len(), 1);
+    assert_eq!(event_files(&repo).len(), before);
+    fake.verify();
+    fake2.verify();
+    // Unlinked: refused before any request.
+    let plain = Repo::initialized();
+    let (code, _) = plain.json(&["project", "add", "Checkout", "--slug", "checkout"]);
+    assert_eq!(code, 0);
+    let fake3 = Fake::start();
+    let r = run(&plain, &fake3, &["github", "pull", "checkout"]);
+    assert_eq!(r.code, 3, "{}", r.doc);
+    assert_eq!(r.doc["refused"]["policy"], "github.unlinked");
+    assert!(fake3.requests().is_empty());
+}
+
+#[test]
+fn sync_pulls_then_pushes_and_lists_what_either_refused() {
+    let (repo, open, done) = pull_workspace();
+    let ws = ws_id(&repo);
+    let fake = Fake::start();
+    fake.get(R, 200, fixture("repo"));
+    mapped_issues(&fake, &ws, &open, &done);
+    let before = event_files(&repo).len();
+    // A dry run previews both halves and writes nothing anywhere.
+    let dry = run(&repo, &fake, &["github", "sync", "checkout", "--dry-run"]);
+    assert_eq!(dry.code, 0, "{}\n{}", dry.doc, dry.stderr);
+    assert_eq!(dry.doc["data"]["pull"]["mode"], "dry_run");
+    assert_eq!(
+        dry.doc["data"]["pull"]["items"]
+            .as_array()
+            .expect("items")
+            .len(),
+        3
+    );
+    assert_eq!(dry.doc["data"]["push"]["mode"], "preview");
+    assert_eq!(dry.doc["data"]["refusals"], json!([]));
+    assert_eq!(event_files(&repo).len(), before);
+    // The public repository has no consent: the push half is refused, the pull half runs.
+    let r = run(&repo, &fake, &["github", "sync", "checkout"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.doc, r.stderr);
+    let d = &r.doc["data"];
+    assert_eq!(d["pull"]["events"].as_array().expect("events").len(), 3);
+    assert!(d["push"].is_null(), "{d}");
+    assert_eq!(d["refusals"][0]["subject"], "push");
+    assert_eq!(d["refusals"][0]["policy"], "github.no_consent");
+    assert_eq!(event_files(&repo).len(), before + 3);
+    assert!(fake.writes().is_empty(), "{:?}", fake.writes());
+    fake.verify();
+    // Both halves refused: the sync is refused.
+    let plain = Repo::initialized();
+    let (code, _) = plain.json(&["project", "add", "Checkout", "--slug", "checkout"]);
+    assert_eq!(code, 0);
+    let fake = Fake::start();
+    let r = run(&plain, &fake, &["github", "sync", "checkout"]);
+    assert_eq!(r.code, 3, "{}", r.doc);
+    assert_eq!(r.doc["refused"]["policy"], "github.unlinked");
+    let reason = r.doc["refused"]["reason"].as_str().expect("reason");
+    assert!(
+        reason.contains("pull:") && reason.contains("push:"),
+        "{reason}"
+    );
+    assert!(fake.requests().is_empty());
+}

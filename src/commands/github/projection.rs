@@ -117,6 +117,17 @@ pub struct PushRequest {
     max_api_calls: u32,
 }
 
+impl PushRequest {
+    /// A push of one project, as `github sync` runs it.
+    pub(super) fn new(project: String, dry_run: bool, max_api_calls: u32) -> PushRequest {
+        PushRequest {
+            project: Some(project),
+            dry_run,
+            max_api_calls,
+        }
+    }
+}
+
 impl Classify for PushRequest {
     fn class(&self, declared: Class) -> Class {
         if self.dry_run { Class::Read } else { declared }
@@ -127,7 +138,8 @@ pub(super) fn push_command() -> Command {
     Command::new("github.push", Class::Apply, run_push, render)
 }
 
-fn run_push(ctx: &Ctx, req: PushRequest) -> Result<Outcome<Response>, Error> {
+/// Runs `github push` (also the second half of `github sync`).
+pub(super) fn run_push(ctx: &Ctx, req: PushRequest) -> Result<Outcome<Response>, Error> {
     let slug = match &req.project {
         Some(p) => project_slug(ctx, p)?,
         None => only_projected_project(ctx)?,
@@ -194,7 +206,7 @@ fn run_push(ctx: &Ctx, req: PushRequest) -> Result<Outcome<Response>, Error> {
 }
 
 /// The one project with projection classes, for `github push` without PROJECT.
-fn only_projected_project(ctx: &Ctx) -> Result<String, Error> {
+pub(super) fn only_projected_project(ctx: &Ctx) -> Result<String, Error> {
     let ws = ctx.ws()?;
     let listing = crate::objects::projects::list(ws)?;
     ctx.warn_all(listing.warnings);
@@ -1185,7 +1197,7 @@ fn completed(ctx: &Ctx, txn: &Txn, already: bool) -> Result<Response, Error> {
     })
 }
 
-fn render(r: &Response, _ctx: &Ctx) -> String {
+pub(super) fn render(r: &Response, _ctx: &Ctx) -> String {
     let mut out = format!(
         "{} ({}): {} to create, {} to adopt, {} to close, {} withheld\n",
         r.repo,
