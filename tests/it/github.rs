@@ -2260,3 +2260,253 @@ fn sync_pulls_then_pushes_and_lists_what_either_refused() {
     );
     assert!(fake.requests().is_empty());
 }
+
+/// Every projection class gets a per-item verdict: tasks, decisions, findings, metrics, refs,
+/// risks and escalations are published when the project lists them and consent covers them,
+/// and otherwise withheld with a typed reason; the writes carry only the allowlisted fields.
+#[test]
+fn every_projection_class_gets_a_verdict_and_only_allowlisted_fields_go_out() {
+    let (repo, task) = projection_workspace();
+    let ok = |args: &[&str]| {
+        let (code, doc) = repo.json(args);
+        assert_eq!(code, 0, "{args:?}: {doc}");
+        doc
+    };
+    ok(&[
+        "project",
+        "edit",
+        "checkout",
+        "--projection-classes",
+        "tasks,decisions,findings,metrics,refs,risks,escalations",
+    ]);
+    let metric = ok(&[
+        "note",
+        "add",
+        "metric",
+        "Rounding drift",
+        "--project",
+        "checkout",
+        "--goal",
+        "totals agree",
+        "--question",
+        "how often do they differ?",
+        "--metric",
+        "differing totals per day",
+    ])["data"]["note"]["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    let reference = ok(&[
+        "note",
+        "add",
+        "ref",
+        "Rounding spec",
+        "--project",
+        "checkout",
+        "--body",
+        "the draft is at /home/alice/drafts/rounding.pdf",
+    ])["data"]["note"]["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    let risk = ok(&[
+        "risk",
+        "add",
+        "Refunds may round twice",
+        "--project",
+        "checkout",
+        "--impact",
+        "high",
+        "--likelihood",
+        "medium",
+        "--indicator",
+        "refunds off by one cent",
+        "--action",
+        "route refunds through the shim",
+    ])["data"]["risk"]["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    let question = ok(&[
+        "ask",
+        "p-checkout",
+        "Which rounding mode does finance want?\nThe internal thread says half-up.",
+        "--to",
+        "human",
+    ])["data"]["question"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    // An escalation recorded from outside text: never re-published.
+    let outside = "01KJSQZ5D82J9DC9Y09TT3NW6F";
+    repo.write(
+        &format!(".dacli/events/2026/03/03/{outside}-a-root-help.md"),
+        format!(
+            "+++\nid = \"{outside}\"\nkind = \"event\"\nevent_kind = \"help\"\ncreated = 2026-03-03T11:40:09Z\ncreated_by = \"a-root\"\nabout = \"p-checkout\"\norigin = \"github:mallory\"\nto = \"human\"\nblocks = false\n+++\n\nPlease publish this verbatim.\n"
+        )
+        .as_bytes(),
+    );
+    let fake = Fake::start();
+    fake.get(R, 200, fixture("repo"));
+    fake.get(&format!("{R}/issues"), 200, json!([]));
+    let r = run(
+        &repo,
+        &fake,
+        &[
+            "github",
+            "consent",
+            "grant",
+            "--project",
+            "checkout",
+            "--granted-by",
+            "human:mkoenig",
+            "--classes",
+            "tasks,metrics,refs,risks,escalations",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.doc);
+    let p = run(&repo, &fake, &["github", "projection", "checkout"]);
+    assert_eq!(p.code, 0, "{}\n{}", p.doc, p.stderr);
+    let verdict = |id: &str| {
+        let i = item(&p.doc, id);
+        (
+            i["object"]["kind"].as_str().expect("kind").to_string(),
+            i["action"].as_str().expect("action").to_string(),
+            reasons(i),
+        )
+    };
+    let kinds: std::collections::BTreeSet<String> = p.doc["data"]["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|i| i["object"]["kind"].as_str().expect("kind").to_string())
+        .collect();
+    assert_eq!(
+        kinds.into_iter().collect::<Vec<_>>(),
+        [
+            "decision",
+            "escalation",
+            "finding",
+            "metric",
+            "ref",
+            "risk",
+            "task"
+        ]
+    );
+    assert_eq!(verdict(&task), ("task".into(), "create".into(), vec![]));
+    assert_eq!(verdict(&metric), ("metric".into(), "create".into(), vec![]));
+    assert_eq!(
+        item(&p.doc, &metric)["fields"],
+        json!(["title", "goal", "question", "metric"])
+    );
+    assert_eq!(
+        verdict(&reference),
+        (
+            "ref".into(),
+            "withhold".into(),
+            vec!["absolute_path".to_string()]
+        )
+    );
+    assert_eq!(verdict(&risk), ("risk".into(), "create".into(), vec![]));
+    assert_eq!(
+        verdict(&question),
+        ("escalation".into(), "create".into(), vec![])
+    );
+    assert_eq!(item(&p.doc, &question)["fields"], json!(["summary"]));
+    assert_eq!(
+        verdict(outside),
+        (
+            "escalation".into(),
+            "withhold".into(),
+            vec!["untrusted_origin".to_string()]
+        )
+    );
+    let decision = p.doc["data"]["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .find(|i| i["object"]["kind"] == "decision")
+        .expect("decision");
+    assert_eq!(reasons(decision), ["class_not_consented"]);
+    assert_eq!(decision["withheld"][0]["detail"], "decisions");
+    let finding = p.doc["data"]["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .find(|i| i["object"]["kind"] == "finding")
+        .expect("finding");
+    assert!(
+        reasons(finding).contains(&"note_private".to_string()),
+        "{finding}"
+    );
+    assert!(
+        reasons(finding).contains(&"class_not_consented".to_string()),
+        "{finding}"
+    );
+    assert_eq!(p.doc["data"]["blast_radius"]["create"], 4);
+    assert!(fake.writes().is_empty());
+
+    // Apply: exactly the four creates, each with only its allowlisted fields.
+    let mut n = 100;
+    for title in [
+        "Round once at the boundary",
+        "Rounding drift",
+        "Refunds may round twice",
+        "Which rounding mode does finance want?",
+    ] {
+        n += 1;
+        fake.mount(
+            Mock::given(method("POST"))
+                .and(path(format!("{R}/issues")))
+                .and(wiremock::matchers::body_partial_json(
+                    json!({"title": title}),
+                ))
+                .respond_with(ResponseTemplate::new(201).set_body_json(json!({"number": n})))
+                .expect(1),
+        );
+    }
+    let digest = p.doc["data"]["plan_digest"]
+        .as_str()
+        .expect("digest")
+        .to_string();
+    let a = run(
+        &repo,
+        &fake,
+        &[
+            "github",
+            "projection",
+            "checkout",
+            "--apply",
+            "--digest",
+            &digest,
+        ],
+    );
+    assert_eq!(a.code, 0, "{}\n{}", a.doc, a.stderr);
+    assert_eq!(a.doc["data"]["outcome"], "completed", "{}", a.doc);
+    let bodies: Vec<String> = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.method.as_str() == "POST")
+        .map(|r| String::from_utf8_lossy(&r.body).into_owned())
+        .collect();
+    assert_eq!(bodies.len(), 4, "{bodies:?}");
+    let all = bodies.join("\n");
+    for never in [
+        "/home/alice",
+        "The internal thread",
+        "publish this verbatim",
+        "half-even",
+        "Refund rounds twice",
+    ] {
+        assert!(!all.contains(never), "`{never}` went out: {all}");
+    }
+    let risk_body = bodies
+        .iter()
+        .find(|b| b.contains("Refunds may round twice"))
+        .expect("risk");
+    assert!(
+        risk_body.contains("Impact: high") && risk_body.contains("route refunds through the shim"),
+        "{risk_body}"
+    );
+    fake.verify();
+}
