@@ -1647,6 +1647,16 @@ fn squash_rebase_and_tags_are_refused_before_any_request() {
 /// Sends `calls` to `dacli mcp serve` (legacy handshake first) and returns each tools/call
 /// result's parsed text content.
 fn mcp(repo: &Repo, fake: &Fake, calls: &[(&str, Value)]) -> Vec<Value> {
+    mcp_as(repo, fake, None, calls)
+}
+
+/// As [`mcp`], the server running as the agent whose token is given (else a-root).
+fn mcp_as(
+    repo: &Repo,
+    fake: &Fake,
+    agent_token: Option<&str>,
+    calls: &[(&str, Value)],
+) -> Vec<Value> {
     use std::io::Write as _;
     let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("dacli"));
     cmd.current_dir(repo.path())
@@ -1661,6 +1671,9 @@ fn mcp(repo: &Repo, fake: &Fake, calls: &[(&str, Value)]) -> Vec<Value> {
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
+    if let Some(t) = agent_token {
+        cmd.env("DACLI_AGENT", t);
+    }
     let mut child = cmd.spawn().expect("server starts");
     let mut input = String::new();
     input.push_str(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "it", "version": "1"}}}).to_string());
@@ -2508,5 +2521,143 @@ fn every_projection_class_gets_a_verdict_and_only_allowlisted_fields_go_out() {
         risk_body.contains("Impact: high") && risk_body.contains("route refunds through the shim"),
         "{risk_body}"
     );
+    fake.verify();
+}
+
+/// Required checks come from rulesets as well as classic branch protection: a check only a
+/// ruleset requires is required, and absent on the head it is missing, never green.
+#[test]
+fn a_check_required_only_by_a_ruleset_is_required_and_missing_is_not_green() {
+    let repo = linked();
+    let fake = Fake::start();
+    fake.get(
+        &format!("{R}/rules/branches/main"),
+        200,
+        patched(
+            "rules_main",
+            &[(
+                "/0/parameters/required_status_checks",
+                json!([{"context": "test"}, {"context": "e2e"}]),
+            )],
+        ),
+    );
+    fake.get(
+        &format!("{R}/branches/main/protection"),
+        200,
+        patched(
+            "protection_main",
+            &[("/required_status_checks", Value::Null)],
+        ),
+    );
+    green_pr(
+        &fake,
+        patched("pull", &[("/mergeable_state", json!("blocked"))]),
+    );
+    let r = run(&repo, &fake, &["pr", "diagnose", "--pr", "7"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.doc, r.stderr);
+    let d = &r.doc["data"];
+    assert_eq!(d["requirements"]["source"], "both");
+    assert_eq!(d["requirements"]["required_checks"], json!(["e2e", "test"]));
+    assert_eq!(d["missing_required"], json!(["e2e"]));
+    assert_eq!(d["verdict"]["class"], "missing_required_checks", "{d}");
+    assert!(
+        d["verdict"]["reasons"][0]
+            .as_str()
+            .expect("reason")
+            .contains("`e2e`"),
+        "{d}"
+    );
+    assert_eq!(
+        d["verdict"]["next_actions"][0]["action"],
+        "dispatch_workflow"
+    );
+    let requests: Vec<String> = fake
+        .requests()
+        .iter()
+        .map(|r| r.url.path().to_string())
+        .collect();
+    assert!(
+        requests.contains(&format!("{R}/rules/branches/main")),
+        "the rulesets were read: {requests:?}"
+    );
+    fake.verify();
+}
+
+/// `release_train` over MCP: `land` is refused for an agent outside the project's merge
+/// authority before any request, previews its gates for a-root, and lands with the SHA guard.
+#[test]
+fn release_train_lands_over_mcp_only_with_merge_authority() {
+    let repo = train_workspace();
+    let train = write_train(&repo);
+    let (_, builder) = agent(&repo, "builder", 3, "rw");
+    let fake = Fake::start();
+    let zero = format!("sha256:{}", "0".repeat(64));
+    let refused = mcp_as(
+        &repo,
+        &fake,
+        Some(&builder),
+        &[(
+            "release_train",
+            json!({"action": "land", "train_id": train, "mode": "apply", "expect_digest": zero}),
+        )],
+    );
+    assert_eq!(
+        refused[0]["refused"]["policy"], "merge.no_authority",
+        "{}",
+        refused[0]
+    );
+    assert!(fake.requests().is_empty());
+    fake.verify();
+
+    let fake = Fake::start();
+    landing(&fake, S);
+    fake.mount(
+        Mock::given(method("GET"))
+            .and(path(format!("{R}/branches/release")))
+            .respond_with(ResponseTemplate::new(200).set_body_json(branch(BASE)))
+            .up_to_n_times(2),
+    );
+    fake.get(&format!("{R}/branches/release"), 200, branch(MERGED));
+    fake.get(
+        &format!("{R}/compare/{S}...release"),
+        200,
+        json!({"status": "ahead", "ahead_by": 1, "behind_by": 0}),
+    );
+    let preview = mcp(
+        &repo,
+        &fake,
+        &[(
+            "release_train",
+            json!({"action": "land", "train_id": train}),
+        )],
+    );
+    let gates = preview[0]["gates"].as_array().expect("gates");
+    assert!(gates.iter().all(|g| g["result"] == "pass"), "{gates:?}");
+    assert!(fake.writes().is_empty());
+    let digest = preview[0]["plan_digest"]
+        .as_str()
+        .expect("digest")
+        .to_string();
+    fake.mount(
+        Mock::given(method("PUT"))
+            .and(path(format!("{R}/pulls/31/merge")))
+            .and(wiremock::matchers::body_json(
+                json!({"sha": S, "merge_method": "merge"}),
+            ))
+            .respond_with(
+                ResponseTemplate::new(200).set_body_json(json!({"sha": MERGED, "merged": true})),
+            )
+            .expect(1),
+    );
+    let landed = mcp(
+        &repo,
+        &fake,
+        &[(
+            "release_train",
+            json!({"action": "land", "train_id": train, "mode": "apply", "expect_digest": digest}),
+        )],
+    );
+    assert_eq!(landed[0]["state"], "verified", "{}", landed[0]);
+    assert_eq!(landed[0]["outcome"]["merge_commit_sha"], MERGED);
     fake.verify();
 }
