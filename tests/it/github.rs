@@ -2661,3 +2661,77 @@ fn release_train_lands_over_mcp_only_with_merge_authority() {
     assert_eq!(landed[0]["outcome"]["merge_commit_sha"], MERGED);
     fake.verify();
 }
+
+/// `github push` retried after a timeout: the first push leaves its transaction partial; the
+/// retry finishes that transaction, finds the issue the lost request created by its marker,
+/// and sends no second create.
+#[test]
+fn a_push_retried_after_a_timeout_creates_no_duplicate_issue() {
+    let (repo, task) = projection_workspace();
+    let ws = ws_id(&repo);
+    let fake = Fake::start();
+    fake.get(R, 200, fixture("repo"));
+    let r = run(
+        &repo,
+        &fake,
+        &[
+            "github",
+            "consent",
+            "grant",
+            "--project",
+            "checkout",
+            "--granted-by",
+            "human:mkoenig",
+            "--classes",
+            "tasks",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.doc);
+    // The first push sees no issue; its create times out on our side although GitHub made #12.
+    fake.mount(
+        Mock::given(method("GET"))
+            .and(path(format!("{R}/issues")))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!([])))
+            .up_to_n_times(1),
+    );
+    fake.get(
+        &format!("{R}/issues"),
+        200,
+        json!([{"number": 12, "state": "open", "title": "Round once at the boundary",
+                "body": format!("<!-- dacli:{task} ws:{ws} -->\n## Acceptance\n")}]),
+    );
+    fake.mount(
+        Mock::given(method("POST"))
+            .and(path(format!("{R}/issues")))
+            .respond_with(
+                ResponseTemplate::new(201)
+                    .set_body_json(json!({"number": 12}))
+                    .set_delay(Duration::from_secs(6)),
+            )
+            .expect(1),
+    );
+    let first = run(&repo, &fake, &["github", "push", "checkout"]);
+    assert_eq!(first.code, 0, "{}", first.doc);
+    assert_eq!(first.doc["data"]["outcome"], "partial", "{}", first.doc);
+    let txn = first.doc["data"]["txn"].as_str().expect("txn").to_string();
+    let second = run(&repo, &fake, &["github", "push", "checkout"]);
+    assert_eq!(second.code, 0, "{}\n{}", second.doc, second.stderr);
+    assert_eq!(second.doc["data"]["outcome"], "completed", "{}", second.doc);
+    assert_eq!(
+        second.doc["data"]["txn"],
+        txn.as_str(),
+        "the same transaction"
+    );
+    assert_eq!(item(&second.doc, &task)["remote"]["number"], 12);
+    // A third push has nothing to do.
+    let third = run(&repo, &fake, &["github", "push", "checkout"]);
+    assert_eq!(third.code, 0, "{}", third.doc);
+    assert_eq!(item(&third.doc, &task)["action"], "none", "{}", third.doc);
+    let posts = fake
+        .requests()
+        .iter()
+        .filter(|r| r.method.as_str() == "POST")
+        .count();
+    assert_eq!(posts, 1, "exactly one create was ever sent");
+    fake.verify();
+}

@@ -197,6 +197,26 @@ pub(super) fn run_push(ctx: &Ctx, req: PushRequest) -> Result<Outcome<Response>,
             gap,
         )));
     }
+    if !req.dry_run
+        && let Some(txn) = interrupted(ctx, &repo, &observed.plan)?
+    {
+        let mut observed = observed;
+        observed.notices.push(Notice::new(
+            "resumed",
+            format!(
+                "finished the interrupted transaction {} from its frozen plan; push again for anything changed since",
+                txn.id()
+            ),
+        ));
+        return apply_plan(
+            ctx,
+            &client,
+            &slug,
+            Plan::from_txn(&txn)?,
+            &observed,
+            Some(txn),
+        );
+    }
     if req.dry_run || !writes {
         announce(ctx, &observed.notices);
         let mut r = preview(observed, digest);
@@ -207,6 +227,27 @@ pub(super) fn run_push(ctx: &Ctx, req: PushRequest) -> Result<Outcome<Response>,
         return Ok(Outcome::Done(r));
     }
     apply_plan(ctx, &client, &slug, observed.plan.clone(), &observed, None)
+}
+
+/// An open transaction that an earlier push or apply to `repo` left for objects of this plan
+/// (cut by a timeout, say). A push finishes it first, from its frozen plan, so a create whose
+/// answer was lost is found again by its marker instead of being sent twice.
+fn interrupted(ctx: &Ctx, repo: &str, plan: &Plan) -> Result<Option<Txn>, Error> {
+    let ws = ctx.ws()?;
+    let open = crate::journal::txn::open(ws)?;
+    ctx.warn_all(open.warnings);
+    Ok(open
+        .items
+        .into_iter()
+        .filter(|t| t.tool() == TOOL)
+        .find(|t| {
+            Plan::from_txn(t).is_ok_and(|p| {
+                p.repo == repo
+                    && p.items
+                        .iter()
+                        .any(|i| plan.items.iter().any(|o| o.object.id == i.object.id))
+            })
+        }))
 }
 
 /// The one project with projection classes, for `github push` without PROJECT.
