@@ -2162,6 +2162,36 @@ fn pull_brings_comments_and_a_reopen_in_as_events_once() {
         "pull never writes to GitHub: {:?}",
         fake.writes()
     );
+
+    // Archived comments do not come back either.
+    let (code, doc) = repo.json(&["sync"]);
+    assert_eq!(code, 0, "{doc}");
+    let archive = [
+        "events",
+        "archive",
+        "--before",
+        "2100-01-01T00:00:00Z",
+        "--include-open-task-history",
+    ];
+    let (code, preview) = repo.json(&archive);
+    assert_eq!(code, 0, "{preview}");
+    let digest = preview["data"]["plan_digest"].as_str().expect("digest");
+    let mut apply = archive.to_vec();
+    apply.extend(["--apply", "--digest", digest]);
+    let (code, doc) = repo.json(&apply);
+    assert_eq!(code, 0, "{doc}");
+    let live = event_files(&repo);
+    assert!(
+        !live
+            .iter()
+            .any(|(_, t)| t.contains("acme/widget#comment-501")),
+        "the comment was archived: {doc}"
+    );
+    let after = run(&repo, &fake, &["github", "pull", "checkout"]);
+    assert_eq!(after.code, 0, "{}", after.doc);
+    assert_eq!(after.doc["data"]["events"], json!([]), "{}", after.doc);
+    assert_eq!(after.doc["data"]["skipped_duplicates"], 3);
+    assert_eq!(event_files(&repo).len(), live.len());
     fake.verify();
 }
 

@@ -17,10 +17,11 @@ use super::projection::{self, PushRequest, only_projected_project};
 use super::{Notice, announce, call_failure, connect, link_of, project_slug, unlinked};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Outcome};
 use crate::github::{CallError, Client};
-use crate::journal::{self, NewEvent};
+use crate::journal::{self, NewEvent, archive};
 use crate::model::Refusal;
 use crate::model::task::Status;
 use crate::objects::tasks;
+use crate::store::Document;
 
 /// Pages of at most 100 items read per list (issues, one issue's comments or events).
 const MAX_PAGES: u32 = 10;
@@ -169,19 +170,51 @@ fn pull(
     }))
 }
 
-/// The `github_ref` of every event an earlier pull wrote.
+/// The `github_ref` of every event an earlier pull wrote: in the live log, and in sealed
+/// archive segments (an archived comment must not come back as a new one).
 fn already_pulled(ctx: &Ctx) -> Result<BTreeSet<String>, Error> {
-    let journal = journal::read(ctx.ws()?)?;
+    let ws = ctx.ws()?;
+    let journal = journal::read(ws)?;
     ctx.warn_all(journal.warnings.clone());
-    Ok(journal
+    let mut seen: BTreeSet<String> = journal
         .events
         .iter()
-        .filter(|e| {
-            e.field_str("origin")
-                .is_some_and(|o| o.starts_with("github:"))
-        })
-        .filter_map(|e| e.field_str("github_ref").map(str::to_string))
-        .collect())
+        .filter_map(|e| pulled_ref(&e.front))
+        .collect();
+    let segments = archive::segments(ws)?;
+    ctx.warn_all(segments.warnings);
+    for seg in segments
+        .items
+        .iter()
+        .filter(|s| s.state == archive::SegmentState::Sealed)
+    {
+        for e in &seg.manifest.entries {
+            if !matches!(e.event_kind.as_str(), "comment" | "propose-status") {
+                continue;
+            }
+            let path = archive::archived_path(ws, &seg.manifest.id, e);
+            let Ok(bytes) = ws.fs.read(&path) else {
+                continue;
+            };
+            match Document::parse(&ws.display(&path), &bytes) {
+                Ok(doc) => seen.extend(pulled_ref(&doc.front)),
+                Err(p) => ctx.warn_all([p]),
+            }
+        }
+    }
+    Ok(seen)
+}
+
+/// The `github_ref` of an event frontmatter written by a pull.
+fn pulled_ref(front: &toml_edit::DocumentMut) -> Option<String> {
+    let origin = front.get("origin").and_then(|v| v.as_str())?;
+    if !origin.starts_with("github:") {
+        return None;
+    }
+    front
+        .get("github_ref")
+        .and_then(|v| v.as_str())
+        .map(str::to_string)
 }
 
 fn append(ctx: &Ctx, me: &str, p: &Pulled) -> Result<String, Error> {
