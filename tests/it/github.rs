@@ -1033,6 +1033,14 @@ fn preview_lists_withheld_items_with_typed_reasons_and_writes_nothing() {
         "the decision (not consented) and the finding"
     );
     assert_eq!(by_reason("note_private"), 1);
+    let finding = items
+        .iter()
+        .find(|i| i["object"]["kind"] == "finding")
+        .expect("finding");
+    assert_eq!(
+        finding["withheld"][0]["detail"],
+        "findings is not in the project's github_projection.classes"
+    );
     let secret = items
         .iter()
         .find(|i| reasons(i).iter().any(|r| r == "secret_pattern"))
@@ -2471,7 +2479,10 @@ fn every_projection_class_gets_a_verdict_and_only_allowlisted_fields_go_out() {
         .find(|i| i["object"]["kind"] == "decision")
         .expect("decision");
     assert_eq!(reasons(decision), ["class_not_consented"]);
-    assert_eq!(decision["withheld"][0]["detail"], "decisions");
+    assert_eq!(
+        decision["withheld"][0]["detail"],
+        "decisions is not among the classes consented to"
+    );
     let finding = p.doc["data"]["items"]
         .as_array()
         .expect("items")

@@ -663,7 +663,14 @@ fn observe(
         if gap.is_none() && !publishable.iter().any(|k| k == c.class) {
             withheld.push(Withheld {
                 reason: "class_not_consented".into(),
-                detail: c.class.into(),
+                detail: if project_classes.iter().any(|k| k == c.class) {
+                    format!("{} is not among the classes consented to", c.class)
+                } else {
+                    format!(
+                        "{} is not in the project's github_projection.classes",
+                        c.class
+                    )
+                },
             });
         }
         if c.private {
