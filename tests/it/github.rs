@@ -2063,7 +2063,7 @@ fn pull_brings_comments_and_a_reopen_in_as_events_once() {
     let dry = run(&repo, &fake, &["github", "pull", "checkout", "--dry-run"]);
     assert_eq!(dry.code, 0, "{}\n{}", dry.doc, dry.stderr);
     let d = &dry.doc["data"];
-    assert_eq!(d["mode"], "dry_run");
+    assert_eq!(d["mode"], "preview");
     assert_eq!(d["events"], json!([]));
     assert_eq!(d["skipped_duplicates"], 0);
     let refs: Vec<&str> = d["items"]
@@ -2200,6 +2200,7 @@ fn pull_brings_comments_and_a_reopen_in_as_events_once() {
     assert_eq!(after.doc["data"]["events"], json!([]), "{}", after.doc);
     assert_eq!(after.doc["data"]["skipped_duplicates"], 3);
     assert_eq!(event_files(&repo).len(), live.len());
+    assert!(files_containing(repo.path(), TOKEN).is_empty());
     fake.verify();
 }
 
@@ -2274,7 +2275,7 @@ fn sync_pulls_then_pushes_and_lists_what_either_refused() {
     // A dry run previews both halves and writes nothing anywhere.
     let dry = run(&repo, &fake, &["github", "sync", "checkout", "--dry-run"]);
     assert_eq!(dry.code, 0, "{}\n{}", dry.doc, dry.stderr);
-    assert_eq!(dry.doc["data"]["pull"]["mode"], "dry_run");
+    assert_eq!(dry.doc["data"]["pull"]["mode"], "preview");
     assert_eq!(
         dry.doc["data"]["pull"]["items"]
             .as_array()
@@ -2295,6 +2296,7 @@ fn sync_pulls_then_pushes_and_lists_what_either_refused() {
     assert_eq!(d["refusals"][0]["policy"], "github.no_consent");
     assert_eq!(event_files(&repo).len(), before + 3);
     assert!(fake.writes().is_empty(), "{:?}", fake.writes());
+    assert!(files_containing(repo.path(), TOKEN).is_empty());
     fake.verify();
     // Both halves refused: the sync is refused.
     let plain = Repo::initialized();
@@ -2774,5 +2776,29 @@ fn a_push_retried_after_a_timeout_creates_no_duplicate_issue() {
         .filter(|r| r.method.as_str() == "POST")
         .count();
     assert_eq!(posts, 1, "exactly one create was ever sent");
+    fake.verify();
+}
+
+/// A 200 whose `X-GitHub-SSO: partial-results` says SAML organizations were left out is a
+/// warning in `access.sso_partial`, never silently complete.
+#[test]
+fn partial_sso_results_are_named_in_the_access_block() {
+    let repo = linked();
+    let fake = Fake::start();
+    fake.mount(
+        Mock::given(method("GET"))
+            .and(path(format!("{R}/pulls/7")))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .set_body_json(fixture("pull"))
+                    .insert_header("x-github-sso", "partial-results; organizations=21955855"),
+            ),
+    );
+    failing_pr(&fake);
+    let r = run(&repo, &fake, &["pr", "diagnose", "--pr", "7"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.doc, r.stderr);
+    assert_eq!(r.doc["data"]["access"]["sso_partial"], json!(["21955855"]));
+    assert!(r.doc["data"]["access"]["problem"].is_null());
+    assert_eq!(r.doc["data"]["verdict"]["class"], "failing_checks");
     fake.verify();
 }

@@ -66,7 +66,7 @@ pub(super) fn command() -> Command {
 
 #[derive(Debug, Serialize)]
 pub struct Response {
-    /// `dry_run` or `apply`.
+    /// `preview` (a dry run) or `apply`.
     mode: &'static str,
     repo: String,
     project: String,
@@ -160,7 +160,7 @@ fn pull(
     }
     announce(ctx, &notices);
     Ok(Outcome::Done(Response {
-        mode: if dry_run { "dry_run" } else { "apply" },
+        mode: if dry_run { "preview" } else { "apply" },
         repo,
         project: format!("p-{slug}"),
         events,
@@ -458,7 +458,7 @@ fn render(r: &Response, _ctx: &Ctx) -> String {
         r.project,
         r.items.len(),
         r.skipped_duplicates,
-        if r.mode == "dry_run" {
+        if r.mode == "preview" {
             " (dry run: nothing written)"
         } else {
             ""
@@ -510,6 +510,7 @@ pub(super) fn sync_command() -> Command {
 
 #[derive(Debug, Serialize)]
 pub struct SyncResponse {
+    /// `preview` (a dry run) or `apply`.
     mode: &'static str,
     /// The pull's result; null when it was refused.
     pull: Option<Response>,
@@ -565,7 +566,7 @@ fn run_sync(ctx: &Ctx, req: SyncRequest) -> Result<Outcome<SyncResponse>, Error>
         return Ok(Outcome::Refused(both_refused(&refusals)));
     }
     Ok(Outcome::Done(SyncResponse {
-        mode: if req.dry_run { "dry_run" } else { "apply" },
+        mode: if req.dry_run { "preview" } else { "apply" },
         pull,
         push,
         refusals,
