@@ -417,25 +417,9 @@ fn reopen(
             ),
         ));
     }
-    let at = |e: &Value| str_at(e, &["created_at"]).and_then(|s| s.parse::<jiff::Timestamp>().ok());
-    let Some(closed) = events
-        .iter()
-        .rposition(|e| str_at(e, &["event"]) == Some("closed"))
-    else {
+    let Some(reopened) = human_reopen(&events, done_since) else {
         return Ok(None);
     };
-    let Some(reopened) = events[closed..]
-        .iter()
-        .rev()
-        .find(|e| str_at(e, &["event"]) == Some("reopened"))
-    else {
-        return Ok(None);
-    };
-    if let (Some(since), Some(when)) = (done_since, at(reopened))
-        && when < since
-    {
-        return Ok(None);
-    }
     let Some(id) = u64_at(reopened, &["id"]) else {
         return Ok(None);
     };
@@ -449,6 +433,23 @@ fn reopen(
         event: None,
         body: format!("{login} reopened {repo}#{} on GitHub", m.issue),
     }))
+}
+
+/// Of an issue's events (oldest first), the `reopened` event that made it open now: the last
+/// one after the last `closed`, unless it is older than `done_since` (the task became done
+/// after it, so later work answered it).
+fn human_reopen(events: &[Value], done_since: Option<jiff::Timestamp>) -> Option<&Value> {
+    let kind = |e: &Value| str_at(e, &["event"]).unwrap_or_default().to_string();
+    let closed = events.iter().rposition(|e| kind(e) == "closed")?;
+    let reopened = events[closed..]
+        .iter()
+        .rev()
+        .find(|e| kind(e) == "reopened")?;
+    let at = str_at(reopened, &["created_at"]).and_then(|s| s.parse::<jiff::Timestamp>().ok());
+    match (done_since, at) {
+        (Some(since), Some(when)) if when < since => None,
+        _ => Some(reopened),
+    }
 }
 
 fn render(r: &Response, _ctx: &Ctx) -> String {
@@ -607,6 +608,31 @@ fn render_sync(r: &SyncResponse, ctx: &Ctx) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_reopen_that_counts_is_the_last_after_the_last_close_and_after_done() {
+        let ev = |id: u64, kind: &str, at: &str| serde_json::json!({"id": id, "event": kind, "created_at": at});
+        let events = vec![
+            ev(1, "reopened", "2026-03-01T00:00:00Z"),
+            ev(2, "closed", "2026-03-02T00:00:00Z"),
+            ev(3, "labeled", "2026-03-03T00:00:00Z"),
+            ev(4, "reopened", "2026-03-04T00:00:00Z"),
+        ];
+        let since = |s: &str| s.parse::<jiff::Timestamp>().ok();
+        let id = |v: Option<&Value>| v.and_then(|v| u64_at(v, &["id"]));
+        assert_eq!(id(human_reopen(&events, None)), Some(4));
+        assert_eq!(
+            id(human_reopen(&events, since("2026-03-03T00:00:00Z"))),
+            Some(4)
+        );
+        assert_eq!(
+            id(human_reopen(&events, since("2026-03-05T00:00:00Z"))),
+            None,
+            "the task became done after the reopen"
+        );
+        assert_eq!(id(human_reopen(&events[..2], None)), None, "closed now");
+        assert_eq!(id(human_reopen(&events[..1], None)), None, "never closed");
+    }
 
     #[test]
     fn markers_of_this_workspace_only() {
