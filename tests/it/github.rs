@@ -2802,3 +2802,46 @@ fn partial_sso_results_are_named_in_the_access_block() {
     assert_eq!(r.doc["data"]["verdict"]["class"], "failing_checks");
     fake.verify();
 }
+
+/// Comments are read page by page (100 a page) until a short page: 101 comments are two
+/// requests and 101 events, not 100.
+#[test]
+fn pull_pages_through_the_comments_of_an_issue() {
+    let (repo, open, _done) = pull_workspace();
+    let ws = ws_id(&repo);
+    let fake = Fake::start();
+    fake.get(
+        &format!("{R}/issues"),
+        200,
+        json!([{"number": 12, "state": "open", "comments": 101,
+                "body": format!("<!-- dacli:{open} ws:{ws} -->\n")}]),
+    );
+    let comment = |id: u64| {
+        json!({"id": id, "user": {"login": "grace"}, "body": format!("note {id}"),
+               "created_at": "2026-03-03T08:00:00Z"})
+    };
+    fake.mount(
+        Mock::given(method("GET"))
+            .and(path(format!("{R}/issues/12/comments")))
+            .and(query_param("page", "1"))
+            .and(query_param("per_page", "100"))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .set_body_json(Value::Array((1..=100).map(comment).collect())),
+            )
+            .expect(1),
+    );
+    fake.mount(
+        Mock::given(method("GET"))
+            .and(path(format!("{R}/issues/12/comments")))
+            .and(query_param("page", "2"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!([comment(101)])))
+            .expect(1),
+    );
+    let r = run(&repo, &fake, &["github", "pull", "checkout", "--dry-run"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.doc, r.stderr);
+    let items = r.doc["data"]["items"].as_array().expect("items");
+    assert_eq!(items.len(), 101);
+    assert_eq!(items[100]["github_ref"], "acme/widget#comment-101");
+    fake.verify();
+}
