@@ -1033,6 +1033,14 @@ fn preview_lists_withheld_items_with_typed_reasons_and_writes_nothing() {
         "the decision (not consented) and the finding"
     );
     assert_eq!(by_reason("note_private"), 1);
+    let finding = items
+        .iter()
+        .find(|i| i["object"]["kind"] == "finding")
+        .expect("finding");
+    assert_eq!(
+        finding["withheld"][0]["detail"],
+        "findings is not in the project's github_projection.classes"
+    );
     let secret = items
         .iter()
         .find(|i| reasons(i).iter().any(|r| r == "secret_pattern"))
@@ -1647,6 +1655,16 @@ fn squash_rebase_and_tags_are_refused_before_any_request() {
 /// Sends `calls` to `dacli mcp serve` (legacy handshake first) and returns each tools/call
 /// result's parsed text content.
 fn mcp(repo: &Repo, fake: &Fake, calls: &[(&str, Value)]) -> Vec<Value> {
+    mcp_as(repo, fake, None, calls)
+}
+
+/// As [`mcp`], the server running as the agent whose token is given (else a-root).
+fn mcp_as(
+    repo: &Repo,
+    fake: &Fake,
+    agent_token: Option<&str>,
+    calls: &[(&str, Value)],
+) -> Vec<Value> {
     use std::io::Write as _;
     let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("dacli"));
     cmd.current_dir(repo.path())
@@ -1661,6 +1679,9 @@ fn mcp(repo: &Repo, fake: &Fake, calls: &[(&str, Value)]) -> Vec<Value> {
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
+    if let Some(t) = agent_token {
+        cmd.env("DACLI_AGENT", t);
+    }
     let mut child = cmd.spawn().expect("server starts");
     let mut input = String::new();
     input.push_str(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "it", "version": "1"}}}).to_string());
@@ -1942,4 +1963,885 @@ fn push_previews_and_applies_in_one_step_and_a_second_push_changes_nothing() {
     );
     assert_eq!(r.code, 3);
     assert_eq!(r.doc["refused"]["policy"], "grant.read_only");
+}
+
+/// The workspace id (markers carry it).
+fn ws_id(repo: &Repo) -> String {
+    std::fs::read_to_string(repo.ws("config.toml"))
+        .expect("config")
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("workspace_id = \"")
+                .map(|s| s.trim_end_matches('"').to_string())
+        })
+        .expect("workspace id")
+}
+
+/// Every event file under `.dacli/events/`, parsed loosely: (path, text).
+fn event_files(repo: &Repo) -> Vec<(PathBuf, String)> {
+    files_under(&repo.ws("events"))
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).expect("event");
+            (p, text)
+        })
+        .collect()
+}
+
+/// The pull workspace: `projection_workspace` plus a third task that is done. Returns the
+/// repo, the open task's id and the done task's id.
+fn pull_workspace() -> (Repo, String, String) {
+    let (repo, open) = projection_workspace();
+    let ok = |args: &[&str]| {
+        let (code, doc) = repo.json(args);
+        assert_eq!(code, 0, "{args:?}: {doc}");
+        doc
+    };
+    let t = ok(&[
+        "task",
+        "add",
+        "Refund shim",
+        "--project",
+        "checkout",
+        "--accept",
+        "refunds round once",
+    ]);
+    let done = t["data"]["task"]["id"].as_str().expect("id").to_string();
+    ok(&["task", "check", &done, "--n", "1"]);
+    ok(&["task", "done", &done]);
+    (repo, open, done)
+}
+
+/// Issues as GitHub lists them: #12 mirrors the open task (three comments), #13 the done task
+/// (reopened by a person), #14 a pull request and #15 another workspace's mirror, both of
+/// which carry markers and must be ignored.
+fn mapped_issues(fake: &Fake, ws: &str, open: &str, done: &str) {
+    fake.mount(
+        Mock::given(method("GET"))
+            .and(path(format!("{R}/issues")))
+            .and(query_param("state", "all"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!([
+                {"number": 12, "state": "open", "comments": 3,
+                 "body": format!("<!-- dacli:{open} ws:{ws} -->\n## Acceptance\n")},
+                {"number": 13, "state": "open", "comments": 0,
+                 "body": format!("<!-- dacli:{done} ws:{ws} -->\nStatus: done\n")},
+                {"number": 14, "state": "open", "comments": 5,
+                 "pull_request": {"url": "https://api.github.com/repos/acme/widget/pulls/14"},
+                 "body": format!("<!-- dacli:{open} ws:{ws} -->")},
+                {"number": 15, "state": "open", "comments": 2,
+                 "body": format!("<!-- dacli:{open} ws:01KJOTHERWORKSPACE00000000 -->")},
+            ]))),
+    );
+    fake.get(
+        &format!("{R}/issues/12/comments"),
+        200,
+        fixture("issue_comments"),
+    );
+    fake.get(
+        &format!("{R}/issues/13/events"),
+        200,
+        fixture("issue_events_reopened"),
+    );
+}
+
+#[test]
+fn pull_brings_comments_and_a_reopen_in_as_events_once() {
+    let (repo, open, done) = pull_workspace();
+    let ws = ws_id(&repo);
+    let fake = Fake::start();
+    mapped_issues(&fake, &ws, &open, &done);
+    let canonical = files_under(&repo.ws("projects"))
+        .into_iter()
+        .map(|p| {
+            let bytes = std::fs::read(&p).expect("read");
+            (p, bytes)
+        })
+        .collect::<Vec<_>>();
+    let before = event_files(&repo).len();
+
+    // A dry run lists what would be written and writes nothing.
+    let dry = run(&repo, &fake, &["github", "pull", "checkout", "--dry-run"]);
+    assert_eq!(dry.code, 0, "{}\n{}", dry.doc, dry.stderr);
+    let d = &dry.doc["data"];
+    assert_eq!(d["mode"], "preview");
+    assert_eq!(d["events"], json!([]));
+    assert_eq!(d["skipped_duplicates"], 0);
+    let refs: Vec<&str> = d["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|i| i["github_ref"].as_str().expect("ref"))
+        .collect();
+    assert_eq!(
+        refs,
+        [
+            "acme/widget#comment-501",
+            "acme/widget#comment-503",
+            "acme/widget#event-901"
+        ],
+        "dacli's own comment (502), the PR and the other workspace's issue stay out; only the reopen after the close counts"
+    );
+    assert_eq!(event_files(&repo).len(), before);
+
+    let r = run(&repo, &fake, &["github", "pull", "checkout"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.doc, r.stderr);
+    let d = &r.doc["data"];
+    assert_eq!(d["mode"], "apply");
+    assert_eq!(d["skipped_duplicates"], 0);
+    let ids: Vec<String> = d["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .map(|e| e.as_str().expect("id").to_string())
+        .collect();
+    assert_eq!(ids.len(), 3, "{d}");
+    let written = event_files(&repo);
+    assert_eq!(written.len(), before + 3);
+    let file_of = |id: &str| {
+        written
+            .iter()
+            .find(|(p, _)| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(id))
+            })
+            .map(|(_, t)| t.clone())
+            .unwrap_or_else(|| panic!("no event file for {id}"))
+    };
+    let first = file_of(&ids[0]);
+    assert!(first.contains("event_kind = \"comment\""), "{first}");
+    assert!(first.contains(&format!("about = \"{open}\"")), "{first}");
+    assert!(first.contains("origin = \"github:mkoenig\""), "{first}");
+    assert!(
+        first.contains("github_ref = \"acme/widget#comment-501\""),
+        "{first}"
+    );
+    assert!(
+        first.contains("Please cover refunds too.\nThey round the same way.\n"),
+        "{first}"
+    );
+    let reopen = file_of(&ids[2]);
+    assert!(
+        reopen.contains("event_kind = \"propose-status\""),
+        "{reopen}"
+    );
+    assert!(reopen.contains(&format!("about = \"{done}\"")), "{reopen}");
+    assert!(reopen.contains("to = \"open\""), "{reopen}");
+    assert!(reopen.contains("origin = \"github:mkoenig\""), "{reopen}");
+    assert!(
+        reopen.contains("github_ref = \"acme/widget#event-901\""),
+        "{reopen}"
+    );
+    assert!(
+        !written.iter().any(|(_, t)| t.contains("Status: active")),
+        "dacli's own comment never comes back"
+    );
+    // The events are what every reader folds in: the comment waits on the open task, the
+    // reopen request on the done one, which stays done until its owner acts.
+    let (_, show) = repo.json(&["task", "show", &open]);
+    let pending = show["data"]["pending_events"].to_string();
+    assert!(
+        pending.contains(&ids[0]) && pending.contains(&ids[1]),
+        "{show}"
+    );
+    let (_, show) = repo.json(&["task", "show", &done]);
+    assert_eq!(show["data"]["status"], "done");
+    assert!(
+        show["data"]["pending_events"].to_string().contains(&ids[2]),
+        "{show}"
+    );
+    // No canonical file was touched.
+    for (p, bytes) in &canonical {
+        assert_eq!(
+            &std::fs::read(p).expect("read"),
+            bytes,
+            "{} changed",
+            p.display()
+        );
+    }
+
+    // A second pull brings nothing twice.
+    let again = run(&repo, &fake, &["github", "pull"]);
+    assert_eq!(again.code, 0, "{}", again.doc);
+    assert_eq!(again.doc["data"]["events"], json!([]));
+    assert_eq!(again.doc["data"]["skipped_duplicates"], 3);
+    assert_eq!(event_files(&repo).len(), before + 3);
+    assert!(
+        fake.writes().is_empty(),
+        "pull never writes to GitHub: {:?}",
+        fake.writes()
+    );
+
+    // Archived comments do not come back either.
+    let (code, doc) = repo.json(&["sync"]);
+    assert_eq!(code, 0, "{doc}");
+    let archive = [
+        "events",
+        "archive",
+        "--before",
+        "2100-01-01T00:00:00Z",
+        "--include-open-task-history",
+    ];
+    let (code, preview) = repo.json(&archive);
+    assert_eq!(code, 0, "{preview}");
+    let digest = preview["data"]["plan_digest"].as_str().expect("digest");
+    let mut apply = archive.to_vec();
+    apply.extend(["--apply", "--digest", digest]);
+    let (code, doc) = repo.json(&apply);
+    assert_eq!(code, 0, "{doc}");
+    let live = event_files(&repo);
+    assert!(
+        !live
+            .iter()
+            .any(|(_, t)| t.contains("acme/widget#comment-501")),
+        "the comment was archived: {doc}"
+    );
+    let after = run(&repo, &fake, &["github", "pull", "checkout"]);
+    assert_eq!(after.code, 0, "{}", after.doc);
+    assert_eq!(after.doc["data"]["events"], json!([]), "{}", after.doc);
+    assert_eq!(after.doc["data"]["skipped_duplicates"], 3);
+    assert_eq!(event_files(&repo).len(), live.len());
+    assert!(files_containing(repo.path(), TOKEN).is_empty());
+    fake.verify();
+}
+
+#[test]
+fn pull_needs_rw_and_a_link_and_types_access_problems() {
+    let (repo, _open, _done) = pull_workspace();
+    let fake = Fake::start();
+    let (_, ro) = agent(&repo, "reviewer", 4, "ro");
+    let r = run_with(
+        &repo,
+        &fake.url(),
+        &["github", "pull", "checkout"],
+        &[("GH_TOKEN", TOKEN)],
+        Some(&ro),
+    );
+    assert_eq!(r.code, 3, "{}", r.doc);
+    assert_eq!(r.doc["refused"]["policy"], "grant.read_only");
+    // A bad token is a lasting problem: refused, typed, nothing written.
+    fake.mount(
+        Mock::given(method("GET"))
+            .and(path(format!("{R}/issues")))
+            .respond_with(
+                ResponseTemplate::new(401).set_body_json(fixture("error_bad_credentials")),
+            ),
+    );
+    let before = event_files(&repo).len();
+    let r = run(&repo, &fake, &["github", "pull", "checkout"]);
+    assert_eq!(r.code, 3, "{}", r.doc);
+    assert_eq!(r.doc["refused"]["policy"], "github.access");
+    assert!(
+        r.doc["refused"]["reason"]
+            .as_str()
+            .expect("reason")
+            .contains("bad_credentials"),
+        "{}",
+        r.doc
+    );
+    assert_eq!(event_files(&repo).len(), before);
+    // The budget bounds the calls: one list page is all that fits.
+    let fake2 = Fake::start();
+    mapped_issues(&fake2, &ws_id(&repo), &_open, &_done);
+    let r = run(
+        &repo,
+        &fake2,
+        &["github", "pull", "checkout", "--max-api-calls", "1"],
+    );
+    assert_eq!(r.code, 1, "{}", r.doc);
+    assert_eq!(r.doc["error"]["code"], "E_GITHUB_ACCESS");
+    assert_eq!(fake2.requests().len(), 1);
+    assert_eq!(event_files(&repo).len(), before);
+    fake.verify();
+    fake2.verify();
+    // Unlinked: refused before any request.
+    let plain = Repo::initialized();
+    let (code, _) = plain.json(&["project", "add", "Checkout", "--slug", "checkout"]);
+    assert_eq!(code, 0);
+    let fake3 = Fake::start();
+    let r = run(&plain, &fake3, &["github", "pull", "checkout"]);
+    assert_eq!(r.code, 3, "{}", r.doc);
+    assert_eq!(r.doc["refused"]["policy"], "github.unlinked");
+    assert!(fake3.requests().is_empty());
+}
+
+#[test]
+fn sync_pulls_then_pushes_and_lists_what_either_refused() {
+    let (repo, open, done) = pull_workspace();
+    let ws = ws_id(&repo);
+    let fake = Fake::start();
+    fake.get(R, 200, fixture("repo"));
+    mapped_issues(&fake, &ws, &open, &done);
+    let before = event_files(&repo).len();
+    // A dry run previews both halves and writes nothing anywhere.
+    let dry = run(&repo, &fake, &["github", "sync", "checkout", "--dry-run"]);
+    assert_eq!(dry.code, 0, "{}\n{}", dry.doc, dry.stderr);
+    assert_eq!(dry.doc["data"]["pull"]["mode"], "preview");
+    assert_eq!(
+        dry.doc["data"]["pull"]["items"]
+            .as_array()
+            .expect("items")
+            .len(),
+        3
+    );
+    assert_eq!(dry.doc["data"]["push"]["mode"], "preview");
+    assert_eq!(dry.doc["data"]["refusals"], json!([]));
+    assert_eq!(event_files(&repo).len(), before);
+    // The public repository has no consent: the push half is refused, the pull half runs.
+    let r = run(&repo, &fake, &["github", "sync", "checkout"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.doc, r.stderr);
+    let d = &r.doc["data"];
+    assert_eq!(d["pull"]["events"].as_array().expect("events").len(), 3);
+    assert!(d["push"].is_null(), "{d}");
+    assert_eq!(d["refusals"][0]["subject"], "push");
+    assert_eq!(d["refusals"][0]["policy"], "github.no_consent");
+    assert_eq!(event_files(&repo).len(), before + 3);
+    assert!(fake.writes().is_empty(), "{:?}", fake.writes());
+    assert!(files_containing(repo.path(), TOKEN).is_empty());
+    fake.verify();
+    // Both halves refused: the sync is refused.
+    let plain = Repo::initialized();
+    let (code, _) = plain.json(&["project", "add", "Checkout", "--slug", "checkout"]);
+    assert_eq!(code, 0);
+    let fake = Fake::start();
+    let r = run(&plain, &fake, &["github", "sync", "checkout"]);
+    assert_eq!(r.code, 3, "{}", r.doc);
+    assert_eq!(r.doc["refused"]["policy"], "github.unlinked");
+    let reason = r.doc["refused"]["reason"].as_str().expect("reason");
+    assert!(
+        reason.contains("pull:") && reason.contains("push:"),
+        "{reason}"
+    );
+    assert!(fake.requests().is_empty());
+}
+
+/// Every projection class gets a per-item verdict: tasks, decisions, findings, metrics, refs,
+/// risks and escalations are published when the project lists them and consent covers them,
+/// and otherwise withheld with a typed reason; the writes carry only the allowlisted fields.
+#[test]
+fn every_projection_class_gets_a_verdict_and_only_allowlisted_fields_go_out() {
+    let (repo, task) = projection_workspace();
+    let ok = |args: &[&str]| {
+        let (code, doc) = repo.json(args);
+        assert_eq!(code, 0, "{args:?}: {doc}");
+        doc
+    };
+    ok(&[
+        "project",
+        "edit",
+        "checkout",
+        "--projection-classes",
+        "tasks,decisions,findings,metrics,refs,risks,escalations",
+    ]);
+    let metric = ok(&[
+        "note",
+        "add",
+        "metric",
+        "Rounding drift",
+        "--project",
+        "checkout",
+        "--goal",
+        "totals agree",
+        "--question",
+        "how often do they differ?",
+        "--metric",
+        "differing totals per day",
+    ])["data"]["note"]["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    let reference = ok(&[
+        "note",
+        "add",
+        "ref",
+        "Rounding spec",
+        "--project",
+        "checkout",
+        "--body",
+        "the draft is at /home/alice/drafts/rounding.pdf",
+    ])["data"]["note"]["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    let risk = ok(&[
+        "risk",
+        "add",
+        "Refunds may round twice",
+        "--project",
+        "checkout",
+        "--impact",
+        "high",
+        "--likelihood",
+        "medium",
+        "--indicator",
+        "refunds off by one cent",
+        "--action",
+        "route refunds through the shim",
+    ])["data"]["risk"]["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    let question = ok(&[
+        "ask",
+        "p-checkout",
+        "Which rounding mode does finance want?\nThe internal thread says half-up.",
+        "--to",
+        "human",
+    ])["data"]["question"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    // An escalation recorded from outside text: never re-published.
+    let outside = "01KJSQZ5D82J9DC9Y09TT3NW6F";
+    repo.write(
+        &format!(".dacli/events/2026/03/03/{outside}-a-root-help.md"),
+        format!(
+            "+++\nid = \"{outside}\"\nkind = \"event\"\nevent_kind = \"help\"\ncreated = 2026-03-03T11:40:09Z\ncreated_by = \"a-root\"\nabout = \"p-checkout\"\norigin = \"github:mallory\"\nto = \"human\"\nblocks = false\n+++\n\nPlease publish this verbatim.\n"
+        )
+        .as_bytes(),
+    );
+    let fake = Fake::start();
+    fake.get(R, 200, fixture("repo"));
+    fake.get(&format!("{R}/issues"), 200, json!([]));
+    let r = run(
+        &repo,
+        &fake,
+        &[
+            "github",
+            "consent",
+            "grant",
+            "--project",
+            "checkout",
+            "--granted-by",
+            "human:mkoenig",
+            "--classes",
+            "tasks,metrics,refs,risks,escalations",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.doc);
+    let p = run(&repo, &fake, &["github", "projection", "checkout"]);
+    assert_eq!(p.code, 0, "{}\n{}", p.doc, p.stderr);
+    let verdict = |id: &str| {
+        let i = item(&p.doc, id);
+        (
+            i["object"]["kind"].as_str().expect("kind").to_string(),
+            i["action"].as_str().expect("action").to_string(),
+            reasons(i),
+        )
+    };
+    let kinds: std::collections::BTreeSet<String> = p.doc["data"]["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|i| i["object"]["kind"].as_str().expect("kind").to_string())
+        .collect();
+    assert_eq!(
+        kinds.into_iter().collect::<Vec<_>>(),
+        [
+            "decision",
+            "escalation",
+            "finding",
+            "metric",
+            "ref",
+            "risk",
+            "task"
+        ]
+    );
+    assert_eq!(verdict(&task), ("task".into(), "create".into(), vec![]));
+    assert_eq!(verdict(&metric), ("metric".into(), "create".into(), vec![]));
+    assert_eq!(
+        item(&p.doc, &metric)["fields"],
+        json!(["title", "goal", "question", "metric"])
+    );
+    assert_eq!(
+        verdict(&reference),
+        (
+            "ref".into(),
+            "withhold".into(),
+            vec!["absolute_path".to_string()]
+        )
+    );
+    assert_eq!(verdict(&risk), ("risk".into(), "create".into(), vec![]));
+    assert_eq!(
+        verdict(&question),
+        ("escalation".into(), "create".into(), vec![])
+    );
+    assert_eq!(item(&p.doc, &question)["fields"], json!(["summary"]));
+    assert_eq!(
+        verdict(outside),
+        (
+            "escalation".into(),
+            "withhold".into(),
+            vec!["untrusted_origin".to_string()]
+        )
+    );
+    let decision = p.doc["data"]["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .find(|i| i["object"]["kind"] == "decision")
+        .expect("decision");
+    assert_eq!(reasons(decision), ["class_not_consented"]);
+    assert_eq!(
+        decision["withheld"][0]["detail"],
+        "decisions is not among the classes consented to"
+    );
+    let finding = p.doc["data"]["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .find(|i| i["object"]["kind"] == "finding")
+        .expect("finding");
+    assert!(
+        reasons(finding).contains(&"note_private".to_string()),
+        "{finding}"
+    );
+    assert!(
+        reasons(finding).contains(&"class_not_consented".to_string()),
+        "{finding}"
+    );
+    assert_eq!(p.doc["data"]["blast_radius"]["create"], 4);
+    assert!(fake.writes().is_empty());
+
+    // Apply: exactly the four creates, each with only its allowlisted fields.
+    let mut n = 100;
+    for title in [
+        "Round once at the boundary",
+        "Rounding drift",
+        "Refunds may round twice",
+        "Which rounding mode does finance want?",
+    ] {
+        n += 1;
+        fake.mount(
+            Mock::given(method("POST"))
+                .and(path(format!("{R}/issues")))
+                .and(wiremock::matchers::body_partial_json(
+                    json!({"title": title}),
+                ))
+                .respond_with(ResponseTemplate::new(201).set_body_json(json!({"number": n})))
+                .expect(1),
+        );
+    }
+    let digest = p.doc["data"]["plan_digest"]
+        .as_str()
+        .expect("digest")
+        .to_string();
+    let a = run(
+        &repo,
+        &fake,
+        &[
+            "github",
+            "projection",
+            "checkout",
+            "--apply",
+            "--digest",
+            &digest,
+        ],
+    );
+    assert_eq!(a.code, 0, "{}\n{}", a.doc, a.stderr);
+    assert_eq!(a.doc["data"]["outcome"], "completed", "{}", a.doc);
+    let bodies: Vec<String> = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.method.as_str() == "POST")
+        .map(|r| String::from_utf8_lossy(&r.body).into_owned())
+        .collect();
+    assert_eq!(bodies.len(), 4, "{bodies:?}");
+    let all = bodies.join("\n");
+    for never in [
+        "/home/alice",
+        "The internal thread",
+        "publish this verbatim",
+        "half-even",
+        "Refund rounds twice",
+    ] {
+        assert!(!all.contains(never), "`{never}` went out: {all}");
+    }
+    let risk_body = bodies
+        .iter()
+        .find(|b| b.contains("Refunds may round twice"))
+        .expect("risk");
+    assert!(
+        risk_body.contains("Impact: high") && risk_body.contains("route refunds through the shim"),
+        "{risk_body}"
+    );
+    fake.verify();
+}
+
+/// Required checks come from rulesets as well as classic branch protection: a check only a
+/// ruleset requires is required, and absent on the head it is missing, never green.
+#[test]
+fn a_check_required_only_by_a_ruleset_is_required_and_missing_is_not_green() {
+    let repo = linked();
+    let fake = Fake::start();
+    fake.get(
+        &format!("{R}/rules/branches/main"),
+        200,
+        patched(
+            "rules_main",
+            &[(
+                "/0/parameters/required_status_checks",
+                json!([{"context": "test"}, {"context": "e2e"}]),
+            )],
+        ),
+    );
+    fake.get(
+        &format!("{R}/branches/main/protection"),
+        200,
+        patched(
+            "protection_main",
+            &[("/required_status_checks", Value::Null)],
+        ),
+    );
+    green_pr(
+        &fake,
+        patched("pull", &[("/mergeable_state", json!("blocked"))]),
+    );
+    let r = run(&repo, &fake, &["pr", "diagnose", "--pr", "7"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.doc, r.stderr);
+    let d = &r.doc["data"];
+    assert_eq!(d["requirements"]["source"], "both");
+    assert_eq!(d["requirements"]["required_checks"], json!(["e2e", "test"]));
+    assert_eq!(d["missing_required"], json!(["e2e"]));
+    assert_eq!(d["verdict"]["class"], "missing_required_checks", "{d}");
+    assert!(
+        d["verdict"]["reasons"][0]
+            .as_str()
+            .expect("reason")
+            .contains("`e2e`"),
+        "{d}"
+    );
+    assert_eq!(
+        d["verdict"]["next_actions"][0]["action"],
+        "dispatch_workflow"
+    );
+    let requests: Vec<String> = fake
+        .requests()
+        .iter()
+        .map(|r| r.url.path().to_string())
+        .collect();
+    assert!(
+        requests.contains(&format!("{R}/rules/branches/main")),
+        "the rulesets were read: {requests:?}"
+    );
+    fake.verify();
+}
+
+/// `release_train` over MCP: `land` is refused for an agent outside the project's merge
+/// authority before any request, previews its gates for a-root, and lands with the SHA guard.
+#[test]
+fn release_train_lands_over_mcp_only_with_merge_authority() {
+    let repo = train_workspace();
+    let train = write_train(&repo);
+    let (_, builder) = agent(&repo, "builder", 3, "rw");
+    let fake = Fake::start();
+    let zero = format!("sha256:{}", "0".repeat(64));
+    let refused = mcp_as(
+        &repo,
+        &fake,
+        Some(&builder),
+        &[(
+            "release_train",
+            json!({"action": "land", "train_id": train, "mode": "apply", "expect_digest": zero}),
+        )],
+    );
+    assert_eq!(
+        refused[0]["refused"]["policy"], "merge.no_authority",
+        "{}",
+        refused[0]
+    );
+    assert!(fake.requests().is_empty());
+    fake.verify();
+
+    let fake = Fake::start();
+    landing(&fake, S);
+    fake.mount(
+        Mock::given(method("GET"))
+            .and(path(format!("{R}/branches/release")))
+            .respond_with(ResponseTemplate::new(200).set_body_json(branch(BASE)))
+            .up_to_n_times(2),
+    );
+    fake.get(&format!("{R}/branches/release"), 200, branch(MERGED));
+    fake.get(
+        &format!("{R}/compare/{S}...release"),
+        200,
+        json!({"status": "ahead", "ahead_by": 1, "behind_by": 0}),
+    );
+    let preview = mcp(
+        &repo,
+        &fake,
+        &[(
+            "release_train",
+            json!({"action": "land", "train_id": train}),
+        )],
+    );
+    let gates = preview[0]["gates"].as_array().expect("gates");
+    assert!(gates.iter().all(|g| g["result"] == "pass"), "{gates:?}");
+    assert!(fake.writes().is_empty());
+    let digest = preview[0]["plan_digest"]
+        .as_str()
+        .expect("digest")
+        .to_string();
+    fake.mount(
+        Mock::given(method("PUT"))
+            .and(path(format!("{R}/pulls/31/merge")))
+            .and(wiremock::matchers::body_json(
+                json!({"sha": S, "merge_method": "merge"}),
+            ))
+            .respond_with(
+                ResponseTemplate::new(200).set_body_json(json!({"sha": MERGED, "merged": true})),
+            )
+            .expect(1),
+    );
+    let landed = mcp(
+        &repo,
+        &fake,
+        &[(
+            "release_train",
+            json!({"action": "land", "train_id": train, "mode": "apply", "expect_digest": digest}),
+        )],
+    );
+    assert_eq!(landed[0]["state"], "verified", "{}", landed[0]);
+    assert_eq!(landed[0]["outcome"]["merge_commit_sha"], MERGED);
+    fake.verify();
+}
+
+/// `github push` retried after a timeout: the first push leaves its transaction partial; the
+/// retry finishes that transaction, finds the issue the lost request created by its marker,
+/// and sends no second create.
+#[test]
+fn a_push_retried_after_a_timeout_creates_no_duplicate_issue() {
+    let (repo, task) = projection_workspace();
+    let ws = ws_id(&repo);
+    let fake = Fake::start();
+    fake.get(R, 200, fixture("repo"));
+    let r = run(
+        &repo,
+        &fake,
+        &[
+            "github",
+            "consent",
+            "grant",
+            "--project",
+            "checkout",
+            "--granted-by",
+            "human:mkoenig",
+            "--classes",
+            "tasks",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.doc);
+    // The first push sees no issue; its create times out on our side although GitHub made #12.
+    fake.mount(
+        Mock::given(method("GET"))
+            .and(path(format!("{R}/issues")))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!([])))
+            .up_to_n_times(1),
+    );
+    fake.get(
+        &format!("{R}/issues"),
+        200,
+        json!([{"number": 12, "state": "open", "title": "Round once at the boundary",
+                "body": format!("<!-- dacli:{task} ws:{ws} -->\n## Acceptance\n")}]),
+    );
+    fake.mount(
+        Mock::given(method("POST"))
+            .and(path(format!("{R}/issues")))
+            .respond_with(
+                ResponseTemplate::new(201)
+                    .set_body_json(json!({"number": 12}))
+                    .set_delay(Duration::from_secs(6)),
+            )
+            .expect(1),
+    );
+    let first = run(&repo, &fake, &["github", "push", "checkout"]);
+    assert_eq!(first.code, 0, "{}", first.doc);
+    assert_eq!(first.doc["data"]["outcome"], "partial", "{}", first.doc);
+    let txn = first.doc["data"]["txn"].as_str().expect("txn").to_string();
+    let second = run(&repo, &fake, &["github", "push", "checkout"]);
+    assert_eq!(second.code, 0, "{}\n{}", second.doc, second.stderr);
+    assert_eq!(second.doc["data"]["outcome"], "completed", "{}", second.doc);
+    assert_eq!(
+        second.doc["data"]["txn"],
+        txn.as_str(),
+        "the same transaction"
+    );
+    assert_eq!(item(&second.doc, &task)["remote"]["number"], 12);
+    // A third push has nothing to do.
+    let third = run(&repo, &fake, &["github", "push", "checkout"]);
+    assert_eq!(third.code, 0, "{}", third.doc);
+    assert_eq!(item(&third.doc, &task)["action"], "none", "{}", third.doc);
+    let posts = fake
+        .requests()
+        .iter()
+        .filter(|r| r.method.as_str() == "POST")
+        .count();
+    assert_eq!(posts, 1, "exactly one create was ever sent");
+    fake.verify();
+}
+
+/// A 200 whose `X-GitHub-SSO: partial-results` says SAML organizations were left out is a
+/// warning in `access.sso_partial`, never silently complete.
+#[test]
+fn partial_sso_results_are_named_in_the_access_block() {
+    let repo = linked();
+    let fake = Fake::start();
+    fake.mount(
+        Mock::given(method("GET"))
+            .and(path(format!("{R}/pulls/7")))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .set_body_json(fixture("pull"))
+                    .insert_header("x-github-sso", "partial-results; organizations=21955855"),
+            ),
+    );
+    failing_pr(&fake);
+    let r = run(&repo, &fake, &["pr", "diagnose", "--pr", "7"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.doc, r.stderr);
+    assert_eq!(r.doc["data"]["access"]["sso_partial"], json!(["21955855"]));
+    assert!(r.doc["data"]["access"]["problem"].is_null());
+    assert_eq!(r.doc["data"]["verdict"]["class"], "failing_checks");
+    fake.verify();
+}
+
+/// Comments are read page by page (100 a page) until a short page: 101 comments are two
+/// requests and 101 events, not 100.
+#[test]
+fn pull_pages_through_the_comments_of_an_issue() {
+    let (repo, open, _done) = pull_workspace();
+    let ws = ws_id(&repo);
+    let fake = Fake::start();
+    fake.get(
+        &format!("{R}/issues"),
+        200,
+        json!([{"number": 12, "state": "open", "comments": 101,
+                "body": format!("<!-- dacli:{open} ws:{ws} -->\n")}]),
+    );
+    let comment = |id: u64| {
+        json!({"id": id, "user": {"login": "grace"}, "body": format!("note {id}"),
+               "created_at": "2026-03-03T08:00:00Z"})
+    };
+    fake.mount(
+        Mock::given(method("GET"))
+            .and(path(format!("{R}/issues/12/comments")))
+            .and(query_param("page", "1"))
+            .and(query_param("per_page", "100"))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .set_body_json(Value::Array((1..=100).map(comment).collect())),
+            )
+            .expect(1),
+    );
+    fake.mount(
+        Mock::given(method("GET"))
+            .and(path(format!("{R}/issues/12/comments")))
+            .and(query_param("page", "2"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!([comment(101)])))
+            .expect(1),
+    );
+    let r = run(&repo, &fake, &["github", "pull", "checkout", "--dry-run"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.doc, r.stderr);
+    let items = r.doc["data"]["items"].as_array().expect("items");
+    assert_eq!(items.len(), 101);
+    assert_eq!(items[100]["github_ref"], "acme/widget#comment-101");
+    fake.verify();
 }

@@ -1,14 +1,16 @@
 //! github: the GitHub-side tools of GIT_GITHUB.md B4–B6 (COMMANDS.md §12): `github link`,
-//! `github consent grant|revoke`, `pr diagnose`, `release-train plan|open|resume|land|status`
-//! and `github projection`. Reads need any identity; every remote write needs rw, a linked
-//! repository and the durable record that authorizes it (consent to publish, merge authority
-//! to land). Any GitHub access problem makes a gate unknown, and unknown refuses.
+//! `github consent grant|revoke`, `pr diagnose`, `release-train plan|open|resume|land|status`,
+//! `github projection`, `github push` and `github pull|sync`. Reads need any identity; every
+//! remote write needs rw, a linked repository and the durable record that authorizes it
+//! (consent to publish, merge authority to land). Any GitHub access problem makes a gate
+//! unknown, and unknown refuses.
 
 mod apply;
 mod consent;
 mod diagnose;
 mod link;
 mod projection;
+mod pull;
 mod train;
 
 use std::time::Duration;
@@ -25,6 +27,8 @@ pub(super) fn commands() -> Vec<Command> {
     out.extend(train::commands());
     out.push(projection::command());
     out.push(projection::push_command());
+    out.push(pull::command());
+    out.push(pull::sync_command());
     out
 }
 

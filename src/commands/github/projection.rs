@@ -1,6 +1,8 @@
 //! `github projection`: what of a project may go to GitHub, what is withheld and why, and the
 //! issue mirror (GIT_GITHUB.md B6). Tasks become issues, decisions become issues created
-//! closed, findings become issues only with `--findings-as-issues`; every issue carries the
+//! closed, findings become issues only with `--findings-as-issues`; metrics, refs, risks and
+//! escalations (questions to a human) become issues with their allowlisted fields; every
+//! object of a class the project lists gets a verdict. Every issue carries the
 //! marker `<!-- dacli:<object-id> ws:<workspace-id> -->` in its body, and is found again by it,
 //! never by title. Preview writes nothing anywhere; apply re-observes, refuses drift, and runs
 //! each remote write as one transaction step, so an apply cut by a timeout is resumed by
@@ -41,7 +43,8 @@ pub struct Request {
     /// The project.
     #[arg(value_name = "PROJECT")]
     project: String,
-    /// Only these tasks or notes (ids or task references).
+    /// Only these objects: task references, note (`n-…`) or risk (`r-…`) ids, or the event id
+    /// of an escalation.
     #[arg(value_name = "REF")]
     #[serde(default)]
     refs: Vec<String>,
@@ -49,7 +52,8 @@ pub struct Request {
     #[arg(long, value_name = "TIME")]
     #[serde(default)]
     since: Option<String>,
-    /// Only these classes, comma-separated (tasks, decisions, findings).
+    /// Only these classes, comma-separated (tasks, decisions, findings, metrics, refs, risks,
+    /// escalations).
     #[arg(long = "classes", value_delimiter = ',', value_name = "LIST")]
     #[serde(default, alias = "classes_requested")]
     classes: Vec<String>,
@@ -117,6 +121,17 @@ pub struct PushRequest {
     max_api_calls: u32,
 }
 
+impl PushRequest {
+    /// A push of one project, as `github sync` runs it.
+    pub(super) fn new(project: String, dry_run: bool, max_api_calls: u32) -> PushRequest {
+        PushRequest {
+            project: Some(project),
+            dry_run,
+            max_api_calls,
+        }
+    }
+}
+
 impl Classify for PushRequest {
     fn class(&self, declared: Class) -> Class {
         if self.dry_run { Class::Read } else { declared }
@@ -127,7 +142,8 @@ pub(super) fn push_command() -> Command {
     Command::new("github.push", Class::Apply, run_push, render)
 }
 
-fn run_push(ctx: &Ctx, req: PushRequest) -> Result<Outcome<Response>, Error> {
+/// Runs `github push` (also the second half of `github sync`).
+pub(super) fn run_push(ctx: &Ctx, req: PushRequest) -> Result<Outcome<Response>, Error> {
     let slug = match &req.project {
         Some(p) => project_slug(ctx, p)?,
         None => only_projected_project(ctx)?,
@@ -181,6 +197,26 @@ fn run_push(ctx: &Ctx, req: PushRequest) -> Result<Outcome<Response>, Error> {
             gap,
         )));
     }
+    if !req.dry_run
+        && let Some(txn) = interrupted(ctx, &repo, &observed.plan)?
+    {
+        let mut observed = observed;
+        observed.notices.push(Notice::new(
+            "resumed",
+            format!(
+                "finished the interrupted transaction {} from its frozen plan; push again for anything changed since",
+                txn.id()
+            ),
+        ));
+        return apply_plan(
+            ctx,
+            &client,
+            &slug,
+            Plan::from_txn(&txn)?,
+            &observed,
+            Some(txn),
+        );
+    }
     if req.dry_run || !writes {
         announce(ctx, &observed.notices);
         let mut r = preview(observed, digest);
@@ -193,8 +229,29 @@ fn run_push(ctx: &Ctx, req: PushRequest) -> Result<Outcome<Response>, Error> {
     apply_plan(ctx, &client, &slug, observed.plan.clone(), &observed, None)
 }
 
+/// An open transaction that an earlier push or apply to `repo` left for objects of this plan
+/// (cut by a timeout, say). A push finishes it first, from its frozen plan, so a create whose
+/// answer was lost is found again by its marker instead of being sent twice.
+fn interrupted(ctx: &Ctx, repo: &str, plan: &Plan) -> Result<Option<Txn>, Error> {
+    let ws = ctx.ws()?;
+    let open = crate::journal::txn::open(ws)?;
+    ctx.warn_all(open.warnings);
+    Ok(open
+        .items
+        .into_iter()
+        .filter(|t| t.tool() == TOOL)
+        .find(|t| {
+            Plan::from_txn(t).is_ok_and(|p| {
+                p.repo == repo
+                    && p.items
+                        .iter()
+                        .any(|i| plan.items.iter().any(|o| o.object.id == i.object.id))
+            })
+        }))
+}
+
 /// The one project with projection classes, for `github push` without PROJECT.
-fn only_projected_project(ctx: &Ctx) -> Result<String, Error> {
+pub(super) fn only_projected_project(ctx: &Ctx) -> Result<String, Error> {
     let ws = ctx.ws()?;
     let listing = crate::objects::projects::list(ws)?;
     ctx.warn_all(listing.warnings);
@@ -245,7 +302,7 @@ struct Item {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 struct Object {
-    /// `task`, `decision` or `finding`.
+    /// `task`, `decision`, `finding`, `metric`, `ref`, `risk` or `escalation`.
     kind: String,
     id: String,
 }
@@ -520,7 +577,10 @@ struct Candidate {
     body: String,
     fields: Vec<String>,
     private: bool,
-    /// Tasks: `done`, `abandoned` or `open`.
+    /// Where outside text came from (`github:<login>`, `human:<login>`); `None` for agents.
+    origin: Option<String>,
+    /// Tasks: `done` or `abandoned`; other classes: `settled` (nothing more to publish);
+    /// `None` while open.
     done: Option<&'static str>,
     mapped: Option<u64>,
 }
@@ -603,13 +663,26 @@ fn observe(
         if gap.is_none() && !publishable.iter().any(|k| k == c.class) {
             withheld.push(Withheld {
                 reason: "class_not_consented".into(),
-                detail: c.class.into(),
+                detail: if project_classes.iter().any(|k| k == c.class) {
+                    format!("{} is not among the classes consented to", c.class)
+                } else {
+                    format!(
+                        "{} is not in the project's github_projection.classes",
+                        c.class
+                    )
+                },
             });
         }
         if c.private {
             withheld.push(Withheld {
                 reason: "note_private".into(),
                 detail: "private = true is never published".into(),
+            });
+        }
+        if let Some(origin) = &c.origin {
+            withheld.push(Withheld {
+                reason: "untrusted_origin".into(),
+                detail: format!("recorded from {origin}: outside text is never re-published"),
             });
         }
         if c.kind == "finding" && !req.findings_as_issues {
@@ -690,7 +763,10 @@ fn observe(
     }))
 }
 
-/// The decision table for an object that may be published.
+/// The decision table for an object that may be published. Only tasks are ever closed, each
+/// closure with its authority; decisions are created closed (`decision_record`); every other
+/// class is created once and then left alone, and a settled one (an answered escalation, a
+/// closed risk) is not published at all.
 fn decide(
     c: &Candidate,
     remote: Option<&Remote>,
@@ -699,16 +775,17 @@ fn decide(
     withheld: &mut Vec<Withheld>,
 ) -> (&'static str, Option<Closure>) {
     let open_remote = remote.is_some_and(|r| r.state.as_deref() != Some("closed"));
-    if c.kind == "decision" {
-        return match remote {
-            Some(_) => ("none", None),
-            None => (
+    if c.kind != "task" {
+        return match (remote, c.done) {
+            (Some(_), _) | (None, Some(_)) => ("none", None),
+            (None, None) if c.kind == "decision" => (
                 "create",
                 Some(Closure {
                     authority: "decision_record".into(),
                     state_reason: "completed".into(),
                 }),
             ),
+            (None, None) => ("create", None),
         };
     }
     match (c.done, remote) {
@@ -764,124 +841,245 @@ fn landing_mode(ctx: &Ctx, slug: &str) -> Result<String, Error> {
         .unwrap_or_else(|| "local".into()))
 }
 
-/// The project's tasks, decisions and findings (filtered by refs), with the fields the
-/// allowlist admits: tasks title, acceptance and status; decisions chose, rejected, because;
-/// findings title and body.
+/// Every object of the project in a projection class, filtered by refs, with the fields the
+/// allowlist admits (GIT_GITHUB.md B6): tasks title, acceptance and status; decisions chose,
+/// rejected and because; findings and refs title and body; metrics goal, question and metric;
+/// risks title, impact, likelihood, status, indicators and action; escalations (`help` events
+/// to `human` about the project or its tasks) their summary only.
 fn candidates(ctx: &Ctx, slug: &str, req: &Request) -> Result<Vec<Candidate>, Error> {
     let ws = ctx.ws()?;
     let listing = tasks::list(ws, slug)?;
     ctx.warn_all(listing.warnings);
-    let mut wanted_tasks: Option<Vec<String>> = None;
-    let mut wanted_notes: Vec<String> = Vec::new();
+    // With refs, only the objects they name: task references resolve; notes (`n-`), risks
+    // (`r-`) and escalations (their event ULID) are matched by id.
+    let mut wanted: Option<(Vec<String>, Vec<String>)> = None;
     if !req.refs.is_empty() {
-        let mut t = Vec::new();
+        let (mut t, mut other) = (Vec::new(), Vec::new());
         for r in &req.refs {
-            if r.starts_with("n-") {
-                wanted_notes.push(r.clone());
+            if r.starts_with("n-")
+                || r.starts_with("r-")
+                || crate::model::id::parse_ulid(r).is_some()
+            {
+                other.push(r.clone());
             } else {
                 t.push(tasks::resolve(&listing.items, r)?.task.id.clone());
             }
         }
-        wanted_tasks = Some(t);
+        wanted = Some((t, other));
     }
-    let mut out = Vec::new();
-    for t in &listing.items {
-        if wanted_tasks
+    let want_task = |id: &str| {
+        wanted
             .as_ref()
-            .is_some_and(|w| !w.contains(&t.task.id))
-        {
-            continue;
-        }
-        let criteria = t.doc.criteria();
-        let status = t.doc.status.as_str();
-        let mut body = String::new();
-        if !criteria.is_empty() {
-            body.push_str("## Acceptance\n");
-            for c in &criteria {
-                body.push_str(&format!(
-                    "- [{}] {}\n",
-                    if c.checked { "x" } else { " " },
-                    c.text
-                ));
-            }
-            body.push('\n');
-        }
-        body.push_str(&format!("Status: {status}\n"));
-        let done = match (status, t.doc.resolution()) {
-            ("done", Some("abandoned")) => Some("abandoned"),
-            ("done", _) => Some("done"),
-            _ => None,
-        };
-        out.push(Candidate {
-            kind: "task",
-            class: "tasks",
-            id: t.task.id.clone(),
-            created: crate::model::id::parse_ulid(t.task.id.trim_start_matches("t-"))
-                .map(crate::model::id::ulid_time),
-            title: t.doc.title().to_string(),
-            body,
-            fields: vec!["title".into(), "acceptance".into(), "status".into()],
-            private: false,
-            done,
-            mapped: t
-                .doc
-                .front
-                .get("github")
-                .and_then(|g| g.get("issue"))
-                .and_then(|i| i.as_integer())
-                .map(|n| n as u64),
-        });
+            .is_none_or(|(t, _)| t.iter().any(|w| w == id))
+    };
+    let want_other = |id: &str| {
+        wanted
+            .as_ref()
+            .is_none_or(|(_, o)| o.iter().any(|w| w == id))
+    };
+    let mut out = Vec::new();
+    for t in listing.items.iter().filter(|t| want_task(&t.task.id)) {
+        out.push(task_candidate(t));
     }
-    if wanted_tasks.is_some() && wanted_notes.is_empty() {
+    if wanted.as_ref().is_some_and(|(_, o)| o.is_empty()) {
         return Ok(out);
     }
     let all_notes = notes::list(ws)?;
     ctx.warn_all(all_notes.warnings);
     for n in all_notes.items {
-        if n.project.as_deref() != Some(slug) {
-            continue;
+        if n.project.as_deref() == Some(slug) && want_other(&n.note.id) {
+            out.push(note_candidate(&n));
         }
-        if !wanted_notes.is_empty() && !wanted_notes.contains(&n.note.id) {
-            continue;
+    }
+    let risks = crate::objects::risks::list(ws, slug)?;
+    ctx.warn_all(risks.warnings);
+    for r in risks.items.iter().filter(|r| want_other(&r.risk.id)) {
+        out.push(risk_candidate(r));
+    }
+    let task_ids: Vec<&str> = listing.items.iter().map(|t| t.task.id.as_str()).collect();
+    let journal = crate::journal::read(ws)?;
+    ctx.warn_all(journal.warnings.clone());
+    let project_id = format!("p-{slug}");
+    for ev in &journal.events {
+        let about = ev.about.as_deref().unwrap_or_default();
+        if ev.kind == "help"
+            && ev.to.as_deref() == Some("human")
+            && (about == project_id || task_ids.contains(&about))
+            && want_other(&ev.id)
+        {
+            out.push(escalation_candidate(ev, &journal));
         }
-        let (kind, class, fields) = match n.note.kind.as_str() {
-            "decision" => (
-                "decision",
-                "decisions",
-                vec!["chose", "rejected", "because"],
-            ),
-            "finding" => ("finding", "findings", vec!["title", "body"]),
-            _ => continue,
-        };
-        let body = match kind {
-            "decision" => ["Chose", "Rejected", "Because"]
-                .iter()
-                .map(|s| {
-                    format!(
-                        "## {s}\n{}\n",
-                        crate::model::body::section_text(&n.body, s)
-                            .unwrap_or_default()
-                            .trim()
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("\n"),
-            _ => n.body.clone(),
-        };
-        out.push(Candidate {
-            kind,
-            class,
-            id: n.note.id.clone(),
-            created: Some(n.note.created),
-            title: n.note.title.clone(),
-            body,
-            fields: fields.into_iter().map(str::to_string).collect(),
-            private: n.note.private,
-            done: None,
-            mapped: None,
-        });
     }
     Ok(out)
+}
+
+fn task_candidate(t: &tasks::Located) -> Candidate {
+    let criteria = t.doc.criteria();
+    let status = t.doc.status.as_str();
+    let mut body = String::new();
+    if !criteria.is_empty() {
+        body.push_str("## Acceptance\n");
+        for c in &criteria {
+            body.push_str(&format!(
+                "- [{}] {}\n",
+                if c.checked { "x" } else { " " },
+                c.text
+            ));
+        }
+        body.push('\n');
+    }
+    body.push_str(&format!("Status: {status}\n"));
+    let done = match (status, t.doc.resolution()) {
+        ("done", Some("abandoned")) => Some("abandoned"),
+        ("done", _) => Some("done"),
+        _ => None,
+    };
+    Candidate {
+        kind: "task",
+        class: "tasks",
+        id: t.task.id.clone(),
+        created: crate::model::id::parse_ulid(t.task.id.trim_start_matches("t-"))
+            .map(crate::model::id::ulid_time),
+        title: t.doc.title().to_string(),
+        body,
+        fields: strings(&["title", "acceptance", "status"]),
+        private: false,
+        origin: None,
+        done,
+        mapped: t
+            .doc
+            .front
+            .get("github")
+            .and_then(|g| g.get("issue"))
+            .and_then(|i| i.as_integer())
+            .map(|n| n as u64),
+    }
+}
+
+fn strings(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+/// The named sections of a note body, each as `## Name` and its trimmed text.
+fn sections(body: &str, names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|s| {
+            format!(
+                "## {s}\n{}\n",
+                crate::model::body::section_text(body, s)
+                    .unwrap_or_default()
+                    .trim()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn note_candidate(n: &notes::Located) -> Candidate {
+    let (kind, class, fields, body) = match n.note.kind.as_str() {
+        "decision" => (
+            "decision",
+            "decisions",
+            strings(&["chose", "rejected", "because"]),
+            sections(&n.body, &["Chose", "Rejected", "Because"]),
+        ),
+        "metric" => (
+            "metric",
+            "metrics",
+            strings(&["title", "goal", "question", "metric"]),
+            sections(&n.body, &["Goal", "Question", "Metric"]),
+        ),
+        "ref" => ("ref", "refs", strings(&["title", "body"]), n.body.clone()),
+        _ => (
+            "finding",
+            "findings",
+            strings(&["title", "body"]),
+            n.body.clone(),
+        ),
+    };
+    Candidate {
+        kind,
+        class,
+        id: n.note.id.clone(),
+        created: Some(n.note.created),
+        title: n.note.title.clone(),
+        body,
+        fields,
+        private: n.note.private,
+        origin: None,
+        done: None,
+        mapped: None,
+    }
+}
+
+fn risk_candidate(r: &crate::objects::risks::Located) -> Candidate {
+    let h = &r.risk;
+    let mut body = format!(
+        "Impact: {}\nLikelihood: {}\nStatus: {}\n",
+        h.impact, h.likelihood, h.status
+    );
+    for (name, text) in [("Indicators", &h.indicators), ("Action", &h.action)] {
+        if let Some(t) = text.as_deref().filter(|t| !t.is_empty()) {
+            body.push_str(&format!("\n## {name}\n{t}\n"));
+        }
+    }
+    Candidate {
+        kind: "risk",
+        class: "risks",
+        id: h.id.clone(),
+        created: Some(h.created),
+        title: h.title.clone(),
+        body,
+        fields: strings(&[
+            "title",
+            "impact",
+            "likelihood",
+            "status",
+            "indicators",
+            "action",
+        ]),
+        private: false,
+        origin: None,
+        // A closed risk is settled: it is not published, and an issue of it is left alone.
+        done: (h.status == "closed").then_some("settled"),
+        mapped: None,
+    }
+}
+
+/// An escalation publishes its summary only: the question's first line, as the title and
+/// the body. An answered one is settled.
+fn escalation_candidate(
+    ev: &crate::model::event::EventHead,
+    journal: &crate::journal::Journal,
+) -> Candidate {
+    let summary = ev
+        .body
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("(no question text)")
+        .to_string();
+    let answered = journal
+        .events
+        .iter()
+        .any(|a| a.kind == "answer" && a.question.as_deref() == Some(ev.id.as_str()));
+    Candidate {
+        kind: "escalation",
+        class: "escalations",
+        id: ev.id.clone(),
+        created: Some(ev.created),
+        title: summary.clone(),
+        body: format!("{summary}\n"),
+        fields: strings(&["summary"]),
+        private: false,
+        origin: ev
+            .field_str("origin")
+            .filter(|o| *o != "agent")
+            .map(str::to_string),
+        done: answered.then_some("settled"),
+        mapped: None,
+    }
 }
 
 /// Runs a plan (fresh or resumed): one step per remote write, mapping written back to tasks
@@ -1185,7 +1383,7 @@ fn completed(ctx: &Ctx, txn: &Txn, already: bool) -> Result<Response, Error> {
     })
 }
 
-fn render(r: &Response, _ctx: &Ctx) -> String {
+pub(super) fn render(r: &Response, _ctx: &Ctx) -> String {
     let mut out = format!(
         "{} ({}): {} to create, {} to adopt, {} to close, {} withheld\n",
         r.repo,
