@@ -1288,6 +1288,7 @@ const GH_TOKEN: &str = "ghp_0verScopedCanary0000000000000000000000";
 fn h44_an_overscoped_classic_token_is_warned_about_and_never_shown() {
     let (url, seen) = fake_github();
     let repo = linked_workspace(&url);
+    // doctor reports the token's presence and source only, and asks GitHub nothing.
     let out = repo
         .dacli(&["doctor", "--json"])
         .env("GH_TOKEN", GH_TOKEN)
@@ -1304,14 +1305,26 @@ fn h44_an_overscoped_classic_token_is_warned_about_and_never_shown() {
         .cloned()
         .unwrap();
     assert_eq!(check["items"][0]["reason"], "present", "{check}");
-    // The GitHub projection is not built yet, so doctor asks GitHub nothing and cannot see
-    // the scopes; once it asks, an over-scoped token must be warned about.
-    if !seen.lock().unwrap().is_empty() {
-        assert!(
-            all.contains("overscoped") || all.contains("OVERSCOPED"),
-            "{all}"
-        );
-    }
+    assert!(seen.lock().unwrap().is_empty(), "doctor made a request");
+
+    // A command that asks GitHub learns the scopes from the answer (`X-OAuth-Scopes: repo,
+    // delete_repo, admin:org` on the fake) and warns, whatever the command's own outcome.
+    let out = repo
+        .dacli(&["pr", "diagnose", "--pr", "1", "--json"])
+        .env("GH_TOKEN", GH_TOKEN)
+        .output()
+        .unwrap();
+    assert!(!seen.lock().unwrap().is_empty(), "diagnose asked GitHub");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("W_TOKEN_OVERSCOPED")
+            && stderr.contains("delete_repo, admin:org")
+            && stderr.contains("GH_TOKEN")
+            && !stderr.contains("repo, delete_repo"),
+        "{stderr}"
+    );
+    let all = format!("{}{stderr}", String::from_utf8_lossy(&out.stdout));
+    assert!(!all.contains(GH_TOKEN), "the GitHub token is never printed");
 }
 
 #[test]
@@ -1344,6 +1357,10 @@ fn h45_a_dry_run_against_fake_github_makes_no_write_request() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
+    assert!(
+        seen.lock().unwrap().iter().any(|l| l.starts_with("GET ")),
+        "the previews asked GitHub"
+    );
     let writes: Vec<String> = seen
         .lock()
         .unwrap()

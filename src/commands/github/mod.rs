@@ -106,12 +106,58 @@ pub(super) fn token(ctx: &Ctx, api_url: &str) -> Token {
     }
 }
 
+/// A client of the linked API that warns, when dropped, if the token turned out to be an
+/// over-scoped classic token (RELIABILITY H44). The check runs on drop because the scopes
+/// are known only from GitHub's answers, and every way out of a command (a verdict, a
+/// refusal, an error) passes through it.
+pub(super) struct Session<'c> {
+    client: Client,
+    ctx: &'c Ctx<'c>,
+    source: TokenSource,
+}
+
+impl std::ops::Deref for Session<'_> {
+    type Target = Client;
+
+    fn deref(&self) -> &Client {
+        &self.client
+    }
+}
+
+impl Drop for Session<'_> {
+    fn drop(&mut self) {
+        let risky = overscoped(&self.client.scopes().unwrap_or_default());
+        if !risky.is_empty() {
+            let from = match self.source {
+                TokenSource::GhCli => "`gh auth token`",
+                _ => "GH_TOKEN or GITHUB_TOKEN",
+            };
+            self.ctx.notice(format!(
+                "W_TOKEN_OVERSCOPED: the GitHub token from {from} carries {}, which dacli never \
+                 needs; use a fine-grained token for this one repository or a GitHub App token \
+                 (docs/GITHUB.md)",
+                risky.join(", ")
+            ));
+        }
+    }
+}
+
+/// The scopes of a classic token that can destroy or administer more than one repository's
+/// issues and pull requests: `delete_repo` and every `admin:*`.
+fn overscoped(scopes: &[String]) -> Vec<String> {
+    scopes
+        .iter()
+        .filter(|s| *s == "delete_repo" || s.starts_with("admin:"))
+        .cloned()
+        .collect()
+}
+
 /// A client for the linked API, or the access problem that prevents one (`missing_token`).
-pub(super) fn connect(
-    ctx: &Ctx,
+pub(super) fn connect<'c>(
+    ctx: &'c Ctx<'c>,
     api_url: &str,
     max_calls: u32,
-) -> Result<(Result<Client, AccessProblem>, TokenSource), Error> {
+) -> Result<(Result<Session<'c>, AccessProblem>, TokenSource), Error> {
     let token = token(ctx, api_url);
     let source = token.source;
     if source == TokenSource::None {
@@ -138,7 +184,14 @@ pub(super) fn connect(
             format!("cannot set up the GitHub client: {m}"),
         ),
     })?;
-    Ok((Ok(client), source))
+    Ok((
+        Ok(Session {
+            client,
+            ctx,
+            source,
+        }),
+        source,
+    ))
 }
 
 /// `github.access` for a lasting problem; `E_GITHUB_ACCESS` (exit 1) for a transient one
@@ -295,5 +348,28 @@ impl Access {
             calls: client.map_or(0, Client::calls),
             sso_partial: client.map(Client::sso_partial).unwrap_or_default(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::overscoped;
+
+    fn scopes(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn only_delete_repo_and_admin_scopes_are_overscoped() {
+        assert!(overscoped(&scopes(&["repo", "read:org", "workflow"])).is_empty());
+        assert_eq!(
+            overscoped(&scopes(&[
+                "repo",
+                "delete_repo",
+                "admin:org",
+                "admin:repo_hook"
+            ])),
+            scopes(&["delete_repo", "admin:org", "admin:repo_hook"])
+        );
     }
 }

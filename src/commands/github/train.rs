@@ -11,8 +11,8 @@ use toml_edit::{DocumentMut, InlineTable, value};
 use super::apply::{ApplyArgs, Run, Start, start};
 use super::diagnose::{self, Diagnosis, fresh_approvals, short, str_at, u64_at};
 use super::{
-    Notice, access_failure, announce, as_problem, call_failure, connect, link_of, project_list,
-    project_slug, unlinked,
+    Notice, Session, access_failure, announce, as_problem, call_failure, connect, link_of,
+    project_list, project_slug, unlinked,
 };
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, ErrorKind, Mcp, Outcome};
 use crate::github::{CallError, Client, Method, encode};
@@ -396,11 +396,11 @@ fn method_refusal(method: &str) -> Result<Option<Refusal>, Error> {
 }
 
 /// The linked repository and a client, or the outcome that stops the command.
-fn github_for<T>(
-    ctx: &Ctx,
+fn github_for<'c, T>(
+    ctx: &'c Ctx<'c>,
     command: &str,
     calls: u32,
-) -> Result<Result<(Client, String), Outcome<T>>, Error> {
+) -> Result<Result<(Session<'c>, String), Outcome<T>>, Error> {
     let link = link_of(ctx)?;
     let Some(repo) = link.repo.clone() else {
         return Ok(Err(Outcome::Refused(unlinked(command))));
