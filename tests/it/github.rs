@@ -2845,3 +2845,176 @@ fn pull_pages_through_the_comments_of_an_issue() {
     assert_eq!(items[100]["github_ref"], "acme/widget#comment-101");
     fake.verify();
 }
+
+/// The fake's `/issues` for K4: empty until GitHub has received the create, then the issue it
+/// made, carrying dacli's marker (GitHub made it even though dacli never saw the answer).
+struct IssuesAfterCreate {
+    created: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    issue: Value,
+}
+
+impl wiremock::Respond for IssuesAfterCreate {
+    fn respond(&self, _: &wiremock::Request) -> ResponseTemplate {
+        if self.created.load(std::sync::atomic::Ordering::SeqCst) {
+            ResponseTemplate::new(200).set_body_json(json!([self.issue.clone()]))
+        } else {
+            ResponseTemplate::new(200).set_body_json(json!([]))
+        }
+    }
+}
+
+/// The create: noted at once, answered slowly, so a test can kill dacli while it waits.
+struct SlowCreate {
+    created: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl wiremock::Respond for SlowCreate {
+    fn respond(&self, _: &wiremock::Request) -> ResponseTemplate {
+        self.created
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        ResponseTemplate::new(201)
+            .set_body_json(json!({"number": 12}))
+            .set_delay(Duration::from_secs(8))
+    }
+}
+
+/// RELIABILITY K4 and G1. `github sync` is SIGKILLed while GitHub is creating an issue (the
+/// request arrived, the answer never did); the next sync converges on that issue without a
+/// second create, and a third changes nothing. Over every run, the dry run included: each
+/// request is on the endpoint allowlist, the dry run only reads, and the token travels only
+/// in the `Authorization` header.
+#[test]
+fn k4_a_sync_killed_mid_create_converges_and_g1_every_request_is_allowlisted() {
+    let (repo, task) = projection_workspace();
+    let ws = ws_id(&repo);
+    let fake = Fake::start();
+    fake.get(R, 200, fixture("repo"));
+    let r = run(
+        &repo,
+        &fake,
+        &[
+            "github",
+            "consent",
+            "grant",
+            "--project",
+            "checkout",
+            "--granted-by",
+            "human:mkoenig",
+            "--classes",
+            "tasks",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.doc);
+    let created = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    fake.mount(
+        Mock::given(method("GET"))
+            .and(path(format!("{R}/issues")))
+            .respond_with(IssuesAfterCreate {
+                created: created.clone(),
+                issue: json!({"number": 12, "state": "open", "comments": 0,
+                    "title": "Round once at the boundary",
+                    "body": format!("<!-- dacli:{task} ws:{ws} -->\n## Acceptance\n")}),
+            }),
+    );
+    for tail in ["comments", "events"] {
+        fake.get(&format!("{R}/issues/12/{tail}"), 200, json!([]));
+    }
+    fake.mount(
+        Mock::given(method("POST"))
+            .and(path(format!("{R}/issues")))
+            .respond_with(SlowCreate {
+                created: created.clone(),
+            })
+            .expect(1),
+    );
+
+    let dry = run(&repo, &fake, &["github", "sync", "checkout", "--dry-run"]);
+    assert_eq!(dry.code, 0, "{}\n{}", dry.doc, dry.stderr);
+    assert!(
+        fake.writes().is_empty(),
+        "a dry run only reads: {:?}",
+        fake.writes()
+    );
+
+    let mut sync = repo.std_command(&["github", "sync", "checkout", "--json"]);
+    sync.env("DACLI_GITHUB_API_URL", fake.url())
+        .env("PATH", stub_path(repo.path(), "exit 1"))
+        .env("DACLI_GITHUB_TIMEOUT_MS", "30000")
+        .env("GH_TOKEN", TOKEN)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = sync.spawn().expect("sync starts");
+    let waited = std::time::Instant::now();
+    while !created.load(std::sync::atomic::Ordering::SeqCst) {
+        assert!(
+            waited.elapsed() < Duration::from_secs(60),
+            "the sync never sent its create"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reaped");
+
+    let second = run(&repo, &fake, &["github", "sync", "checkout"]);
+    assert_eq!(second.code, 0, "{}\n{}", second.doc, second.stderr);
+    let push = &second.doc["data"]["push"];
+    assert_eq!(push["outcome"], "completed", "{}", second.doc);
+    let mapped = push["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .find(|i| i["object"]["id"] == task.as_str())
+        .expect("the task's item");
+    assert_eq!(mapped["remote"]["number"], 12, "{mapped}");
+    let third = run(&repo, &fake, &["github", "sync", "checkout"]);
+    assert_eq!(third.code, 0, "{}", third.doc);
+    let again = third.doc["data"]["push"]["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .find(|i| i["object"]["id"] == task.as_str())
+        .expect("the task's item")
+        .clone();
+    assert_eq!(again["action"], "none", "{}", third.doc);
+    let (code, doctor) = repo.json(&["doctor"]);
+    assert_eq!(code, 0, "{doctor}");
+
+    // G1: the allowlist, and the token's only place.
+    let allowed = [
+        ("GET", format!("^{R}$")),
+        ("GET", format!("^{R}/issues$")),
+        ("GET", format!("^{R}/issues/[0-9]+/(comments|events)$")),
+        ("POST", format!("^{R}/issues$")),
+        ("PATCH", format!("^{R}/issues/[0-9]+$")),
+    ];
+    let requests = fake.requests();
+    assert!(requests.len() > 4, "{} requests", requests.len());
+    for req in &requests {
+        let (m, p) = (req.method.as_str(), req.url.path());
+        assert!(
+            allowed
+                .iter()
+                .any(|(am, ap)| *am == m && regex::Regex::new(ap).unwrap().is_match(p)),
+            "{m} {p} is not on the allowlist"
+        );
+        assert!(!req.url.as_str().contains(TOKEN), "token in {}", req.url);
+        assert!(
+            !String::from_utf8_lossy(&req.body).contains(TOKEN),
+            "token in a body"
+        );
+        for (name, value) in req.headers.iter() {
+            let carries = value.to_str().unwrap_or("").contains(TOKEN);
+            assert_eq!(
+                carries,
+                name.as_str() == "authorization",
+                "{name} and the token"
+            );
+        }
+    }
+    let posts = requests
+        .iter()
+        .filter(|r| r.method.as_str() == "POST")
+        .count();
+    assert_eq!(posts, 1, "exactly one create was ever sent");
+    fake.verify();
+}
