@@ -18,7 +18,7 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
-        Some("mkws") => mkws::main(&args[1..]),
+        Some("mkws") => mkws_main(&args[1..]),
         Some("run") => run::main(&args[1..]),
         _ => Err(USAGE.to_string()),
     };
@@ -52,4 +52,35 @@ fn dacli_path(args: &mut Vec<String>) -> Result<PathBuf, String> {
         .map(|p| p.join("dacli"))
         .filter(|p| p.exists())
         .ok_or_else(|| "pass --dacli PATH (no dacli binary next to the harness)".to_string())
+}
+
+fn mkws_main(args: &[String]) -> Result<(), String> {
+    let mut args = args.to_vec();
+    let dacli = dacli_path(&mut args)?;
+    let [n, dir] = args.as_slice() else {
+        return Err(USAGE.to_string());
+    };
+    let n: usize = n
+        .parse()
+        .map_err(|_| format!("N must be a number, not `{n}`"))?;
+    let started = std::time::Instant::now();
+    let built = mkws::build(&dacli, std::path::Path::new(dir), n)?;
+    println!(
+        "built {} tasks in {} ({:.1} s), verified through the CLI: {:?}",
+        n,
+        built.dir.display(),
+        started.elapsed().as_secs_f64(),
+        built.counts
+    );
+    println!("context task: {}", built.context_task);
+    for (name, (id, token)) in [
+        ("planner", &built.agents.planner),
+        ("reviewer", &built.agents.reviewer),
+    ]
+    .into_iter()
+    .chain(built.agents.builders.iter().map(|b| ("builder", b)))
+    {
+        println!("{name} {id} DACLI_AGENT={token}");
+    }
+    Ok(())
 }

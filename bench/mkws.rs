@@ -47,37 +47,6 @@ pub struct Built {
     pub context_task: String,
 }
 
-pub fn main(args: &[String]) -> Result<(), String> {
-    let mut args = args.to_vec();
-    let dacli = crate::dacli_path(&mut args)?;
-    let [n, dir] = args.as_slice() else {
-        return Err(crate::USAGE.to_string());
-    };
-    let n: usize = n
-        .parse()
-        .map_err(|_| format!("N must be a number, not `{n}`"))?;
-    let started = std::time::Instant::now();
-    let built = build(&dacli, Path::new(dir), n)?;
-    println!(
-        "built {} tasks in {} ({:.1} s), verified through the CLI: {:?}",
-        n,
-        built.dir.display(),
-        started.elapsed().as_secs_f64(),
-        built.counts
-    );
-    println!("context task: {}", built.context_task);
-    for (name, (id, token)) in [
-        ("planner", &built.agents.planner),
-        ("reviewer", &built.agents.reviewer),
-    ]
-    .into_iter()
-    .chain(built.agents.builders.iter().map(|b| ("builder", b)))
-    {
-        println!("{name} {id} DACLI_AGENT={token}");
-    }
-    Ok(())
-}
-
 /// Runs dacli in `dir` as `token` (root when `None`) with `--json`; returns `data`.
 pub fn cli(dacli: &Path, dir: &Path, token: Option<&str>, args: &[&str]) -> Result<Value, String> {
     let mut cmd = Command::new(dacli);

@@ -367,21 +367,28 @@ fn measure_mcp(opts: &Options, built: &Built) -> Result<Value, String> {
         let mut args = args;
         args["schema_version"] = json!(1);
         let mut samples = Vec::new();
-        let mut bytes = 0;
+        let (mut bytes, mut text_bytes) = (0, 0);
         for _ in 0..opts.mcp_calls {
             let (line, ms) = request(
                 "tools/call",
                 json!({"name": tool, "arguments": args.clone()}),
             )?;
             bytes = line.len();
+            // What enters the agent's context: the result text, not the JSON-RPC framing.
+            text_bytes = serde_json::from_str::<Value>(&line)
+                .ok()
+                .and_then(|v| v["result"]["content"][0]["text"].as_str().map(str::len))
+                .unwrap_or(0);
             samples.push(ms);
         }
         let p50 = percentile(&samples, 50.0);
         let p99 = percentile(&samples, 99.0);
-        eprintln!("  mcp {tool:<11} p50 {p50:>6.2} ms  p99 {p99:>6.2} ms  {bytes} bytes");
+        eprintln!(
+            "  mcp {tool:<11} p50 {p50:>6.2} ms  p99 {p99:>6.2} ms  {text_bytes} bytes of text"
+        );
         calls.insert(
             tool.into(),
-            json!({"p50_ms": round3(p50), "p99_ms": round3(p99), "min_ms": round3(min(&samples)), "response_bytes": bytes}),
+            json!({"p50_ms": round3(p50), "p99_ms": round3(p99), "min_ms": round3(min(&samples)), "response_bytes": bytes, "text_bytes": text_bytes}),
         );
     }
     drop(request);
@@ -569,10 +576,10 @@ fn targets(results: &Value) -> Value {
     );
     if let Some(page) = sizes
         .get("1000")
-        .and_then(|s| s["mcp"]["calls"]["list_tasks"]["response_bytes"].as_u64())
+        .and_then(|s| s["mcp"]["calls"]["list_tasks"]["text_bytes"].as_u64())
     {
         push(
-            "list_tasks default page at N=1000 (bytes)".into(),
+            "list_tasks default page at N=1000 (bytes of result text)".into(),
             "<= 8192",
             json!(page),
             page <= 8192,

@@ -2,6 +2,7 @@
 //! its scope, read through the derived index so that only the files a brief shows are parsed.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use super::fence::{inert, label, quote};
 use super::{Error, Reader};
@@ -92,13 +93,13 @@ pub(super) struct Material {
 struct Scope<'a> {
     ws: &'a Workspace,
     reader: &'a Reader,
-    task: TaskEntry,
+    task: Arc<TaskEntry>,
     /// Every task of every project (reference resolution of wikilinks).
-    all: Vec<TaskEntry>,
+    all: Vec<Arc<TaskEntry>>,
     /// Ancestors, nearest first.
-    ancestors: Vec<TaskEntry>,
+    ancestors: Vec<Arc<TaskEntry>>,
     events: Events,
-    notes: Vec<NoteEntry>,
+    notes: Vec<Arc<NoteEntry>>,
     superseded: BTreeSet<String>,
     /// Note bodies read so far, by id: a note shown twice is read once.
     bodies: BTreeMap<String, String>,
@@ -111,7 +112,7 @@ impl Scope<'_> {
     }
 
     fn entry(&self, id: &str) -> Option<&TaskEntry> {
-        self.all.iter().find(|t| t.id == id)
+        self.all.iter().find(|t| t.id == id).map(|t| &**t)
     }
 
     /// How an object id is named inside the brief: a task by `<NNN>-<slug>`, anything else
@@ -224,8 +225,8 @@ pub(super) fn gather(ws: &Workspace, reader: &Reader, reference: &str) -> Result
     })
 }
 
-fn ancestors_of(all: &[TaskEntry], task: &TaskEntry) -> Vec<TaskEntry> {
-    let mut out: Vec<TaskEntry> = Vec::new();
+fn ancestors_of(all: &[Arc<TaskEntry>], task: &TaskEntry) -> Vec<Arc<TaskEntry>> {
+    let mut out: Vec<Arc<TaskEntry>> = Vec::new();
     let mut seen = BTreeSet::from([task.id.clone()]);
     let mut next = task.parent.clone();
     while let Some(id) = next {
@@ -440,7 +441,7 @@ fn constraints(scope: &mut Scope<'_>, project: &Document) -> Result<Section, Err
     }
     let project_group = scope.ancestors.len() + 1;
     let project_id = scope.project_id();
-    let mut decisions: Vec<(usize, NoteEntry)> = scope
+    let mut decisions: Vec<(usize, Arc<NoteEntry>)> = scope
         .notes
         .iter()
         .filter(|n| n.kind == "decision")
@@ -636,7 +637,7 @@ fn lessons(scope: &mut Scope<'_>) -> Result<Section, Error> {
     let mut s = Section::new("lessons", "Lessons from other projects", "lessons")
         .blocks()
         .counted(Some(5));
-    let mut notes: Vec<NoteEntry> = scope
+    let mut notes: Vec<Arc<NoteEntry>> = scope
         .notes
         .iter()
         .filter(|n| n.scope == "workspace" && n.kind != "decision")
@@ -683,7 +684,7 @@ fn findings(scope: &mut Scope<'_>) -> Result<Section, Error> {
     let about: BTreeSet<String> = finding_targets(scope);
     let project = scope.task.project.clone();
     let mut found: Vec<Finding> = Vec::new();
-    let notes: Vec<NoteEntry> = scope
+    let notes: Vec<Arc<NoteEntry>> = scope
         .notes
         .iter()
         .filter(|n| n.kind == "finding" && n.project.as_deref() == Some(project.as_str()))
@@ -777,7 +778,7 @@ fn finding_targets(scope: &Scope<'_>) -> BTreeSet<String> {
     let task = &scope.task;
     let mut out = BTreeSet::from([task.id.clone(), scope.project_id()]);
     out.extend(scope.ancestors.iter().map(|a| a.id.clone()));
-    let project: Vec<&TaskEntry> = scope
+    let project: Vec<&Arc<TaskEntry>> = scope
         .all
         .iter()
         .filter(|t| t.project == task.project)
@@ -788,7 +789,7 @@ fn finding_targets(scope: &Scope<'_>) -> BTreeSet<String> {
             .filter(|t| t.parent == task.parent && t.id != task.id)
             .map(|t| t.id.clone()),
     );
-    let mut done: Vec<&&TaskEntry> = project.iter().filter(|t| t.folder == "done").collect();
+    let mut done: Vec<&&Arc<TaskEntry>> = project.iter().filter(|t| t.folder == "done").collect();
     done.sort_by(|a, b| b.last_log_at.cmp(&a.last_log_at).then(b.id.cmp(&a.id)));
     out.extend(done.into_iter().take(RECENT_DONE).map(|t| t.id.clone()));
     out

@@ -4,6 +4,7 @@
 pub mod fold;
 pub mod index;
 pub mod runs;
+pub mod snapshot;
 pub mod sync;
 pub mod view;
 pub mod wip;

@@ -14,6 +14,7 @@ mod insight;
 mod knowledge;
 mod lifecycle;
 mod mcp;
+mod perf;
 mod queues;
 mod roles;
 mod shortcuts;
