@@ -309,7 +309,7 @@ impl<T: Serialize + DeserializeOwned + Send + Sync + 'static> FileCache<T> {
         let Ok(bytes) = serde_json::to_vec(&disk) else {
             return;
         };
-        if ws.fs.replace(&path, &bytes).is_err() {
+        if ws.fs.replace_derived(&path, &bytes).is_err() {
             return;
         }
         if let (Some(stamp), Ok(mut memos)) = (Stamp::of(&path), memos().lock()) {
@@ -525,9 +525,9 @@ pub fn tasks(ws: &Workspace, slug: &str) -> Result<Listing<Arc<TaskEntry>>, Erro
             }
         }
     }
-    let mut by_id: BTreeMap<String, Vec<Arc<TaskEntry>>> = BTreeMap::new();
+    let mut found: Vec<Arc<TaskEntry>> = Vec::new();
     for folder in STATUS_FOLDERS {
-        let found = cache.scan(
+        found.extend(cache.scan(
             ws,
             &tasks_dir.join(folder),
             &mut out.warnings,
@@ -535,29 +535,40 @@ pub fn tasks(ws: &Workspace, slug: &str) -> Result<Listing<Arc<TaskEntry>>, Erro
                 task_entry(doc, slug, folder, name, key_of(ws, path))
                     .map_err(|e| field_problem(ws, path, e))
             },
-        )?;
-        for e in found {
-            by_id.entry(e.id.clone()).or_default().push(e);
-        }
+        )?);
     }
     cache.save(ws);
+    // Copies of one id (a crash mid-move, or a merge) are rare: find them without building a
+    // map of every id.
+    let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    let repeated: std::collections::BTreeSet<String> = found
+        .iter()
+        .filter(|e| !seen.insert(e.id.as_str()))
+        .map(|e| e.id.clone())
+        .collect();
+    let mut by_id: BTreeMap<String, Vec<Arc<TaskEntry>>> = BTreeMap::new();
+    for e in found {
+        if repeated.contains(&e.id) {
+            by_id.entry(e.id.clone()).or_default().push(e);
+        } else {
+            out.items.push(e);
+        }
+    }
     for (id, mut copies) in by_id {
-        if copies.len() > 1 {
-            let shown = |e: &TaskEntry| ws.display(&ws.dir().join(&e.file));
-            copies.sort_by(|a, b| b.rev.cmp(&a.rev).then(shown(a).cmp(&shown(b))));
-            let paths: Vec<String> = copies.iter().map(|c| shown(c)).collect();
-            for path in &paths {
-                let others: Vec<&str> = paths
-                    .iter()
-                    .filter(|p| *p != path)
-                    .map(String::as_str)
-                    .collect();
-                out.warnings.push(Problem {
-                    path: path.clone(),
-                    reason: Reason::DuplicateId,
-                    detail: format!("{id} is also at {}", others.join(", ")),
-                });
-            }
+        let shown = |e: &TaskEntry| ws.display(&ws.dir().join(&e.file));
+        copies.sort_by(|a, b| b.rev.cmp(&a.rev).then(shown(a).cmp(&shown(b))));
+        let paths: Vec<String> = copies.iter().map(|c| shown(c)).collect();
+        for path in &paths {
+            let others: Vec<&str> = paths
+                .iter()
+                .filter(|p| *p != path)
+                .map(String::as_str)
+                .collect();
+            out.warnings.push(Problem {
+                path: path.clone(),
+                reason: Reason::DuplicateId,
+                detail: format!("{id} is also at {}", others.join(", ")),
+            });
         }
         out.items.extend(copies.into_iter().next());
     }

@@ -257,6 +257,33 @@ impl Fs {
         self.sync_dir(dir)
     }
 
+    /// Atomic replace without flushing, for derived data (`cache/`) that a crash may lose:
+    /// readers see the old bytes or the new ones, never a mix, and a file a crash leaves empty
+    /// or torn fails to parse, so readers ignore it and rebuild from the objects.
+    pub fn replace_derived(&self, path: &Path, bytes: &[u8]) -> Result<(), Error> {
+        let dir = parent(path);
+        self.create_dir_all(dir)?;
+        let tmp = self.temp_name(dir);
+        self.hit(FaultOp::Write, &tmp)?;
+        #[allow(clippy::disallowed_methods, reason = "store owns file creation")]
+        let written = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .and_then(|mut file| file.write_all(bytes))
+            .map_err(|e| Error::io("write", self.display(&tmp), e));
+        let renamed = written
+            .and_then(|()| self.hit(FaultOp::Rename, path))
+            .and_then(|()| {
+                #[allow(clippy::disallowed_methods, reason = "store owns renames")]
+                fs::rename(&tmp, path).map_err(|e| Error::io("rename", self.display(path), e))
+            });
+        if renamed.is_err() {
+            self.discard(&tmp);
+        }
+        renamed
+    }
+
     /// Create-new: the record appears under `path` complete or not at all, and an existing
     /// `path` is never overwritten ([`Error::Exists`]).
     pub fn create_new(&self, path: &Path, bytes: &[u8]) -> Result<(), Error> {
