@@ -6,7 +6,7 @@
 //! Invariant: for every task, [`Snapshot::summary`] equals what `World::summary` gives for
 //! the same workspace, and the warnings are the same files in the same order.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
 use crate::model::dod::DodFacts;
@@ -29,10 +29,14 @@ pub struct Snapshot {
     pub tasks: Vec<Arc<TaskEntry>>,
     pub events: Events,
     pub notes: Vec<Arc<NoteEntry>>,
-    /// The tasks with pending events, read in full and folded, with what folding did.
+    /// The tasks whose pending events change what a reader sees (anything but comments and
+    /// findings), read in full and folded, with what folding did.
     pub folded: BTreeMap<String, (tasks::Located, Folded)>,
     /// Pending events by the object they are about.
     pending: BTreeMap<String, usize>,
+    /// The addresses of the folded tasks' entries: most tasks are not folded, and asking
+    /// this set is cheaper than a lookup by id for each of thousands of tasks.
+    folded_at: HashSet<usize>,
     /// Files skipped while loading.
     pub warnings: Vec<Problem>,
 }
@@ -58,28 +62,37 @@ impl Snapshot {
         let events = super::index::read(ws)?;
         warnings.extend(events.warnings.iter().cloned());
         let mut pending: BTreeMap<String, usize> = BTreeMap::new();
+        // A pending comment or finding only adds a Log line (and a note): no field a summary,
+        // a count or a plan shows. Only tasks with other pending events are read and folded.
+        let mut to_fold: BTreeSet<&str> = BTreeSet::new();
         for e in events.entries.iter().filter(|e| events.is_pending(e)) {
             if let Some(about) = &e.about {
                 *pending.entry(about.clone()).or_default() += 1;
+                if !matches!(e.kind.as_str(), "comment" | "finding") {
+                    to_fold.insert(about);
+                }
             }
         }
+        let to_fold: BTreeSet<String> = to_fold.into_iter().map(str::to_string).collect();
         let mut snapshot = Snapshot {
             tasks: all,
             events,
             notes: notes.items,
             folded: BTreeMap::new(),
             pending,
+            folded_at: HashSet::new(),
             warnings,
         };
         let changed: Vec<Arc<TaskEntry>> = snapshot
             .tasks
             .iter()
-            .filter(|t| snapshot.pending.contains_key(&t.id))
+            .filter(|t| to_fold.contains(&t.id))
             .cloned()
             .collect();
         for entry in changed {
             match snapshot.fold(ws, &entry, passes) {
                 Ok(folded) => {
+                    snapshot.folded_at.insert(address(&entry));
                     snapshot.folded.insert(entry.id.clone(), folded);
                 }
                 // Broken since it was indexed (rewritten in place): reported, shown unfolded.
@@ -164,6 +177,15 @@ impl Snapshot {
         self.folded.get(id).map(|(t, _)| &t.doc)
     }
 
+    /// [`Snapshot::doc`] for an entry of `tasks`.
+    fn doc_of(&self, t: &TaskEntry) -> Option<&TaskDoc> {
+        if self.folded_at.contains(&address(t)) {
+            self.doc(&t.id)
+        } else {
+            None
+        }
+    }
+
     /// The task with this id.
     pub fn task(&self, id: &str) -> Option<&Arc<TaskEntry>> {
         self.tasks.iter().find(|t| t.id == id)
@@ -176,12 +198,12 @@ impl Snapshot {
 
     /// The folded status.
     pub fn status(&self, t: &TaskEntry) -> Status {
-        self.doc(&t.id).map_or_else(|| t.status(), |d| d.status)
+        self.doc_of(t).map_or_else(|| t.status(), |d| d.status)
     }
 
     /// The folded assignee.
     pub fn assignee<'a>(&'a self, t: &'a TaskEntry) -> Option<&'a str> {
-        match self.doc(&t.id) {
+        match self.doc_of(t) {
             Some(d) => d.assignee(),
             None => t.assignee.as_deref(),
         }
@@ -190,7 +212,7 @@ impl Snapshot {
     /// The folded title as a `TaskRef` shows it.
     pub fn task_ref(&self, t: &TaskEntry) -> TaskRef {
         let mut r = t.task_ref();
-        if let Some(d) = self.doc(&t.id)
+        if let Some(d) = self.doc_of(t)
             && !d.title().is_empty()
         {
             r.title = d.title().to_string();
@@ -200,7 +222,7 @@ impl Snapshot {
 
     /// When an active task became active: the last Log line that made it so.
     pub fn active_since(&self, t: &TaskEntry) -> Option<String> {
-        match self.doc(&t.id) {
+        match self.doc_of(t) {
             Some(d) => d
                 .log()
                 .iter()
@@ -309,4 +331,9 @@ impl Snapshot {
             })
             .collect()
     }
+}
+
+/// The address of an entry, which identifies it among the entries of one snapshot.
+fn address(t: &TaskEntry) -> usize {
+    std::ptr::from_ref(t) as usize
 }
