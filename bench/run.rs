@@ -391,7 +391,6 @@ fn measure_mcp(opts: &Options, built: &Built) -> Result<Value, String> {
             json!({"p50_ms": round3(p50), "p99_ms": round3(p99), "min_ms": round3(min(&samples)), "response_bytes": bytes, "text_bytes": text_bytes}),
         );
     }
-    drop(request);
     drop(stdin);
     let _ = child.wait_timeout_or_kill(Duration::from_secs(10));
     eprintln!(
