@@ -9,6 +9,7 @@ pub mod commands;
 pub mod dispatch;
 pub mod exec;
 pub mod git;
+pub mod github;
 pub mod journal;
 pub mod mcp;
 pub mod model;

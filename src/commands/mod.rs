@@ -4,10 +4,13 @@
 mod admin;
 mod briefing;
 mod collab;
+mod github;
 mod insight;
 mod knowledge;
 mod planning;
 mod queues;
+mod repo;
+mod runtimes;
 mod shortcuts;
 mod team;
 mod templates;
@@ -27,6 +30,9 @@ pub fn table() -> Table {
     commands.extend(shortcuts::commands());
     commands.extend(queues::commands());
     commands.extend(briefing::commands());
+    commands.extend(repo::commands());
+    commands.extend(runtimes::commands());
+    commands.extend(github::commands());
     Table::new(commands).with_groups(&[
         (
             "agent",
@@ -38,6 +44,14 @@ pub fn table() -> Table {
             "Tasks: add, list, show, claim, check, block, finish, reopen, ...",
         ),
         ("events", "The event log: list, tail, show"),
+        (
+            "repo",
+            "The repository: retire provably dead branches, worktrees and run records",
+        ),
+        (
+            "delivery",
+            "Delivery: did each task's work land on the base branch?",
+        ),
         ("note", "Notes: decisions, findings, metrics, refs"),
         ("risk", "Risks: add, edit, list"),
         ("glossary", "The project glossary: show, add"),
@@ -46,6 +60,15 @@ pub fn table() -> Table {
             "Templates: list, show, add (vendor one to edit it)",
         ),
         ("mcp", "The MCP stdio server: serve, config"),
+        (
+            "github",
+            "GitHub: link the repository, record disclosure consent, project tasks as issues",
+        ),
+        ("pr", "Pull requests: diagnose why one is not landing"),
+        (
+            "release-train",
+            "Release trains: promote one exact commit from a source to a target branch",
+        ),
         (
             "role",
             "Roles: grant ceiling, scope, toolkit, escalation and WIP cap",
@@ -57,6 +80,10 @@ pub fn table() -> Table {
         (
             "queue",
             "Queues: ordered steps an owner advances; dacli never runs them",
+        ),
+        (
+            "runtime",
+            "Runtimes: adapters for coding-agent CLIs, probed by `runtime doctor`",
         ),
     ])
 }

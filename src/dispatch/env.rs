@@ -5,7 +5,9 @@ use std::path::PathBuf;
 
 /// Variables dacli reads. The `DACLI_TEST_*` hooks pin the clock, the random source and a
 /// filesystem fault so that tests are deterministic; they are documented in docs/TESTING.md.
-pub const READ_VARS: [&str; 12] = [
+/// `PATH` and `HOME` locate runtime binaries for `runtime doctor` (and shorten where one was
+/// found to `~/…` in its report).
+pub const READ_VARS: [&str; 16] = [
     "DACLI_AGENT",
     "NO_COLOR",
     "TERM",
@@ -14,10 +16,14 @@ pub const READ_VARS: [&str; 12] = [
     "DACLI_TEST_SEED",
     "DACLI_TEST_FAULT",
     "DACLI_TEST_PANIC",
+    "DACLI_TEST_PAUSE_AFTER_STEP",
     "GH_TOKEN",
     "GITHUB_TOKEN",
     "GH_HOST",
     "DACLI_GITHUB_API_URL",
+    "DACLI_GITHUB_TIMEOUT_MS",
+    "PATH",
+    "HOME",
 ];
 
 /// A snapshot of the variables in [`READ_VARS`] and of the working directory.

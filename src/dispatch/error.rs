@@ -131,6 +131,9 @@ impl From<objects::Error> for Error {
                 Error::not_found(format!("no {what} `{id}` in this workspace"))
             }
             objects::Error::Store(e) => e.into(),
+            e @ objects::Error::Conflict { .. } => {
+                Error::new(ErrorKind::Conflict, "E_CONFLICT", e.to_string())
+            }
         }
     }
 }
@@ -164,6 +167,7 @@ impl From<objects::tasks::ResolveError> for Error {
                 }
                 err
             }
+            R::Malformed(p) => store::Error::Malformed(p).into(),
             R::NoProject { project } => {
                 Error::not_found(format!("no project `{project}` in this workspace"))
                     .hint("list projects with `dacli project list --status all`")
@@ -177,5 +181,18 @@ fn detail(d: &str) -> String {
         String::new()
     } else {
         format!(" ({d})")
+    }
+}
+
+impl From<crate::git::Error> for Error {
+    fn from(e: crate::git::Error) -> Error {
+        match e {
+            e @ crate::git::Error::NotARepo { .. } => {
+                Error::new(ErrorKind::Operational, "E_NOT_A_REPO", e.to_string())
+                    .hint("run dacli inside a git work tree, or pass `-C <dir>`")
+            }
+            e => Error::new(ErrorKind::Operational, "E_GIT", e.to_string())
+                .hint("check the repository with `git status` and `git fsck`, then retry"),
+        }
     }
 }

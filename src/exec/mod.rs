@@ -1,7 +1,12 @@
 //! L5: the only module that spawns processes other than git: verification commands of
 //! acceptance criteria ([`run_shell`]: the combined output is kept only as a digest) and
 //! shortcuts ([`run_captured`]: bounded tails of the output go back to the caller). Commands run
-//! with `sh -c` in a given directory, with a timeout.
+//! with `sh -c` in a given directory, with a timeout. Runtime probes ([`run_argv`]) start a
+//! program by path with an argument vector and no shell.
+
+mod argv;
+
+pub use argv::{ARGV_CAP, ArgvRun, Found, Stamp, run_argv, stamp, which};
 
 use std::io::Read;
 use std::path::Path;
@@ -444,4 +449,68 @@ mod tests {
         let ran = spawn("sleep 30 &", 300);
         assert!(ran.duration_ms < 10_000 && ran.timed_out);
     }
+}
+
+/// What [`run_program`] saw: the exit code (-1 when killed at the timeout or by a signal) and
+/// stdout, cut at [`STREAM_TAIL`] bytes.
+#[derive(Clone)]
+pub struct ProgramOutput {
+    pub exit_code: i64,
+    pub stdout: String,
+}
+
+impl std::fmt::Debug for ProgramOutput {
+    // The output may be a credential (`gh auth token`): never shown by `Debug`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProgramOutput")
+            .field("exit_code", &self.exit_code)
+            .field("stdout", &format_args!("[{} bytes]", self.stdout.len()))
+            .finish()
+    }
+}
+
+/// Runs `program` with `args` directly (no shell), stdin and stderr closed, killing it after
+/// `timeout`. For helpers whose stdout is the product, such as `gh auth token`: the caller
+/// decides what may be shown of it.
+pub fn run_program(
+    program: &str,
+    args: &[&str],
+    timeout: Duration,
+) -> std::io::Result<ProgramOutput> {
+    #[allow(clippy::disallowed_methods, reason = "exec owns process spawning")]
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()?;
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "a timeout needs a monotonic clock"
+    )]
+    let start = Instant::now();
+    let mut stdout = child.stdout.take();
+    let reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(s) = stdout.as_mut() {
+            let _ = s.take(STREAM_TAIL as u64).read_to_end(&mut buf);
+        }
+        buf
+    });
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if start.elapsed() >= timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let out = reader.join().unwrap_or_default();
+    Ok(ProgramOutput {
+        exit_code: status.and_then(|s| s.code()).map_or(-1, i64::from),
+        stdout: String::from_utf8_lossy(&out).into_owned(),
+    })
 }

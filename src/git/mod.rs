@@ -1,37 +1,55 @@
-//! L5: the only module that touches git. For now it only asks the `git` binary whether paths
-//! are tracked (for `doctor`); history, refs and worktrees arrive with gix.
+//! L5: the only module that touches git. History, refs, ancestry, worktree listing and status
+//! go through gix ([`Repo`]); the network (fetch) and the porcelain gix does not have (worktree
+//! remove and prune) go through the `git` binary ([`cli`]), so credentials, ssh config and
+//! worktree safety checks behave exactly like the user's git.
+
+pub mod cli;
+mod repo;
 
 use std::path::Path;
-use std::process::Command;
 
-/// Whether git tracks `path` (relative to the work tree `root`): `None` when git cannot tell
-/// (no git binary, or not a repository).
+pub use repo::{Cleanliness, Head, Repo, Worktree, cleanliness};
+
+/// A git failure, classified once for the dispatcher.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The path is not inside a git repository.
+    #[error("{path} is not a git repository")]
+    NotARepo { path: String },
+    /// gix could not read or write something it should have.
+    #[error("git: {0}")]
+    Git(String),
+    /// The `git` program is missing or does not run.
+    #[error("the `git` program is not usable: {0}")]
+    Unavailable(String),
+    /// A `git` subprocess failed.
+    #[error("`git {args}` failed with exit code {code}: {stderr}")]
+    Command {
+        args: String,
+        code: i32,
+        stderr: String,
+    },
+    /// A `git` subprocess ran past its deadline and was killed.
+    #[error("`git {args}` did not finish within {seconds} s and was stopped")]
+    Timeout { args: String, seconds: u64 },
+}
+
+impl Error {
+    pub(crate) fn gix(e: impl std::fmt::Display) -> Error {
+        Error::Git(e.to_string())
+    }
+}
+
+/// Whether git tracks `path` (relative to the work tree `root`; a directory counts when it
+/// holds a tracked file): `None` when git cannot tell (not a repository, unreadable index).
 pub fn is_tracked(root: &Path, path: &str) -> Option<bool> {
-    #[allow(
-        clippy::disallowed_methods,
-        reason = "the git module owns git subprocesses"
-    )]
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args(["ls-files", "-z", "--", path])
-        .output()
-        .ok()?;
-    out.status.success().then_some(!out.stdout.is_empty())
+    Repo::open(root).ok()?.is_tracked(path).ok()
 }
 
 /// The SHA of `HEAD` in the work tree `root`, when there is one.
 pub fn head_sha(root: &Path) -> Option<String> {
-    #[allow(
-        clippy::disallowed_methods,
-        reason = "the git module owns git subprocesses"
-    )]
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args(["rev-parse", "--verify", "-q", "HEAD"])
-        .output()
-        .ok()?;
-    let sha = String::from_utf8(out.stdout).ok()?.trim().to_string();
-    (out.status.success() && sha.len() == 40).then_some(sha)
+    match Repo::open(root).ok()?.head().ok()? {
+        Head::Branch { sha, .. } | Head::Detached { sha } => Some(sha),
+        Head::Unborn { .. } => None,
+    }
 }

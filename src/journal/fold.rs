@@ -92,6 +92,16 @@ pub fn fold_task(
                 out.notes.push(id.clone());
                 Ok(doc.finding(&format!("n-{id}"), st))
             }
+            // A proposal to `done` is a `finish` (FORMAT §13.1): it waits, neither applied nor
+            // rejected, while the definition of done is unmet.
+            "propose-status"
+                if ev.field_str("to") == Some("done")
+                    && doc.status != Status::Done
+                    && !can_finish(doc) =>
+            {
+                out.waiting.push((id, "dod_unmet"));
+                continue;
+            }
             "propose-status" => match propose(doc, ev, st, &by) {
                 Some(r) => r,
                 None => {
@@ -170,7 +180,7 @@ fn propose(
             r
         }
         (Some(Status::Open), Status::Done) => return None,
-        (Some(Status::Done), _) => Err(Reject::BadTransition),
+        (Some(Status::Done), _) => doc.finish(st),
         _ => Err(Reject::BadTransition),
     })
 }

@@ -99,28 +99,48 @@ impl Events {
 pub fn read(ws: &Workspace) -> Result<Events, objects::Error> {
     let mut out = Events::default();
     let mut cache: FileCache<EventEntry> = FileCache::load(ws, "events");
-    for (y, ydir) in ws.fs.list_dir(&ws.path(&["events"]))? {
-        for (m, mdir) in ws.fs.list_dir(&ydir)? {
-            for (d, ddir) in ws.fs.list_dir(&mdir)? {
-                if !(digits(&y, 4) && digits(&m, 2) && digits(&d, 2)) {
+    // The files of an unsealed archive segment are part of the live log (FORMAT §20), as in
+    // `super::read`; a copy of an id already read is skipped.
+    let mut roots = vec![ws.path(&["events"])];
+    roots.extend(super::archive::unsealed_dirs(ws)?);
+    let mut seen: BTreeSet<String> = BTreeSet::new();
+    for (n, root) in roots.iter().enumerate() {
+        let mut found = Vec::new();
+        for (y, ydir) in ws.fs.list_dir(root)? {
+            if !digits(&y, 4) || !ydir.is_dir() {
+                continue;
+            }
+            for (m, mdir) in ws.fs.list_dir(&ydir)? {
+                if !digits(&m, 2) || !mdir.is_dir() {
                     continue;
                 }
-                let day = format!("{y}/{m}/{d}");
-                let found =
-                    cache.scan(ws, &ddir, &mut out.warnings, |name, path, doc, bytes| {
-                        let shown = ws.display(path);
-                        let file = path
-                            .strip_prefix(ws.dir())
-                            .map(|p| p.to_string_lossy().into_owned())
-                            .unwrap_or_default();
-                        entry_of(doc, bytes, name, &shown, &day, file).map_err(|p| match p {
-                            Bad::Field(e) => field_problem(ws, path, e),
-                            Bad::Problem(p) => p,
-                        })
-                    })?;
-                out.entries
-                    .extend(found.into_iter().map(Arc::unwrap_or_clone));
+                for (d, ddir) in ws.fs.list_dir(&mdir)? {
+                    if !digits(&d, 2) || !ddir.is_dir() {
+                        continue;
+                    }
+                    let day = format!("{y}/{m}/{d}");
+                    let scanned =
+                        cache.scan(ws, &ddir, &mut out.warnings, |name, path, doc, bytes| {
+                            let shown = ws.display(path);
+                            let file = path
+                                .strip_prefix(ws.dir())
+                                .map(|p| p.to_string_lossy().into_owned())
+                                .unwrap_or_default();
+                            entry_of(doc, bytes, name, &shown, &day, file).map_err(|p| match p {
+                                Bad::Field(e) => field_problem(ws, path, e),
+                                Bad::Problem(p) => p,
+                            })
+                        })?;
+                    found.extend(scanned.into_iter().map(Arc::unwrap_or_clone));
+                }
             }
+        }
+        if n == 0 {
+            seen.extend(found.iter().map(|e| e.id.clone()));
+            out.entries.extend(found);
+        } else {
+            out.entries
+                .extend(found.into_iter().filter(|e| seen.insert(e.id.clone())));
         }
     }
     cache.save(ws);

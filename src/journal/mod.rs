@@ -1,11 +1,15 @@
 //! L3: the append-only event log (docs/FORMAT.md §14): reading it, verifying checksums and
 //! knowing which mailbox events are still pending.
 
+pub mod archive;
+pub mod evidence;
 pub mod fold;
 pub mod index;
+pub mod record;
 pub mod runs;
 pub mod snapshot;
 pub mod sync;
+pub mod txn;
 pub mod view;
 pub mod wip;
 
@@ -47,6 +51,9 @@ pub struct Journal {
     pub warnings: Vec<Problem>,
     applied: BTreeSet<String>,
     rejected: BTreeMap<String, String>,
+    /// `run` events per shortcut that live only in sealed archive segments (history that
+    /// `uses` still counts, FORMAT §20); the fold never looks at them.
+    archived_runs: BTreeMap<String, usize>,
 }
 
 impl Journal {
@@ -90,6 +97,11 @@ impl Journal {
             .map(|e| e.id.as_str())
     }
 
+    /// `run` events per shortcut kept only in sealed archive segments.
+    pub fn archived_runs(&self) -> &BTreeMap<String, usize> {
+        &self.archived_runs
+    }
+
     /// Mailbox events that no honoured receipt settles.
     pub fn pending(&self) -> impl Iterator<Item = &EventHead> {
         self.events
@@ -99,14 +111,78 @@ impl Journal {
 }
 
 /// Reads every event under `events/YYYY/MM/DD/`, verifies each checksum and computes which
-/// events the receipts of root or rw agents settle. Bad files become warnings.
+/// events the receipts of root or rw agents settle. Bad files become warnings. The files of an
+/// unsealed archive segment (an archival interrupted half-way, FORMAT §20) are part of the
+/// live log too; a copy of an id already read is skipped.
 pub fn read(ws: &Workspace) -> Result<Journal, objects::Error> {
     let mut listing: Listing<EventHead> = Listing::default();
-    let root = ws.path(&["events"]);
-    for (y, ydir) in ws.fs.list_dir(&root)? {
+    scan_tree(ws, &ws.path(&["events"]), &mut listing)?;
+    let unsealed = archive::unsealed_dirs(ws)?;
+    if !unsealed.is_empty() {
+        let mut seen: BTreeSet<String> = listing.items.iter().map(|e| e.id.clone()).collect();
+        for dir in unsealed {
+            let mut moved: Listing<EventHead> = Listing::default();
+            scan_tree(ws, &dir, &mut moved)?;
+            listing.warnings.extend(moved.warnings);
+            for ev in moved.items {
+                if seen.insert(ev.id.clone()) {
+                    listing.items.push(ev);
+                }
+            }
+        }
+    }
+    listing.items.sort_by(|a, b| a.id.cmp(&b.id));
+    let live: BTreeSet<String> = listing.items.iter().map(|e| e.id.clone()).collect();
+    let (archived_runs, problems) = archive::archived_runs(ws, &live)?;
+    listing.warnings.extend(problems);
+    let mut journal = Journal {
+        events: Vec::new(),
+        warnings: listing.warnings,
+        applied: BTreeSet::new(),
+        rejected: BTreeMap::new(),
+        archived_runs,
+    };
+    let mut honoured: BTreeMap<String, bool> = BTreeMap::new();
+    // Receipts in ULID order: when receipts disagree, the earliest counts (FORMAT §14.2).
+    for ev in listing.items.iter().filter(|e| e.kind == "applied") {
+        let ok = *honoured
+            .entry(ev.created_by.clone())
+            .or_insert_with(|| is_honoured_author(ws, &ev.created_by));
+        if !ok {
+            continue;
+        }
+        for id in &ev.applied {
+            if !journal.rejected.contains_key(id) {
+                journal.applied.insert(id.clone());
+            }
+        }
+        for (id, reason) in &ev.rejected {
+            if !journal.applied.contains(id) {
+                journal.rejected.entry(id.clone()).or_insert(reason.clone());
+            }
+        }
+    }
+    journal.events = listing.items;
+    Ok(journal)
+}
+
+/// Reads the event files of one `YYYY/MM/DD/` tree (the live `events/`, or a segment).
+fn scan_tree(
+    ws: &Workspace,
+    root: &std::path::Path,
+    listing: &mut Listing<EventHead>,
+) -> Result<(), objects::Error> {
+    // Only `YYYY/MM/DD` directories hold events (a segment also holds its manifest).
+    for (y, ydir) in ws.fs.list_dir(root)? {
+        if !is_digits(&y, 4) || !ydir.is_dir() {
+            continue;
+        }
         for (m, mdir) in ws.fs.list_dir(&ydir)? {
+            if !is_digits(&m, 2) || !mdir.is_dir() {
+                continue;
+            }
             for (d, ddir) in ws.fs.list_dir(&mdir)? {
-                if !(is_digits(&y, 4) && is_digits(&m, 2) && is_digits(&d, 2)) {
+                if !is_digits(&d, 2) || !ddir.is_dir() {
                     continue;
                 }
                 for (name, path) in ws.fs.list_dir(&ddir)? {
@@ -158,35 +234,7 @@ pub fn read(ws: &Workspace) -> Result<Journal, objects::Error> {
             }
         }
     }
-    listing.items.sort_by(|a, b| a.id.cmp(&b.id));
-    let mut journal = Journal {
-        events: Vec::new(),
-        warnings: listing.warnings,
-        applied: BTreeSet::new(),
-        rejected: BTreeMap::new(),
-    };
-    let mut honoured: BTreeMap<String, bool> = BTreeMap::new();
-    // Receipts in ULID order: when receipts disagree, the earliest counts (FORMAT §14.2).
-    for ev in listing.items.iter().filter(|e| e.kind == "applied") {
-        let ok = *honoured
-            .entry(ev.created_by.clone())
-            .or_insert_with(|| is_honoured_author(ws, &ev.created_by));
-        if !ok {
-            continue;
-        }
-        for id in &ev.applied {
-            if !journal.rejected.contains_key(id) {
-                journal.applied.insert(id.clone());
-            }
-        }
-        for (id, reason) in &ev.rejected {
-            if !journal.applied.contains(id) {
-                journal.rejected.entry(id.clone()).or_insert(reason.clone());
-            }
-        }
-    }
-    journal.events = listing.items;
-    Ok(journal)
+    Ok(())
 }
 
 /// A new event to append. `fields` are the kind fields of FORMAT §14.2, in table order.

@@ -60,9 +60,10 @@ pub fn append_run(
     )
 }
 
-/// How many `run` events name each shortcut (ad-hoc runs under [`ADHOC`]).
+/// How many `run` events name each shortcut (ad-hoc runs under [`ADHOC`]), archived ones
+/// included: `uses` is history, and history survives archival (FORMAT §20).
 pub fn uses(journal: &Journal) -> BTreeMap<String, usize> {
-    let mut out = BTreeMap::new();
+    let mut out = journal.archived_runs().clone();
     for ev in runs(journal) {
         if let Some(name) = ev.field_str("shortcut") {
             *out.entry(name.to_string()).or_insert(0) += 1;

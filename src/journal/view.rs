@@ -53,8 +53,17 @@ impl World {
     }
 
     /// Resolves a task reference in any FORMAT §3.3 form.
+    /// A reference that only an unreadable task file answers is that file's problem
+    /// ([`tasks::ResolveError::Malformed`]), not "not found".
     pub fn resolve(&self, reference: &str) -> Result<&tasks::Located, tasks::ResolveError> {
-        tasks::resolve(&self.tasks, reference)
+        match tasks::resolve(&self.tasks, reference) {
+            Err(tasks::ResolveError::NotFound { .. } | tasks::ResolveError::NoProject { .. })
+                if let Some(p) = tasks::unreadable_match(&self.warnings, reference) =>
+            {
+                Err(tasks::ResolveError::Malformed(p))
+            }
+            other => other,
+        }
     }
 
     /// Pending event ids about a task (after folding: those still waiting, plus any the fold

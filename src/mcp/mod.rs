@@ -18,7 +18,7 @@ mod schema;
 use std::io::Write;
 use std::path::PathBuf;
 
-use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt, BufReader};
 
 use crate::dispatch::{Ctx, Env, Error, Outcome, Output, Table, exit_code};
 
@@ -34,7 +34,13 @@ pub fn serve(table: &Table, env: Env, start: Option<PathBuf>) -> u8 {
     if let Some(code) = bind(&ctx) {
         return code;
     }
-    let runtime = match tokio::runtime::Builder::new_current_thread().build() {
+    // Reading stdin and writing stdout are the only blocking work, one of each at a time;
+    // without a cap, a fast stream of input grew the pool by a thread (and its stack) per
+    // read that overlapped the last one's hand-back.
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .max_blocking_threads(4)
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("dacli mcp serve: cannot start the I/O runtime: {e}");
@@ -42,7 +48,36 @@ pub fn serve(table: &Table, env: Env, start: Option<PathBuf>) -> u8 {
         }
     };
     let server = call::Server::new(table, ctx);
-    runtime.block_on(run(&server))
+    let mut stdout = tokio::io::stdout();
+    runtime.block_on(run(
+        &server,
+        BufReader::new(tokio::io::stdin()),
+        &mut stdout,
+    ))
+}
+
+/// One session over `input` as if it arrived on stdin: the same identity binding, bounded
+/// line reader, protocol and result mapping as [`serve`], with stdout collected. Returns the
+/// lines the server wrote and its exit code. For fuzzing and tests, which need the loop
+/// without a process.
+pub fn replay(table: &Table, env: Env, start: Option<PathBuf>, input: &[u8]) -> (Vec<String>, u8) {
+    let output = Output {
+        json: true,
+        quiet: true,
+        color: false,
+    };
+    let ctx = Ctx::new(table, env, start, output);
+    if let Some(code) = bind(&ctx) {
+        return (Vec::new(), code);
+    }
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread().build() else {
+        return (Vec::new(), 1);
+    };
+    let server = call::Server::new(table, ctx);
+    let mut out: Vec<u8> = Vec::new();
+    let code = runtime.block_on(run(&server, input, &mut out));
+    let text = String::from_utf8_lossy(&out);
+    (text.lines().map(str::to_string).collect(), code)
 }
 
 /// Binds the identity; `Some(exit code)` after telling stderr why the server cannot start.
@@ -68,9 +103,12 @@ fn bind(ctx: &Ctx) -> Option<u8> {
     }
 }
 
-async fn run(server: &call::Server<'_>) -> u8 {
-    let mut input = lines::Lines::new(BufReader::new(tokio::io::stdin()), lines::MAX_LINE);
-    let mut stdout = tokio::io::stdout();
+async fn run<R, W>(server: &call::Server<'_>, reader: R, stdout: &mut W) -> u8
+where
+    R: AsyncBufRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut input = lines::Lines::new(reader, lines::MAX_LINE);
     let mut session = protocol::Session::new(server);
     loop {
         let reply = match input.next().await {

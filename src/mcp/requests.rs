@@ -352,7 +352,18 @@ fn train(args: &Args, req: &mut Args) -> Result<&'static str, Invalid> {
         _ => "release-train.status",
     };
     rename(args, req, "train_id", "train");
-    copy(args, req, &["project", "source", "target", "sha"]);
+    if command == "release-train.open" {
+        copy(args, req, &["project", "source", "target", "sha"]);
+    } else if let Some(f) = ["project", "source", "target", "sha"]
+        .iter()
+        .find(|f| has(f))
+    {
+        // A train named by `train_id` carries its own project, branches and commit.
+        return Err(schema_error(
+            f,
+            format!("`{f}` is not taken with `{action}`; the train names it"),
+        ));
+    }
     if matches!(command, "release-train.open" | "release-train.land") {
         apply(args, req)?;
     } else if has("mode") || has("expect_digest") {

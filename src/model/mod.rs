@@ -14,6 +14,7 @@ pub mod project;
 pub mod queue;
 pub mod risk;
 pub mod role;
+pub mod runtime;
 pub mod shortcut;
 pub mod task;
 pub mod taskdoc;

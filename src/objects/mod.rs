@@ -10,6 +10,7 @@ pub mod projects;
 pub mod queues;
 pub mod risks;
 pub mod roles;
+pub mod runtimes;
 pub mod shortcuts;
 pub mod tasks;
 pub mod templates;
@@ -28,6 +29,10 @@ pub enum Error {
     NotFound { what: &'static str, id: String },
     #[error("{0}")]
     Store(#[from] store::Error),
+    /// Two copies of one object that no rule can order (FORMAT §4.4 `duplicate_id` with equal
+    /// `rev`): reads pick one, a mutation is refused until a human keeps one.
+    #[error("{path}: {detail}")]
+    Conflict { path: String, detail: String },
 }
 
 impl Error {

@@ -57,6 +57,35 @@ impl Located {
 /// task is skipped and reported; of two copies of one id (a crash mid-move, or a merge) the
 /// greater `rev` is used and both paths are reported as `duplicate_id`.
 pub fn list(ws: &Workspace, slug: &str) -> Result<Listing<Located>, Error> {
+    // A status move (create in the new folder, remove from the old) can run while the folders
+    // are read: a file vanishes between listing and reading, or the task is read in neither
+    // folder. Such a listing is read again; the folders' names decide whether one moved.
+    const ATTEMPTS: usize = 5;
+    let mut attempt = 1;
+    loop {
+        let before = folder_names(ws, slug)?;
+        let (out, vanished) = list_once(ws, slug)?;
+        if attempt >= ATTEMPTS || (!vanished && folder_names(ws, slug)? == before) {
+            return Ok(out);
+        }
+        attempt += 1;
+    }
+}
+
+fn folder_names(ws: &Workspace, slug: &str) -> Result<Vec<String>, Error> {
+    let tasks_dir = ws.path(&["projects", slug, "tasks"]);
+    let mut names = Vec::new();
+    for folder in STATUS_FOLDERS {
+        for (name, _) in ws.fs.list_dir(&tasks_dir.join(folder))? {
+            names.push(format!("{folder}/{name}"));
+        }
+    }
+    Ok(names)
+}
+
+/// One pass over the folders; `true` when a listed file was gone by the time it was read.
+fn list_once(ws: &Workspace, slug: &str) -> Result<(Listing<Located>, bool), Error> {
+    let mut vanished = false;
     let mut out = Listing::default();
     let tasks_dir = ws.path(&["projects", slug, "tasks"]);
     for (name, path) in ws.fs.list_dir(&tasks_dir)? {
@@ -81,7 +110,16 @@ pub fn list(ws: &Workspace, slug: &str) -> Result<Listing<Located>, Error> {
             if name.starts_with('.') || name.starts_with(TEMP_PREFIX) || !name.ends_with(".md") {
                 continue;
             }
-            let Some(doc) = warn_or_fail(&mut out.warnings, read_document(ws, &path))? else {
+            let read = match read_document(ws, &path) {
+                Err(crate::store::Error::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::NotFound =>
+                {
+                    vanished = true;
+                    continue;
+                }
+                other => other,
+            };
+            let Some(doc) = warn_or_fail(&mut out.warnings, read)? else {
                 continue;
             };
             match located(ws, slug, folder, &name, path.clone(), doc) {
@@ -107,7 +145,7 @@ pub fn list(ws: &Workspace, slug: &str) -> Result<Listing<Located>, Error> {
     }
     out.items
         .sort_by(|a, b| (a.task.number, &a.task.id).cmp(&(b.task.number, &b.task.id)));
-    Ok(out)
+    Ok((out, vanished))
 }
 
 fn located(
@@ -181,6 +219,9 @@ pub enum ResolveError {
     },
     /// The reference names a project that does not exist.
     NoProject { project: String },
+    /// Nothing readable matched, but the file of the task it names is unreadable: the command
+    /// needs that very object (FORMAT §4.4), so it fails naming the file and the reason.
+    Malformed(Problem),
 }
 
 /// Resolves a task reference in any FORMAT §3.3 form against `tasks` (a listing of the
@@ -282,6 +323,44 @@ pub fn resolve_keys<'a, T: TaskKey>(
     }
 }
 
+/// The unreadable task file a reference names by its filename (`<NNN>-<slug>.md`: a number,
+/// a slug or both, optionally after `<project>/`), when exactly one does. `problems` are the
+/// warnings of a task listing; duplicates and files outside the status folders are not
+/// unreadable and never match.
+pub fn unreadable_match(problems: &[Problem], reference: &str) -> Option<Problem> {
+    let input = reference.trim().to_ascii_lowercase();
+    let (project, rest) = match input.split_once('/') {
+        Some((p, r)) => (Some(p.strip_prefix("p-").unwrap_or(p).to_string()), r),
+        None => (None, input.as_str()),
+    };
+    let number = rest.parse::<u32>().ok();
+    let num_slug = parse_task_filename(&format!("{rest}.md")).map(|(n, s)| (n, s.to_string()));
+    let matches: Vec<&Problem> = problems
+        .iter()
+        .filter(|p| !matches!(p.reason, Reason::DuplicateId | Reason::UnknownFolder))
+        .filter(|p| {
+            let segs: Vec<&str> = p.path.split('/').collect();
+            let [.., "projects", proj, "tasks", folder, file] = segs.as_slice() else {
+                return false;
+            };
+            let Some((n, slug)) = parse_task_filename(file) else {
+                return false;
+            };
+            STATUS_FOLDERS.contains(folder)
+                && project.as_deref().is_none_or(|want| want == *proj)
+                && (number == Some(n)
+                    || slug == rest
+                    || num_slug
+                        .as_ref()
+                        .is_some_and(|(nn, ss)| *nn == n && ss == slug))
+        })
+        .collect();
+    match matches.as_slice() {
+        [one] => Some((*one).clone()),
+        _ => None,
+    }
+}
+
 /// Finds a task by full id (`t-<ULID>`).
 pub fn by_id<'a>(tasks: &'a [Located], id: &str) -> Option<&'a Located> {
     tasks.iter().find(|t| t.task.id == id)
@@ -376,10 +455,35 @@ pub fn reload(ws: &Workspace, project: &str, id: &str) -> Result<Located, Error>
             what: "task",
             id: id.to_string(),
         })?;
-    for w in &listing.warnings {
-        if w.reason == Reason::DuplicateId && w.path != found.path && w.detail.starts_with(id) {
-            ws.fs.remove(&ws.root().join(Path::new(&w.path)))?;
+    let stale: Vec<PathBuf> = listing
+        .warnings
+        .iter()
+        .filter(|w| {
+            w.reason == Reason::DuplicateId && w.path != found.path && w.detail.starts_with(id)
+        })
+        .map(|w| ws.root().join(Path::new(&w.path)))
+        .collect();
+    for copy in &stale {
+        // Equal revs cannot be ordered: deleting either could drop a hand edit.
+        let rev = read_document(ws, copy).ok().and_then(|d| {
+            d.front
+                .get("rev")
+                .and_then(|v| v.as_str())
+                .map(str::to_string)
+        });
+        if rev.as_deref() == Some(found.task.rev.as_str()) {
+            return Err(Error::Conflict {
+                path: found.path.clone(),
+                detail: format!(
+                    "{id} is also at {} with the same rev {}; keep one copy by hand, then retry",
+                    ws.display(copy),
+                    found.task.rev
+                ),
+            });
         }
+    }
+    for copy in &stale {
+        ws.fs.remove(copy)?;
     }
     Ok(found)
 }

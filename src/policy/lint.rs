@@ -12,6 +12,7 @@ use toml_edit::{DocumentMut, Item};
 use crate::model::body::{section_lines_outside_code, section_text};
 use crate::model::id::{ROOT_AGENT, parse_ulid};
 use crate::model::note::check_structure;
+use crate::model::runtime::Runtime;
 use crate::model::taskdoc::title_of;
 
 pub use crate::model::lint::{
@@ -19,6 +20,7 @@ pub use crate::model::lint::{
     task_findings,
 };
 
+use super::runtime::{EnvEntry, dangerous_token, env_entry, extract_version};
 use super::scope::check_glob;
 
 /// The structural sections of a project body.
@@ -369,6 +371,61 @@ pub fn record_findings(front: &DocumentMut, kind: &str) -> Vec<Finding> {
     expect_kind(&mut out, front.get("kind"), kind);
     required_strings(&mut out, front, &["id", "created_by"]);
     out
+}
+
+/// A runtime adapter (FORMAT §25), once parsed: `secret_in_env` (error) for an
+/// `env_passthrough` entry that looks like a secret value, `schema` for one that is not a
+/// variable name or an invalid `detect.pattern`, and `dangerous_flag` (warning) for an
+/// `invoke` fragment holding a dangerous-permission flag. Messages never repeat a value.
+pub fn runtime_findings(rt: &Runtime) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for (i, e) in rt.env_passthrough.iter().enumerate() {
+        match env_entry(e) {
+            EnvEntry::Name => {}
+            EnvEntry::Secret(what) => out.push(Finding::error(
+                "secret_in_env",
+                format!(
+                    "`env_passthrough` entry {} looks like {what}: store the variable's NAME, remove the value from git history and rotate it",
+                    i + 1
+                ),
+            )),
+            EnvEntry::NotAName => out.push(Finding::error(
+                "schema",
+                format!(
+                    "`env_passthrough` entry {} is not a variable name ([A-Za-z_][A-Za-z0-9_]*)",
+                    i + 1
+                ),
+            )),
+        }
+    }
+    if let Err(e) = extract_version(&rt.detect.pattern, "") {
+        out.push(Finding::error(
+            "schema",
+            format!("`detect.pattern` is not a valid regular expression: {e}"),
+        ));
+    }
+    for (key, fragment) in &rt.invoke {
+        if let Some(flag) = dangerous_token(fragment, &rt.dangerous) {
+            out.push(Finding::warning(
+                "dangerous_flag",
+                format!(
+                    "`invoke.{key}` holds the dangerous-permission flag `{flag}`; dacli never passes it, so `runtime doctor` reports the capability absent"
+                ),
+            ));
+        }
+    }
+    out
+}
+
+/// A role whose `runtime` names no adapter in runtimes/: `unknown_runtime`.
+pub fn role_runtime_findings(runtime: Option<&str>, runtimes: &BTreeSet<String>) -> Vec<Finding> {
+    match runtime {
+        Some(r) if !runtimes.contains(r) => vec![Finding::warning(
+            "unknown_runtime",
+            format!("`runtime` is \"{r}\", which names no adapter in runtimes/"),
+        )],
+        _ => Vec::new(),
+    }
 }
 
 /// One receipt as the disagreement check sees it.

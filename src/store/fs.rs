@@ -2,7 +2,7 @@
 //! told to fail a chosen operation so that fault-injection tests can prove that no failure
 //! leaves a torn file under a final name (docs/FORMAT.md §4.2).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
@@ -93,6 +93,8 @@ pub struct Fs {
     pub(super) lock_timeout: Duration,
     fault: Option<Fault>,
     counts: Cell<[u32; 6]>,
+    /// The directory [`Fs::contain`] verified last: a listing reads many files of one folder.
+    contained: RefCell<Option<PathBuf>>,
 }
 
 impl Fs {
@@ -113,6 +115,7 @@ impl Fs {
             lock_timeout,
             fault: None,
             counts: Cell::new([0; 6]),
+            contained: RefCell::new(None),
         }
     }
 
@@ -201,6 +204,7 @@ impl Fs {
                 detail,
             })
         };
+        self.contain(parent(path))?;
         match self.entry_kind(path)? {
             DirEntryKind::File | DirEntryKind::SymlinkInside => {}
             DirEntryKind::SymlinkEscape => {
@@ -230,8 +234,43 @@ impl Fs {
         Ok(bytes)
     }
 
+    /// Refuses a directory that is named inside the jail but resolves outside it through a
+    /// symlinked ancestor (FORMAT §4.4 `symlink_escape`): nothing outside the workspace is ever
+    /// read or written through a path built inside it. Paths named outside the jail (a chart
+    /// `--out` in the work tree) are the caller's to check.
+    fn contain(&self, dir: &Path) -> Result<(), Error> {
+        let Some(jail) = &self.jail else {
+            return Ok(());
+        };
+        if !dir.starts_with(jail) {
+            return Ok(());
+        }
+        if self.contained.borrow().as_deref() == Some(dir) {
+            return Ok(());
+        }
+        // The deepest part that exists decides: what is created below it stays below it.
+        let Some(existing) = dir.ancestors().find(|a| fs::symlink_metadata(a).is_ok()) else {
+            return Ok(());
+        };
+        match fs::canonicalize(existing) {
+            Ok(real) if real.starts_with(jail) => {
+                if existing == dir {
+                    *self.contained.borrow_mut() = Some(dir.to_path_buf());
+                }
+                Ok(())
+            }
+            _ => Err(Error::Malformed(Problem {
+                path: self.display(existing),
+                reason: Reason::SymlinkEscape,
+                detail: "resolves outside .dacli/ through a symlink; nothing read or written there"
+                    .into(),
+            })),
+        }
+    }
+
     /// Creates `dir` and its parents.
     pub fn create_dir_all(&self, dir: &Path) -> Result<(), Error> {
+        self.contain(dir)?;
         if dir.is_dir() {
             return Ok(());
         }
@@ -329,6 +368,41 @@ impl Fs {
             .map_err(|e| Error::io("open", self.display(path), e))?;
         file.write_all(bytes)
             .map_err(|e| Error::io("append", self.display(path), e))
+    }
+
+    /// Moves a file without changing a byte and without ever replacing one (archival, FORMAT
+    /// §20): link it under `to` (failing with [`Error::Exists`] if that name is taken), flush,
+    /// then unlink `from`. A crash in between leaves the same bytes under both names, never
+    /// neither, which is what lets a resumed move finish by removing the original.
+    pub fn move_file(&self, from: &Path, to: &Path) -> Result<(), Error> {
+        let dir = parent(to);
+        self.create_dir_all(dir)?;
+        self.hit(FaultOp::Link, to)?;
+        #[allow(clippy::disallowed_methods, reason = "store owns no-replace links")]
+        fs::hard_link(from, to).map_err(|e| {
+            if e.kind() == io::ErrorKind::AlreadyExists {
+                Error::Exists {
+                    path: self.display(to),
+                }
+            } else {
+                Error::io("link", self.display(to), e)
+            }
+        })?;
+        self.sync_dir(dir)?;
+        self.remove(from)
+    }
+
+    /// Removes a directory only if it is empty (after its files were moved away); an absent
+    /// or non-empty directory is left as it is and is not an error.
+    pub fn remove_empty_dir(&self, dir: &Path) -> Result<(), Error> {
+        self.hit(FaultOp::Remove, dir)?;
+        #[allow(clippy::disallowed_methods, reason = "store owns removals")]
+        match fs::remove_dir(dir) {
+            Ok(()) => self.sync_dir(parent(dir)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::DirectoryNotEmpty => Ok(()),
+            Err(e) => Err(Error::io("remove directory", self.display(dir), e)),
+        }
     }
 
     /// Removes a file and flushes its directory. An absent file is not an error.

@@ -567,3 +567,95 @@ fn accept_verifies_what_the_assignee_could_not_and_closes_the_task() {
     let status = ok(&repo, &["status"]);
     assert_eq!(status["data"]["pending"]["events"], 0, "{status}");
 }
+
+#[test]
+fn a_test_run_the_assignee_may_not_make_is_left_to_the_owner() {
+    let repo = Repo::initialized();
+    repo.write(
+        ".dacli/config.toml",
+        format!(
+            "{}[definition_of_done]\ntest_shortcut = \"test\"\n",
+            std::fs::read_to_string(repo.ws("config.toml")).unwrap()
+        ),
+    );
+    repo.write(
+        ".dacli/shortcuts/test.md",
+        "+++\nkind = \"shortcut\"\nname = \"test\"\ncreated = 2026-03-02T09:06:00Z\ncreated_by = \"a-root\"\nowner = \"a-root\"\nrev = \"01KJPWR660YQF1Y2A1E4WME2TC\"\nsummary = \"Run the tests\"\ncommand = \"true\"\neffect = \"write\"\n+++\n\n# test\n",
+    );
+    ok(&repo, &["project", "add", "P", "--slug", "checkout"]);
+    ok(&repo, &["task", "add", "Shim", "--accept", "works"]);
+    // An ro reviewer may not run a write shortcut: the test run is the owner's to make.
+    let (_, ro) = agent(&repo, "reviewer", 50, "ro");
+    as_agent(&repo, &ro, &["task", "claim", "1"]);
+    as_agent(&repo, &ro, &["task", "check", "1", "--all"]);
+    let (code, fin) = as_agent(&repo, &ro, &["task", "done", "1"]);
+    assert_eq!(code, 0, "{fin}");
+    assert_eq!(fin["data"]["effect"], "proposed");
+    let unmet = &fin["data"]["dod"]["unmet"][0];
+    assert_eq!(unmet["policy"], "dod.test_not_run");
+    assert_eq!(unmet["owner_only"], true);
+    // An rw builder whose toolkit has `test` could run it, so it is refused and told to.
+    let repo2 = Repo::initialized();
+    repo2.write(
+        ".dacli/roles/builder.md",
+        "+++\nkind = \"role\"\nname = \"builder\"\ncreated = 2026-03-02T09:05:00Z\ncreated_by = \"a-root\"\nowner = \"a-root\"\nrev = \"01KJPWPBK0J5MSNHG3G461XDWA\"\nsummary = \"Builds\"\ngrant = \"rw\"\nshortcuts = [\"test\"]\n+++\n\n# builder\n",
+    );
+    repo2.write(
+        ".dacli/config.toml",
+        std::fs::read_to_string(repo.ws("config.toml")).unwrap(),
+    );
+    repo2.write(
+        ".dacli/shortcuts/test.md",
+        std::fs::read_to_string(repo.ws("shortcuts/test.md")).unwrap(),
+    );
+    ok(&repo2, &["project", "add", "P", "--slug", "checkout"]);
+    ok(&repo2, &["task", "add", "Shim", "--accept", "works"]);
+    let (_, rw) = agent(&repo2, "builder", 51, "rw");
+    as_agent(&repo2, &rw, &["task", "claim", "1"]);
+    as_agent(&repo2, &rw, &["task", "check", "1", "--all"]);
+    let (code, doc) = as_agent(&repo2, &rw, &["task", "done", "1"]);
+    assert_eq!(code, 3, "{doc}");
+    assert_eq!(doc["refused"]["policy"], "dod.test_not_run");
+}
+
+/// A `propose-status` to `done` by another agent (a hand-made event, as another clone or tool
+/// would write it) is a finish request: it waits while the definition of done is unmet and is
+/// applied by the owner's sync once it passes (FORMAT §13.1).
+#[test]
+fn a_proposal_to_done_is_a_finish_request_not_a_bad_transition() {
+    let repo = Repo::initialized();
+    let (reviewer, _) = agent(&repo, "reviewer", 7, "ro");
+    ok(&repo, &["project", "add", "P", "--slug", "checkout"]);
+    let added = ok(&repo, &["task", "add", "Shim", "--accept", "works"]);
+    let task = added["data"]["task"]["id"].as_str().unwrap().to_string();
+    let event = "01KJPX6ZT80000000000000009";
+    repo.write(
+        &format!(".dacli/events/2026/03/02/{event}-{reviewer}-propose-status.md"),
+        format!(
+            "+++\nid = \"{event}\"\nkind = \"event\"\nevent_kind = \"propose-status\"\n\
+             created = 2026-03-02T09:14:05Z\ncreated_by = \"{reviewer}\"\nabout = \"{task}\"\n\
+             to = \"done\"\nreason = \"looks finished\"\n+++\n"
+        ),
+    );
+    // Unmet definition of done: pending, shown as a finish request, never rejected.
+    let shown = ok(&repo, &["task", "show", "1"]);
+    assert_eq!(shown["data"]["status"], "open", "{shown}");
+    ok(&repo, &["sync"]);
+    let shown = ok(&repo, &["task", "show", "1"]);
+    assert_eq!(shown["data"]["status"], "open", "{shown}");
+    assert_eq!(task_files(&repo), vec!["open/001-shim.md"]);
+    let status = ok(&repo, &["status"]);
+    assert_eq!(status["data"]["pending"]["events"], 1, "{status}");
+
+    // Once the criterion is checked the owner's sync applies it as a finish.
+    ok(&repo, &["task", "check", "1", "--n", "1"]);
+    let shown = ok(&repo, &["task", "show", "1"]);
+    assert_eq!(shown["data"]["status"], "done", "folded at once: {shown}");
+    ok(&repo, &["sync"]);
+    assert_eq!(task_files(&repo), vec!["done/001-shim.md"]);
+    let file = std::fs::read_to_string(repo.ws("projects/checkout/tasks/done/001-shim.md")).unwrap();
+    assert!(file.contains("resolution = \"completed\""), "{file}");
+    assert!(file.contains(&format!("finished (event {event})")), "{file}");
+    let status = ok(&repo, &["status"]);
+    assert_eq!(status["data"]["pending"]["events"], 0, "{status}");
+}

@@ -43,8 +43,9 @@ const TOOLS: [&str; 22] = [
 
 const MODERN: &str = "2026-07-28";
 
-/// A running `dacli mcp serve` with its stdout read line by line on a thread.
-struct Server {
+/// A running `dacli mcp serve` with its stdout read line by line on a thread (also driven by
+/// other suites, e.g. `runtimes`).
+pub(crate) struct Server {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: Receiver<String>,
@@ -81,7 +82,7 @@ impl Server {
         Server::start_with(repo.path(), token, &[])
     }
 
-    fn start_with(dir: &Path, token: Option<&str>, extra: &[(&str, &str)]) -> Server {
+    pub(crate) fn start_with(dir: &Path, token: Option<&str>, extra: &[(&str, &str)]) -> Server {
         let mut child = server_command(dir, token, extra)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -144,7 +145,7 @@ impl Server {
         reply
     }
 
-    fn initialize(&mut self, version: &str) -> Value {
+    pub(crate) fn initialize(&mut self, version: &str) -> Value {
         let r = self.request(
             "initialize",
             json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "it", "version": "1"}}),
@@ -154,7 +155,7 @@ impl Server {
     }
 
     /// A tools/call result (legacy era).
-    fn call(&mut self, tool: &str, mut args: Value) -> Value {
+    pub(crate) fn call(&mut self, tool: &str, mut args: Value) -> Value {
         if args.get("schema_version").is_none() {
             args["schema_version"] = json!(1);
         }
@@ -163,7 +164,7 @@ impl Server {
     }
 
     /// Closes stdin and waits: (exit code, stderr).
-    fn finish(mut self) -> (i32, String) {
+    pub(crate) fn finish(mut self) -> (i32, String) {
         drop(self.stdin.take());
         let out = self.child.wait_with_output().expect("exits");
         (
@@ -181,7 +182,7 @@ fn body(result: &Value) -> Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
 }
 
-fn assert_done(result: &Value) -> Value {
+pub(crate) fn assert_done(result: &Value) -> Value {
     assert_eq!(result["isError"], false, "{result}");
     let b = body(result);
     assert!(
@@ -702,7 +703,7 @@ fn capabilities_come_from_the_registry_that_serves_tools_list() {
     }
     assert_eq!(caps["mcp.tool.get_context"]["wraps"], "context");
     assert_eq!(caps["mcp.tool.get_context"]["available"], true);
-    assert_eq!(caps["mcp.tool.diagnose_pr"]["available"], false);
+    assert_eq!(caps["mcp.tool.diagnose_pr"]["available"], true);
     assert_eq!(caps["mcp.tool.claim_task"]["available"], true);
     assert_eq!(
         caps["cli.command.task.add"],

@@ -62,6 +62,32 @@ impl Repo {
         cmd
     }
 
+    /// The dacli binary as a plain process (for tests that spawn and kill it), with the same
+    /// pinned clock and seed `dacli` would give this run.
+    pub fn std_command(&self, args: &[&str]) -> Std {
+        let step = self.step.get();
+        self.step.set(step + 1);
+        let clock: jiff::Timestamp = CLOCK.parse().expect("pinned clock");
+        let now = jiff::Timestamp::from_second(clock.as_second() + step).expect("in range");
+        let seed: i64 = SEED.parse::<i64>().expect("pinned seed") + step;
+        let mut cmd = Std::new(assert_cmd::cargo::cargo_bin("dacli"));
+        for var in [
+            "DACLI_AGENT",
+            "NO_COLOR",
+            "DACLI_LOCK_TIMEOUT_MS",
+            "DACLI_TEST_FAULT",
+            "GH_TOKEN",
+            "GITHUB_TOKEN",
+        ] {
+            cmd.env_remove(var);
+        }
+        cmd.current_dir(self.path())
+            .args(args)
+            .env("DACLI_TEST_CLOCK", now.to_string())
+            .env("DACLI_TEST_SEED", seed.to_string());
+        cmd
+    }
+
     /// Runs dacli with `--json` and returns (exit code, the one JSON document).
     pub fn json(&self, args: &[&str]) -> (i32, Value) {
         let mut all = args.to_vec();

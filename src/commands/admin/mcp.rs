@@ -4,6 +4,10 @@
 use serde::{Deserialize, Serialize};
 
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Needs, Outcome};
+use crate::model::runtime::McpConfig;
+use crate::objects::{self, runtimes};
+use crate::policy::runtime::mcp_snippet;
+use crate::store;
 
 /// Serve this workspace over the Model Context Protocol on stdin/stdout (no network, ever).
 ///
@@ -65,9 +69,12 @@ impl Classify for ConfigRequest {}
 #[derive(Debug, Serialize)]
 pub struct ConfigResponse {
     client: Client,
-    file: &'static str,
-    format: &'static str,
+    file: String,
+    format: String,
     snippet: String,
+    /// The runtime adapter whose `mcp_config` shaped the snippet, when one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    adapter: Option<String>,
 }
 
 pub(super) fn commands() -> Vec<Command> {
@@ -111,12 +118,43 @@ fn config(ctx: &Ctx, req: ConfigRequest) -> Result<Outcome<ConfigResponse>, Erro
         ),
         Client::Codex => (".codex/config.toml", "toml", toml_snippet(&req, &args)),
     };
+    let (file, format, snippet, adapter) = match adapter_config(ctx, req.client) {
+        Some((path, cfg)) => {
+            let snippet = mcp_snippet(&cfg, &req.name, &req.command, &args, "DACLI_AGENT");
+            (cfg.file, cfg.format, snippet, Some(path))
+        }
+        None => (file.to_string(), format.to_string(), snippet, None),
+    };
     Ok(Outcome::Done(ConfigResponse {
         client: req.client,
         file,
         format,
         snippet,
+        adapter,
     }))
+}
+
+/// The `mcp_config` of the workspace's adapter for `client` (docs/FORMAT.md §25), with the
+/// adapter's path. Without a workspace, an adapter or its `mcp_config`, the built-in snippet
+/// is used; a malformed adapter is reported as a warning and skipped.
+fn adapter_config(ctx: &Ctx, client: Client) -> Option<(String, McpConfig)> {
+    let name = match client {
+        Client::ClaudeCode => "claude-code",
+        Client::Cursor => "cursor",
+        Client::Codex => "codex",
+    };
+    let ws = ctx.ws().ok()?;
+    match runtimes::for_client(ws, name) {
+        Ok(found) => {
+            let l = found?;
+            Some((l.path, l.runtime.mcp_config?))
+        }
+        Err(objects::Error::Store(store::Error::Malformed(problem))) => {
+            ctx.warn(problem);
+            None
+        }
+        Err(_) => None,
+    }
 }
 
 fn json_snippet(req: &ConfigRequest, args: &[String], token: &str) -> String {
@@ -148,8 +186,13 @@ fn toml_string(s: &str) -> String {
 
 fn render_config(r: &ConfigResponse, ctx: &Ctx) -> String {
     if !ctx.quiet() {
+        let from = r
+            .adapter
+            .as_ref()
+            .map(|a| format!("; shaped by {a}"))
+            .unwrap_or_default();
         ctx.notice(format!(
-            "paste into {} (it forwards DACLI_AGENT by name)",
+            "paste into {} (it forwards DACLI_AGENT by name{from})",
             r.file
         ));
     }

@@ -56,6 +56,9 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
             Some(world.resolve(r)?.task.id.clone())
         }
     };
+    // A hole in the log or an unreadable task is skipped, never silently (FORMAT §4.4).
+    ctx.warn_all(crate::journal::read(ws)?.warnings);
+    ctx.warn_all(crate::objects::tasks::list_all(ws)?.warnings);
     let decline = req.decline.iter().map(|d| d.to_ascii_uppercase()).collect();
     let mint = || ctx.new_ulid();
     let (objects, not_owned) = sync_all(

@@ -14,6 +14,7 @@ use crate::model::agent::Agent;
 use crate::model::id::ROOT_AGENT;
 use crate::model::note::kind_of_dir;
 use crate::model::role::Role;
+use crate::model::runtime::{Runtime, role_runtime};
 use crate::model::task::parse_log;
 use crate::model::taskdoc::strip_wikilink;
 use crate::objects::{field_problem, tasks};
@@ -94,6 +95,7 @@ impl Entry {
             ["agents", _] => Loc::Agent,
             ["roles", _] => Loc::Role,
             ["shortcuts", _] => Loc::Shortcut,
+            ["runtimes", _] => Loc::Runtime,
             ["queues", _] => Loc::Queue,
             ["projects", _, "project.md"] => Loc::Project,
             ["projects", _, "glossary.md"] => Loc::Glossary,
@@ -121,6 +123,7 @@ enum Loc {
     Agent,
     Role,
     Shortcut,
+    Runtime,
     Queue,
     Project,
     Glossary,
@@ -212,6 +215,7 @@ pub(super) fn scan(ctx: &Ctx, ws: &Workspace) -> Result<Vec<Found>, Error> {
     for e in &entries {
         per_file(ws, e, &roles, &known, &mut c);
     }
+    runtime_rules(ws, &entries, &mut c);
     duplicate_ids(&entries, &mut c);
 
     // The typed readers report what the envelope cannot: schema, ids, folders, checksums.
@@ -341,6 +345,7 @@ fn expected_extension(segs: &[String]) -> Option<Option<&'static str>> {
     let s: Vec<&str> = segs.iter().map(String::as_str).collect();
     Some(match s.as_slice() {
         ["agents"] | ["roles"] | ["shortcuts"] | ["queues"] => Some(".md"),
+        ["runtimes"] => Some(".md"),
         ["projects", _, "tasks", _] | ["projects", _, "risks"] => Some(".md"),
         ["projects", _, "notes", _] | ["notes", _] => Some(".md"),
         ["events", _, _, _] => Some(".md"),
@@ -464,7 +469,33 @@ fn per_file(
                 c.rules(e, rules::consent_findings(front));
             }
         }
+        // Runtime adapters and the roles' `runtime` keys: see `runtime_rules`.
+        Loc::Runtime => {}
         Loc::Config | Loc::Archive | Loc::Other => {}
+    }
+}
+
+/// The rules of runtime adapters (FORMAT §25): each adapter's own findings, and
+/// `unknown_runtime` for a role whose `runtime` names no adapter.
+fn runtime_rules(ws: &Workspace, entries: &[Entry], c: &mut Collector) {
+    let runtimes: BTreeSet<String> = entries
+        .iter()
+        .filter(|e| e.loc() == Loc::Runtime)
+        .map(|e| e.stem().to_string())
+        .collect();
+    for e in entries {
+        let front = e.parsed.front();
+        match e.loc() {
+            Loc::Runtime => match Runtime::from_front(front, e.stem()) {
+                Ok(rt) => c.rules(e, rules::runtime_findings(&rt)),
+                Err(err) => c.problem(field_problem(ws, &e.file, err), None),
+            },
+            Loc::Role => match role_runtime(front) {
+                Ok(r) => c.rules(e, rules::role_runtime_findings(r, &runtimes)),
+                Err(err) => c.problem(field_problem(ws, &e.file, err), None),
+            },
+            _ => {}
+        }
     }
 }
 
@@ -497,6 +528,7 @@ fn noncanonical(e: &Entry, loc: Loc, c: &mut Collector) {
         Loc::Agent => Some(format!("agent-{}", e.stem())),
         Loc::Role => Some(format!("role-{}", e.stem())),
         Loc::Shortcut => Some(format!("shortcut-{}", e.stem())),
+        Loc::Runtime => Some(format!("runtime-{}", e.stem())),
         Loc::Queue => Some(format!("queue-{}", e.stem())),
         Loc::Project => Some(format!("project-{}", e.seg(1))),
         Loc::Glossary => Some(format!("glossary-{}", e.seg(1))),

@@ -156,6 +156,7 @@ fn resolve_about(
         Err(tasks::ResolveError::NoProject { project }) => Err(Error::not_found(format!(
             "--about `{input}`: no project `{project}` in this workspace"
         ))),
+        Err(e @ tasks::ResolveError::Malformed(_)) => Err(e.into()),
     }
 }
 

@@ -162,8 +162,16 @@ pub(super) fn project_slug(ws: &Workspace, input: &str) -> Result<String, Error>
     let slug = input.strip_prefix("p-").unwrap_or(input);
     crate::workspace::names::check_slug(slug).map_err(Error::bad_slug)?;
     let listing = objects::projects::list(ws)?;
+    // A project whose file is unreadable is that file's problem, not "no project" (FORMAT §4.4).
+    let dir = ws.display(&ws.path(&["projects", slug]));
+    let unreadable = listing
+        .warnings
+        .iter()
+        .find(|w| w.path == dir || w.path == format!("{dir}/project.md"));
     if listing.items.iter().any(|p| p.slug == slug) {
         Ok(slug.to_string())
+    } else if let Some(problem) = unreadable {
+        Err(crate::store::Error::Malformed(problem.clone()).into())
     } else {
         Err(
             Error::not_found(format!("no project `{slug}` in this workspace"))

@@ -148,8 +148,29 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
             .iter()
             .any(|c| c.n.to_string() == item && c.command.is_some())
     };
+    // Whether the caller could run the test shortcut itself (its toolkit, the shortcut's
+    // roles, and its grant against the shortcut's effect).
+    let may_run_test = |name: &str| -> Result<bool, Error> {
+        let shortcut = match crate::objects::shortcuts::load(ws, name) {
+            Ok(s) => s.shortcut,
+            Err(crate::objects::Error::NotFound { .. }) => return Ok(false),
+            Err(e) => return Err(e.into()),
+        };
+        let role = match me.role.as_deref() {
+            Some(r) if r != "root" => crate::objects::roles::load(ws, r).ok(),
+            _ => None,
+        };
+        let effect_ok =
+            me.grant == Grant::Rw || shortcut.effect == Some(crate::model::shortcut::Effect::Read);
+        Ok(crate::policy::guard::in_toolkit(role.as_ref(), &shortcut) && effect_ok)
+    };
+    let test_owner_only = match &facts.test {
+        Some(t) => !may_run_test(&t.shortcut)?,
+        None => false,
+    };
     for u in &mut report.unmet {
         u.owner_only = match u.policy.as_str() {
+            "dod.test_not_run" | "dod.test_failed" => test_owner_only,
             // Checking a command criterion needs --verify, which needs rw.
             "dod.unchecked_acceptance" => me.grant != Grant::Rw && command_criterion(&u.item),
             "dod.unverified_criterion" => me.grant != Grant::Rw,

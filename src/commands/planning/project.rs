@@ -8,12 +8,13 @@ use toml_edit::{Array, DocumentMut, InlineTable, Item, Value, value};
 use super::common::{acts_as_owner, project_slug};
 use crate::dispatch::text::table;
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Outcome, Refusal};
+use crate::journal::view::World;
 use crate::model::body::{
     append_to_section, replace_section, replace_title, section_items, section_text,
 };
 use crate::model::id::{ROOT_AGENT, is_agent_id, is_human_ref, ulid_time};
 use crate::model::toml_time;
-use crate::objects::{self, projects, read_document, tasks, templates};
+use crate::objects::{self, projects, read_document, templates};
 use crate::store::Document;
 use crate::workspace::names::{check_slug, slugify};
 use crate::workspace::{STATUS_FOLDERS, Workspace};
@@ -326,27 +327,42 @@ pub struct ListResponse {
     projects: Vec<ListedProject>,
 }
 
-fn counts(ws: &Workspace, slug: &str, ctx: &Ctx) -> Result<BTreeMap<&'static str, usize>, Error> {
-    let t = tasks::list(ws, slug)?;
-    ctx.warn_all(t.warnings);
+/// Task counts by folded status, as every read shows them (a pending claim counts as active,
+/// as in `status` and `task list`), warning about the project's skipped task files.
+fn counts(world: &World, ws: &Workspace, slug: &str, ctx: &Ctx) -> BTreeMap<&'static str, usize> {
+    let tasks_dir = format!("{}/", ws.display(&ws.path(&["projects", slug, "tasks"])));
+    ctx.warn_all(
+        world
+            .warnings
+            .iter()
+            .filter(|w| w.path.starts_with(&tasks_dir))
+            .cloned(),
+    );
     let mut c: BTreeMap<&'static str, usize> = STATUS_FOLDERS.iter().map(|f| (*f, 0)).collect();
-    for l in &t.items {
-        *c.entry(l.folder).or_default() += 1;
+    for l in world.tasks.iter().filter(|t| t.project == slug) {
+        *c.entry(l.doc.status.as_str()).or_default() += 1;
     }
-    Ok(c)
+    c
+}
+
+fn folded(ws: &Workspace) -> Result<World, Error> {
+    Ok(World::load(ws, &|f| {
+        crate::policy::dod::evaluate(f).passed
+    })?)
 }
 
 fn list(ctx: &Ctx, req: ListRequest) -> Result<Outcome<ListResponse>, Error> {
     let ws = ctx.ws()?;
     let listing = projects::list(ws)?;
     ctx.warn_all(listing.warnings);
+    let world = folded(ws)?;
     let mut out = Vec::new();
     for p in listing.items {
         if req.status != "all" && p.status != req.status {
             continue;
         }
         out.push(ListedProject {
-            counts: counts(ws, &p.slug, ctx)?,
+            counts: counts(&world, ws, &p.slug, ctx),
             id: p.id,
             title: p.title,
             status: p.status,
@@ -527,7 +543,7 @@ fn show(ctx: &Ctx, req: ShowRequest) -> Result<Outcome<ShowResponse>, Error> {
         }
     }
     Ok(Outcome::Done(ShowResponse {
-        counts: counts(ws, &slug, ctx)?,
+        counts: counts(&folded(ws)?, ws, &slug, ctx),
         project,
         open_risks,
         notes: by_kind,

@@ -1,0 +1,171 @@
+//! The preview/apply contract of GIT_GITHUB.md B0 for the GitHub tools: how an apply starts
+//! (digest required, an already completed digest returns its record, an open transaction is
+//! resumed) and a transaction run holding `txn-<id>.lock` for its whole life.
+
+use serde_json::Value;
+
+use crate::dispatch::{Ctx, Error};
+use crate::journal::txn::{NewStep, StepStatus, Txn, TxnOutcome};
+use crate::model::Refusal;
+use crate::model::id::parse_ulid;
+use crate::policy::apply::{self, ApplyRequest};
+use crate::store::LockGuard;
+
+/// `--apply`, `--digest`, `--txn` of one call.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ApplyArgs<'a> {
+    /// The previewing command, as typed (`github projection p`).
+    pub command: &'a str,
+    /// The transaction and evidence tool name (`github-projection`).
+    pub tool: &'a str,
+    pub apply: bool,
+    pub digest: Option<&'a str>,
+    pub txn: Option<&'a str>,
+}
+
+/// How a call proceeds.
+pub(super) enum Start {
+    /// No `--apply`: observe and return the plan; write nothing.
+    Preview,
+    /// The apply is refused before anything is observed.
+    Refused(Refusal),
+    /// A transaction with this digest already completed: return its record, do nothing.
+    Completed(Txn),
+    /// A transaction with this digest is open (interrupted or partial): finish it.
+    Resume(Txn),
+    /// Re-observe; run the plan only if its digest is the one given.
+    Fresh,
+}
+
+/// Decides how an apply starts, before anything is observed.
+pub(super) fn start(ctx: &Ctx, args: ApplyArgs<'_>) -> Result<Start, Error> {
+    if !args.apply {
+        if args.digest.is_some() || args.txn.is_some() {
+            return Err(
+                Error::usage("`--digest` and `--txn` are only taken with `--apply`")
+                    .hint(format!("preview with `dacli {}`", args.command)),
+            );
+        }
+        return Ok(Start::Preview);
+    }
+    let req = ApplyRequest {
+        command: args.command,
+        digest: args.digest,
+    };
+    if let Some(r) = apply::digest_required(req) {
+        return Ok(Start::Refused(r));
+    }
+    let digest = args.digest.unwrap_or_default();
+    if !apply::is_digest(digest) {
+        return Err(Error::usage(format!(
+            "`--digest {digest}` is not a plan digest (`sha256:` and 64 lower-case hex digits)"
+        )));
+    }
+    let ws = ctx.ws()?;
+    if let Some(id) = args.txn {
+        let Some(txn) = parse_ulid(id)
+            .and_then(|_| Txn::load(ws, id).transpose())
+            .transpose()?
+        else {
+            return Err(Error::not_found(format!(
+                "no transaction `{id}` under txn/"
+            )));
+        };
+        if txn.tool() != args.tool {
+            return Err(Error::usage(format!(
+                "transaction {id} belongs to `{}`, not to `dacli {}`",
+                txn.tool(),
+                args.command
+            )));
+        }
+        if let Some(r) = apply::drift(req, txn.plan_digest(), "the transaction's frozen plan") {
+            return Ok(Start::Refused(r));
+        }
+        return Ok(if txn.outcome().is_some() {
+            Start::Completed(txn)
+        } else {
+            Start::Resume(txn)
+        });
+    }
+    let found = crate::journal::txn::with_digest(ws, args.tool, digest)?;
+    ctx.warn_all(found.warnings);
+    if let Some(done) = found.items.iter().rev().find(|t| t.outcome().is_some()) {
+        return Ok(Start::Completed(done.clone()));
+    }
+    if let Some(open) = found.items.into_iter().last() {
+        return Ok(Start::Resume(open));
+    }
+    Ok(Start::Fresh)
+}
+
+/// A transaction being applied: holds `txn-<id>.lock` for its whole life, so a concurrent
+/// resume waits and then finds the outcome.
+pub(super) struct Run<'c, 't> {
+    ctx: &'c Ctx<'t>,
+    pub txn: Txn,
+    _lock: LockGuard,
+}
+
+impl<'c, 't> Run<'c, 't> {
+    /// Opens a new transaction with the frozen plan.
+    pub fn begin(
+        ctx: &'c Ctx<'t>,
+        tool: &str,
+        digest: &str,
+        plan: &Value,
+    ) -> Result<Run<'c, 't>, Error> {
+        let ws = ctx.ws()?;
+        let id = ctx.new_ulid();
+        let lock = ws.fs.lock(&ws.lock_path(&format!("txn-{id}")))?;
+        let who = ctx.identity()?.agent.id.clone();
+        let txn = Txn::begin(ws, tool, id, &who, digest, plan)?;
+        Ok(Run {
+            ctx,
+            txn,
+            _lock: lock,
+        })
+    }
+
+    /// Takes the lock of an open transaction and reads it again (a concurrent run may have
+    /// finished it meanwhile).
+    pub fn resume(ctx: &'c Ctx<'t>, txn: &Txn) -> Result<Run<'c, 't>, Error> {
+        let ws = ctx.ws()?;
+        let id = txn.id().to_string();
+        let lock = ws.fs.lock(&ws.lock_path(&format!("txn-{id}")))?;
+        let txn = Txn::load(ws, &id)?
+            .ok_or_else(|| Error::not_found(format!("transaction `{id}` vanished")))?;
+        Ok(Run {
+            ctx,
+            txn,
+            _lock: lock,
+        })
+    }
+
+    /// Records one step file.
+    pub fn step(
+        &mut self,
+        step: &str,
+        status: StepStatus,
+        guard: Value,
+        observed: Value,
+    ) -> Result<(), Error> {
+        self.txn.record(
+            self.ctx.ws()?,
+            NewStep {
+                fresh: self.ctx.new_ulid(),
+                step,
+                status,
+                guard,
+                observed,
+            },
+        )?;
+        Ok(())
+    }
+
+    /// Closes the transaction.
+    pub fn finish(&mut self, outcome: TxnOutcome, observed: Value) -> Result<(), Error> {
+        let fresh = self.ctx.new_ulid();
+        self.txn.finish(self.ctx.ws()?, fresh, outcome, observed)?;
+        Ok(())
+    }
+}

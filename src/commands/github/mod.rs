@@ -1,0 +1,295 @@
+//! github: the GitHub-side tools of GIT_GITHUB.md B4–B6 (COMMANDS.md §12): `github link`,
+//! `github consent grant|revoke`, `pr diagnose`, `release-train plan|open|resume|land|status`
+//! and `github projection`. Reads need any identity; every remote write needs rw, a linked
+//! repository and the durable record that authorizes it (consent to publish, merge authority
+//! to land). Any GitHub access problem makes a gate unknown, and unknown refuses.
+
+mod apply;
+mod consent;
+mod diagnose;
+mod link;
+mod projection;
+mod train;
+
+use std::time::Duration;
+
+use crate::dispatch::{Command, Ctx, Error, ErrorKind, Outcome};
+use crate::github::{self, AccessProblem, CallError, Client, Connect, Token, TokenSource};
+use crate::model::Refusal;
+use crate::model::id::ROOT_AGENT;
+
+pub(super) fn commands() -> Vec<Command> {
+    let mut out = vec![link::command()];
+    out.extend(consent::commands());
+    out.push(diagnose::command());
+    out.extend(train::commands());
+    out.push(projection::command());
+    out.push(projection::push_command());
+    out
+}
+
+/// How long one request may wait for an answer unless `DACLI_GITHUB_TIMEOUT_MS` says
+/// otherwise; the connect timeout is a fifth of it.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The workspace's link to GitHub (FORMAT §5 `[github]`).
+#[derive(Debug, Clone)]
+pub(super) struct Link {
+    /// `owner/name`; `None` when the workspace is not linked.
+    pub repo: Option<String>,
+    /// The REST base: `DACLI_GITHUB_API_URL`, else `[github] api_url`, else api.github.com.
+    pub api_url: String,
+}
+
+/// Reads the link from the config as it is on disk now.
+pub(super) fn link_of(ctx: &Ctx) -> Result<Link, Error> {
+    let ws = ctx.ws()?;
+    let gh = ws.config.doc.get("github");
+    let field = |k: &str| {
+        gh.and_then(|g| g.get(k))
+            .and_then(|v| v.as_str())
+            .map(str::to_string)
+    };
+    let api_url = ctx
+        .env()
+        .get("DACLI_GITHUB_API_URL")
+        .filter(|v| !v.is_empty())
+        .map(str::to_string)
+        .or_else(|| field("api_url"))
+        .unwrap_or_else(|| github::DEFAULT_API_URL.to_string());
+    Ok(Link {
+        repo: field("repo"),
+        api_url,
+    })
+}
+
+/// `github.unlinked` (COMMANDS §2).
+pub(super) fn unlinked(command: &str) -> Refusal {
+    Refusal::new(
+        "github.unlinked",
+        format!(
+            "`dacli {command}` needs a GitHub repository and this workspace is not linked to one (no `[github] repo` in .dacli/config.toml)"
+        ),
+        "Ask a-root: `dacli github link <owner>/<name>`.",
+    )
+}
+
+/// The token: `GH_TOKEN`, then `GITHUB_TOKEN`, then `gh auth token --hostname <host>`.
+/// Only its source is ever reported.
+pub(super) fn token(ctx: &Ctx, api_url: &str) -> Token {
+    for var in ["GH_TOKEN", "GITHUB_TOKEN"] {
+        if let Some(v) = ctx.env().get(var).filter(|v| !v.trim().is_empty()) {
+            return Token::new(v.trim().to_string(), TokenSource::Env);
+        }
+    }
+    let host = ctx
+        .env()
+        .get("GH_HOST")
+        .filter(|h| !h.is_empty())
+        .map(str::to_string)
+        .or_else(|| github::host_of(api_url))
+        .unwrap_or_else(|| "github.com".to_string());
+    let ran = crate::exec::run_program(
+        "gh",
+        &["auth", "token", "--hostname", &host],
+        Duration::from_secs(10),
+    );
+    match ran {
+        Ok(out) if out.exit_code == 0 && !out.stdout.trim().is_empty() => {
+            Token::new(out.stdout.trim().to_string(), TokenSource::GhCli)
+        }
+        _ => Token::new(String::new(), TokenSource::None),
+    }
+}
+
+/// A client for the linked API, or the access problem that prevents one (`missing_token`).
+pub(super) fn connect(
+    ctx: &Ctx,
+    api_url: &str,
+    max_calls: u32,
+) -> Result<(Result<Client, AccessProblem>, TokenSource), Error> {
+    let token = token(ctx, api_url);
+    let source = token.source;
+    if source == TokenSource::None {
+        return Ok((Err(AccessProblem::MissingToken), source));
+    }
+    let timeout = ctx
+        .env()
+        .get("DACLI_GITHUB_TIMEOUT_MS")
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(DEFAULT_TIMEOUT, Duration::from_millis);
+    let client = Client::connect(Connect {
+        api_url,
+        token: &token,
+        timeout,
+        max_calls,
+    })
+    .map_err(|e| match e {
+        github::ConnectError::BadUrl(m) => Error::usage(format!("GitHub API URL: {m}")).hint(
+            "set `[github] api_url` (or DACLI_GITHUB_API_URL) to e.g. https://api.github.com",
+        ),
+        github::ConnectError::Setup(m) => Error::new(
+            ErrorKind::Operational,
+            "E_GITHUB_ACCESS",
+            format!("cannot set up the GitHub client: {m}"),
+        ),
+    })?;
+    Ok((Ok(client), source))
+}
+
+/// `github.access` for a lasting problem; `E_GITHUB_ACCESS` (exit 1) for a transient one
+/// (network, 5xx, rate limit), which waiting may fix (COMMANDS §12).
+pub(super) fn access_failure<T>(problem: &AccessProblem, what: &str) -> Result<Outcome<T>, Error> {
+    if problem.is_transient() {
+        return Err(Error::new(
+            ErrorKind::Operational,
+            "E_GITHUB_ACCESS",
+            format!("{what}: {} ({})", problem.describe(), problem.kind()),
+        )
+        .hint(problem.remedy()));
+    }
+    Ok(Outcome::Refused(Refusal::new(
+        "github.access",
+        format!("{what}: {} ({})", problem.describe(), problem.kind()),
+        problem.remedy(),
+    )))
+}
+
+/// Any call failure as the command's outcome: access problems as above; a spent budget, an
+/// unexpected status or an undecodable answer as `E_GITHUB_ACCESS`.
+pub(super) fn call_failure<T>(e: &CallError, what: &str) -> Result<Outcome<T>, Error> {
+    match e {
+        CallError::Access { problem, route } => {
+            access_failure(problem, &format!("{what} ({route})"))
+        }
+        CallError::Budget { .. } => Err(Error::new(
+            ErrorKind::Operational,
+            "E_GITHUB_ACCESS",
+            format!("{what}: {e}"),
+        )
+        .hint("raise `--max-api-calls`")),
+        _ => Err(Error::new(
+            ErrorKind::Operational,
+            "E_GITHUB_ACCESS",
+            format!("{what}: {e}"),
+        )),
+    }
+}
+
+/// Any call failure as an access problem, for places where a gate only needs to know that
+/// GitHub could not answer: a spent budget or an unexpected answer is as unknown as a 5xx.
+pub(super) fn as_problem(e: &CallError) -> AccessProblem {
+    match e {
+        CallError::Access { problem, .. } => problem.clone(),
+        CallError::Status { status, .. } => AccessProblem::ServerError { status: *status },
+        CallError::Budget { limit, .. } => AccessProblem::NetworkUnreachable {
+            detail: format!("the budget of {limit} API calls is spent"),
+        },
+        CallError::Decode { route, .. } => AccessProblem::NetworkUnreachable {
+            detail: format!("undecodable answer to {route}"),
+        },
+    }
+}
+
+/// `grant.root_required` unless the caller is a-root.
+pub(super) fn root_only(ctx: &Ctx, exact: &str) -> Result<Option<Refusal>, Error> {
+    if ctx.identity()?.agent.id == ROOT_AGENT {
+        return Ok(None);
+    }
+    Ok(Some(Refusal::new(
+        "grant.root_required",
+        format!("`dacli {exact}` changes what dacli may do on GitHub, which only a-root decides"),
+        format!("Ask a-root or the human to run `dacli {exact}`."),
+    )))
+}
+
+/// A project slug from `P` or `p-P`, checked to exist.
+pub(super) fn project_slug(ctx: &Ctx, project: &str) -> Result<String, Error> {
+    let slug = project.strip_prefix("p-").unwrap_or(project);
+    crate::workspace::names::check_slug(slug)
+        .map_err(|_| Error::bad_slug(format!("`{project}` is not a project slug")))?;
+    let ws = ctx.ws()?;
+    if !ws.path(&["projects", slug, "project.md"]).is_file() {
+        return Err(
+            Error::not_found(format!("no project `{slug}` in this workspace"))
+                .hint("list projects with `dacli project list --status all`"),
+        );
+    }
+    Ok(slug.to_string())
+}
+
+/// A string list from a project's frontmatter (`merge_authority`, `github_projection.classes`).
+pub(super) fn project_list(ctx: &Ctx, slug: &str, path: &[&str]) -> Result<Vec<String>, Error> {
+    let ws = ctx.ws()?;
+    let doc = crate::objects::read_document(ws, &ws.path(&["projects", slug, "project.md"]))?;
+    let mut item: Option<&toml_edit::Item> = None;
+    for (i, key) in path.iter().enumerate() {
+        item = if i == 0 {
+            doc.front.get(key)
+        } else {
+            item.and_then(|it| it.get(key))
+        };
+    }
+    Ok(item
+        .and_then(|i| i.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str())
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default())
+}
+
+/// A notice for `data.notices` and stderr.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, PartialEq, Eq)]
+pub(super) struct Notice {
+    pub code: String,
+    pub message: String,
+}
+
+impl Notice {
+    pub fn new(code: &str, message: impl Into<String>) -> Notice {
+        Notice {
+            code: code.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Prints notices on stderr (they are also in `data.notices`).
+pub(super) fn announce(ctx: &Ctx, notices: &[Notice]) {
+    for n in notices {
+        ctx.notice(format!("notice [{}]: {}", n.code, n.message));
+    }
+}
+
+/// The access block of a GitHub result (GIT_GITHUB.md B4 `access`).
+#[derive(Debug, Clone, serde::Serialize)]
+pub(super) struct Access {
+    pub token_source: &'static str,
+    pub problem: Option<AccessProblem>,
+    pub scopes_have: Option<Vec<String>>,
+    pub rate: github::Rate,
+    pub calls: u32,
+    /// Organizations whose results GitHub left out for SAML SSO (`sso_partial`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sso_partial: Vec<String>,
+}
+
+impl Access {
+    pub fn of(
+        client: Option<&Client>,
+        source: TokenSource,
+        problem: Option<AccessProblem>,
+    ) -> Access {
+        Access {
+            token_source: source.as_str(),
+            problem,
+            scopes_have: client.and_then(Client::scopes),
+            rate: client.map(Client::rate).unwrap_or_default(),
+            calls: client.map_or(0, Client::calls),
+            sso_partial: client.map(Client::sso_partial).unwrap_or_default(),
+        }
+    }
+}

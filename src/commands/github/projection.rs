@@ -1,0 +1,1225 @@
+//! `github projection`: what of a project may go to GitHub, what is withheld and why, and the
+//! issue mirror (GIT_GITHUB.md B6). Tasks become issues, decisions become issues created
+//! closed, findings become issues only with `--findings-as-issues`; every issue carries the
+//! marker `<!-- dacli:<object-id> ws:<workspace-id> -->` in its body, and is found again by it,
+//! never by title. Preview writes nothing anywhere; apply re-observes, refuses drift, and runs
+//! each remote write as one transaction step, so an apply cut by a timeout is resumed by
+//! running it again and never creates a second issue.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use toml_edit::{InlineTable, value};
+
+use super::apply::{ApplyArgs, Run, Start, start};
+use super::consent::{self, visibility_of};
+use super::diagnose::{str_at, u64_at};
+use super::{
+    Notice, announce, as_problem, call_failure, connect, link_of, project_list, project_slug,
+    unlinked,
+};
+use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome};
+use crate::github::{Client, Method};
+use crate::journal::evidence::{self, Evidence, EvidenceItem};
+use crate::journal::txn::{StepStatus, Txn, TxnOutcome};
+use crate::model::Refusal;
+use crate::model::id::ROOT_AGENT;
+use crate::model::toml_time;
+use crate::objects::{notes, tasks};
+use crate::policy::apply::{self as contract, ApplyRequest};
+use crate::policy::disclosure::{self, CLASSES, Consent};
+
+const TOOL: &str = "github-projection";
+
+/// Preview what of a project may be published to the linked repository: per item, the
+/// action (create, adopt_by_marker, close, none) or withhold with typed reasons (consent,
+/// private note, class not allowed, secret-looking content, absolute path, size, closure
+/// without authority). Without --apply nothing is written locally or remotely; with
+/// --apply --digest D the same plan is re-observed and run, or refused plan.drifted.
+#[derive(Debug, clap::Args, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Request {
+    /// The project.
+    #[arg(value_name = "PROJECT")]
+    project: String,
+    /// Only these tasks or notes (ids or task references).
+    #[arg(value_name = "REF")]
+    #[serde(default)]
+    refs: Vec<String>,
+    /// Only objects created at or after TIME (RFC 3339); older ones are withheld out_of_window.
+    #[arg(long, value_name = "TIME")]
+    #[serde(default)]
+    since: Option<String>,
+    /// Only these classes, comma-separated (tasks, decisions, findings).
+    #[arg(long = "classes", value_delimiter = ',', value_name = "LIST")]
+    #[serde(default, alias = "classes_requested")]
+    classes: Vec<String>,
+    /// Publish findings as issues too (they still need the findings class and consent).
+    #[arg(long = "findings-as-issues")]
+    #[serde(default)]
+    findings_as_issues: bool,
+    /// At most this many GitHub API calls.
+    #[arg(long = "max-api-calls", value_name = "N", default_value_t = 300)]
+    #[serde(default = "default_calls")]
+    max_api_calls: u32,
+    /// Run the plan whose digest is given.
+    #[arg(long, requires = "digest")]
+    #[serde(default)]
+    apply: bool,
+    /// The plan_digest of the reviewed preview.
+    #[arg(long, value_name = "DIGEST")]
+    #[serde(default)]
+    digest: Option<String>,
+    /// Resume this transaction.
+    #[arg(long, value_name = "ID")]
+    #[serde(default)]
+    txn: Option<String>,
+}
+
+fn default_calls() -> u32 {
+    300
+}
+
+impl Classify for Request {
+    fn class(&self, declared: Class) -> Class {
+        if self.apply { Class::Apply } else { declared }
+    }
+
+    fn display_path(&self, path: &str) -> String {
+        if self.apply {
+            format!("{path} {} --apply", self.project)
+        } else {
+            format!("{path} {}", self.project)
+        }
+    }
+}
+
+pub(super) fn command() -> Command {
+    Command::new("github.projection", Class::Read, run, render).mcp(Mcp::Tier1("github_projection"))
+}
+
+/// Mirror a project to GitHub in one step: preview and apply in one transaction, with the
+/// same gates, marker protocol and evidence as `github projection --apply`. --dry-run stops
+/// at the preview. PROJECT may be left out when exactly one project has projection classes.
+#[derive(Debug, clap::Args, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PushRequest {
+    /// The project (default: the only one with `github_projection.classes`).
+    #[arg(value_name = "PROJECT")]
+    #[serde(default)]
+    project: Option<String>,
+    /// Only preview: write nothing, locally or remotely.
+    #[arg(long = "dry-run")]
+    #[serde(default)]
+    dry_run: bool,
+    /// At most this many GitHub API calls.
+    #[arg(long = "max-api-calls", value_name = "N", default_value_t = 300)]
+    #[serde(default = "default_calls")]
+    max_api_calls: u32,
+}
+
+impl Classify for PushRequest {
+    fn class(&self, declared: Class) -> Class {
+        if self.dry_run { Class::Read } else { declared }
+    }
+}
+
+pub(super) fn push_command() -> Command {
+    Command::new("github.push", Class::Apply, run_push, render)
+}
+
+fn run_push(ctx: &Ctx, req: PushRequest) -> Result<Outcome<Response>, Error> {
+    let slug = match &req.project {
+        Some(p) => project_slug(ctx, p)?,
+        None => only_projected_project(ctx)?,
+    };
+    let link = link_of(ctx)?;
+    let Some(repo) = link.repo.clone() else {
+        return Ok(Outcome::Refused(unlinked("github push")));
+    };
+    let (client, _source) = connect(ctx, &link.api_url, req.max_api_calls.max(1))?;
+    let client = match client {
+        Ok(c) => c,
+        Err(p) => return super::access_failure(&p, &format!("pushing {slug} to {repo}")),
+    };
+    let all = Request {
+        project: slug.clone(),
+        refs: Vec::new(),
+        since: None,
+        classes: Vec::new(),
+        findings_as_issues: false,
+        max_api_calls: req.max_api_calls,
+        apply: !req.dry_run,
+        digest: None,
+        txn: None,
+    };
+    let observed = match observe(ctx, &client, &slug, &repo, &all, None)? {
+        Ok(o) => o,
+        Err(out) => return Ok(out),
+    };
+    let digest = contract::plan_digest(&serde_json::to_value(&observed.plan).map_err(internal)?)
+        .map_err(|e| Error::internal(e.0))?;
+    let writes = observed
+        .plan
+        .items
+        .iter()
+        .any(|i| matches!(i.action.as_str(), "create" | "adopt_by_marker" | "close"));
+    if !req.dry_run && observed.plan.visibility == "unknown" {
+        return Ok(Outcome::Refused(Refusal::new(
+            "github.access",
+            format!("the visibility of {repo} could not be read, so nothing may be published"),
+            "Fix the access problem the notices name, then push again.",
+        )));
+    }
+    if !req.dry_run
+        && let Some(gap) =
+            disclosure::consent_gap(observed.consent.as_ref(), &repo, &observed.plan.visibility)
+    {
+        return Ok(Outcome::Refused(no_consent(
+            &slug,
+            &repo,
+            &observed.plan.visibility,
+            gap,
+        )));
+    }
+    if req.dry_run || !writes {
+        announce(ctx, &observed.notices);
+        let mut r = preview(observed, digest);
+        if !req.dry_run {
+            r.mode = "apply";
+            r.outcome = Some("completed".into());
+        }
+        return Ok(Outcome::Done(r));
+    }
+    apply_plan(ctx, &client, &slug, observed.plan.clone(), &observed, None)
+}
+
+/// The one project with projection classes, for `github push` without PROJECT.
+fn only_projected_project(ctx: &Ctx) -> Result<String, Error> {
+    let ws = ctx.ws()?;
+    let listing = crate::objects::projects::list(ws)?;
+    ctx.warn_all(listing.warnings);
+    let mut with: Vec<String> = Vec::new();
+    for p in &listing.items {
+        if !project_list(ctx, &p.slug, &["github_projection", "classes"])?.is_empty() {
+            with.push(p.slug.clone());
+        }
+    }
+    match with.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Err(Error::usage(
+            "no project has `github_projection.classes`; name one, or have a-root set them with `dacli project edit <p> --projection-classes …`",
+        )),
+        many => Err(Error::usage(format!(
+            "several projects may be projected ({}): name one",
+            many.join(", ")
+        ))),
+    }
+}
+
+/// The frozen plan: everything that must not drift between preview and apply.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+struct Plan {
+    repo: String,
+    visibility: String,
+    #[serde(default)]
+    consent: Option<String>,
+    items: Vec<Item>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+struct Item {
+    object: Object,
+    /// `create`, `adopt_by_marker`, `close`, `none` or `withhold`.
+    action: String,
+    #[serde(default)]
+    fields: Vec<String>,
+    #[serde(default)]
+    withheld: Vec<Withheld>,
+    #[serde(default)]
+    remote: Option<Remote>,
+    #[serde(default)]
+    closure: Option<Closure>,
+    #[serde(default)]
+    content_digest: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+struct Object {
+    /// `task`, `decision` or `finding`.
+    kind: String,
+    id: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+struct Withheld {
+    reason: String,
+    detail: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+struct Remote {
+    kind: String,
+    number: u64,
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default)]
+    state: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+struct Closure {
+    authority: String,
+    state_reason: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Response {
+    mode: &'static str,
+    repo: String,
+    visibility: String,
+    consent: ConsentView,
+    items: Vec<Item>,
+    blast_radius: Blast,
+    plan_digest: String,
+    txn: Option<String>,
+    /// `completed`, `partial`, or null for a preview.
+    outcome: Option<String>,
+    already_applied: bool,
+    evidence: Vec<String>,
+    refusals: Vec<ItemRefusal>,
+    notices: Vec<Notice>,
+}
+
+#[derive(Debug, Serialize)]
+struct ConsentView {
+    covers_live_repo: bool,
+    id: Option<String>,
+    classes: Vec<String>,
+    granted_by: Option<String>,
+}
+
+#[derive(Debug, Default, Serialize)]
+struct Blast {
+    create: usize,
+    adopt: usize,
+    comment: usize,
+    close: usize,
+    withhold: usize,
+}
+
+#[derive(Debug, Serialize)]
+struct ItemRefusal {
+    subject: String,
+    policy: String,
+    reason: String,
+    next: String,
+}
+
+/// What was observed, with the content the plan only digests.
+struct Observed {
+    plan: Plan,
+    consent: Option<Consent>,
+    /// Title and body per item id, for the writes.
+    content: Vec<(String, String, String)>,
+    notices: Vec<Notice>,
+}
+
+fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
+    let slug = project_slug(ctx, &req.project)?;
+    let command = format!("github projection {slug}");
+    let link = link_of(ctx)?;
+    let Some(repo) = link.repo.clone() else {
+        return Ok(Outcome::Refused(unlinked("github projection")));
+    };
+    for c in &req.classes {
+        if !CLASSES.contains(&c.as_str()) {
+            return Err(Error::usage(format!(
+                "`{c}` is not a projection class (one of {})",
+                CLASSES.join(", ")
+            )));
+        }
+    }
+    let since = match &req.since {
+        Some(s) => Some(
+            s.parse::<jiff::Timestamp>()
+                .map_err(|_| Error::usage(format!("`--since {s}` is not an RFC 3339 time")))?,
+        ),
+        None => None,
+    };
+    let how = start(
+        ctx,
+        ApplyArgs {
+            command: &command,
+            tool: TOOL,
+            apply: req.apply,
+            digest: req.digest.as_deref(),
+            txn: req.txn.as_deref(),
+        },
+    )?;
+    if let Start::Refused(r) = how {
+        return Ok(Outcome::Refused(r));
+    }
+    let (client, _source) = connect(ctx, &link.api_url, req.max_api_calls.max(1))?;
+    let client = match client {
+        Ok(c) => c,
+        Err(p) => return super::access_failure(&p, &format!("projecting {slug} to {repo}")),
+    };
+    if let Start::Completed(txn) = &how {
+        return Ok(Outcome::Done(completed(ctx, txn, true)?));
+    }
+    if let Start::Resume(txn) = how {
+        let observed = match observe(ctx, &client, &slug, &repo, &req, since)? {
+            Ok(o) => o,
+            Err(out) => return Ok(out),
+        };
+        return apply_plan(
+            ctx,
+            &client,
+            &slug,
+            Plan::from_txn(&txn)?,
+            &observed,
+            Some(txn),
+        );
+    }
+    let observed = match observe(ctx, &client, &slug, &repo, &req, since)? {
+        Ok(o) => o,
+        Err(out) => return Ok(out),
+    };
+    let digest = contract::plan_digest(&serde_json::to_value(&observed.plan).map_err(internal)?)
+        .map_err(|e| Error::internal(e.0))?;
+    match how {
+        Start::Fresh => {
+            if let Some(r) = contract::drift(
+                ApplyRequest {
+                    command: &command,
+                    digest: req.digest.as_deref(),
+                },
+                &digest,
+                "the repository's visibility, the consent, the project's objects or the issues",
+            ) {
+                return Ok(Outcome::Refused(r));
+            }
+            if let Some(gap) =
+                disclosure::consent_gap(observed.consent.as_ref(), &repo, &observed.plan.visibility)
+                && observed.plan.items.iter().all(|i| i.action == "withhold")
+            {
+                return Ok(Outcome::Refused(no_consent(
+                    &slug,
+                    &repo,
+                    &observed.plan.visibility,
+                    gap,
+                )));
+            }
+            if observed.plan.visibility == "unknown" {
+                return Ok(Outcome::Refused(Refusal::new(
+                    "github.access",
+                    format!(
+                        "the visibility of {repo} could not be read, so nothing may be published"
+                    ),
+                    "Fix the access problem the preview's notices name, then preview again.",
+                )));
+            }
+            apply_plan(ctx, &client, &slug, observed.plan.clone(), &observed, None)
+        }
+        _ => {
+            announce(ctx, &observed.notices);
+            Ok(Outcome::Done(preview(observed, digest)))
+        }
+    }
+}
+
+fn internal(e: serde_json::Error) -> Error {
+    Error::internal(format!("the projection plan does not serialize: {e}"))
+}
+
+fn no_consent(slug: &str, repo: &str, visibility: &str, gap: &str) -> Refusal {
+    Refusal::new(
+        "github.no_consent",
+        format!("{repo} is {visibility} and no consent covers publishing p-{slug} to it ({gap})"),
+        format!(
+            "Ask the human; a-root records it: `dacli github consent grant --project {slug} --classes tasks --granted-by human:<login>`."
+        ),
+    )
+}
+
+impl Plan {
+    fn from_txn(txn: &Txn) -> Result<Plan, Error> {
+        serde_json::from_value(txn.plan().clone()).map_err(|e| {
+            Error::new(
+                crate::dispatch::ErrorKind::Operational,
+                "E_MALFORMED",
+                format!("transaction {} holds no projection plan: {e}", txn.id()),
+            )
+        })
+    }
+}
+
+fn preview(o: Observed, digest: String) -> Response {
+    Response {
+        mode: "preview",
+        repo: o.plan.repo.clone(),
+        visibility: o.plan.visibility.clone(),
+        consent: consent_view(&o),
+        blast_radius: blast(&o.plan.items),
+        items: o.plan.items,
+        plan_digest: digest,
+        txn: None,
+        outcome: None,
+        already_applied: false,
+        evidence: Vec::new(),
+        refusals: Vec::new(),
+        notices: o.notices,
+    }
+}
+
+fn consent_view(o: &Observed) -> ConsentView {
+    let covers = disclosure::consent_gap(o.consent.as_ref(), &o.plan.repo, &o.plan.visibility)
+        .is_none()
+        && o.plan.visibility != "unknown";
+    ConsentView {
+        covers_live_repo: covers,
+        id: o.consent.as_ref().map(|c| c.id.clone()),
+        classes: o
+            .consent
+            .as_ref()
+            .map(|c| c.classes.clone())
+            .unwrap_or_default(),
+        granted_by: o.consent.as_ref().map(|c| c.granted_by.clone()),
+    }
+}
+
+fn blast(items: &[Item]) -> Blast {
+    let mut b = Blast::default();
+    for i in items {
+        match i.action.as_str() {
+            "create" => b.create += 1,
+            "adopt_by_marker" => b.adopt += 1,
+            "close" => b.close += 1,
+            "withhold" => b.withhold += 1,
+            _ => {}
+        }
+        if i.action != "withhold" && i.action != "close" && i.closure.is_some() {
+            b.close += 1;
+        }
+    }
+    b
+}
+
+/// The marker that identifies an issue as the mirror of `id` in this workspace.
+fn marker(id: &str, ws_id: &str) -> String {
+    format!("<!-- dacli:{id} ws:{ws_id} -->")
+}
+
+/// One candidate object before the decision table.
+struct Candidate {
+    kind: &'static str,
+    class: &'static str,
+    id: String,
+    created: Option<jiff::Timestamp>,
+    title: String,
+    body: String,
+    fields: Vec<String>,
+    private: bool,
+    /// Tasks: `done`, `abandoned` or `open`.
+    done: Option<&'static str>,
+    mapped: Option<u64>,
+}
+
+fn observe(
+    ctx: &Ctx,
+    client: &Client,
+    slug: &str,
+    repo: &str,
+    req: &Request,
+    since: Option<jiff::Timestamp>,
+) -> Result<Result<Observed, Outcome<Response>>, Error> {
+    let ws = ctx.ws()?;
+    let mut notices = Vec::new();
+    let visibility = match client.get(&format!("/repos/{repo}")) {
+        Ok(v) => visibility_of(&v),
+        Err(e) => {
+            notices.push(Notice::new(
+                "visibility_unknown",
+                format!(
+                    "the visibility of {repo} could not be read ({}); everything is withheld",
+                    as_problem(&e).kind()
+                ),
+            ));
+            "unknown".into()
+        }
+    };
+    let consent = consent::in_effect(ctx, slug, repo)?;
+    let project_classes = project_list(ctx, slug, &["github_projection", "classes"])?;
+    let publishable =
+        disclosure::publishable_classes(&project_classes, consent.as_ref(), &visibility);
+    let gap = if visibility == "unknown" {
+        Some("visibility_unknown")
+    } else {
+        disclosure::consent_gap(consent.as_ref(), repo, &visibility)
+    };
+    let candidates = candidates(ctx, slug, req)?;
+    let issues = if gap.is_none() && !candidates.is_empty() {
+        match client.get_pages(&format!("/repos/{repo}/issues?state=all"), None, 10) {
+            Ok((issues, more)) => {
+                if more {
+                    notices.push(Notice::new(
+                        "issues_truncated",
+                        "more than 1000 issues: markers beyond them are not seen, so nothing is created",
+                    ));
+                }
+                Some(issues)
+            }
+            Err(e) => return call_failure(&e, &format!("listing the issues of {repo}")).map(Err),
+        }
+    } else {
+        None
+    };
+    let ws_id = ws.config.workspace_id.clone();
+    let pr_mode = landing_mode(ctx, slug)? == "pr";
+    let delivered = if pr_mode {
+        let l = evidence::items(ws, "reconcile-delivery")?;
+        ctx.warn_all(l.warnings);
+        l.items
+            .into_iter()
+            .filter(|(_, i)| i.reasons.iter().any(|r| r == "delivered"))
+            .map(|(_, i)| i.subject)
+            .collect::<Vec<String>>()
+    } else {
+        Vec::new()
+    };
+    let mut items = Vec::new();
+    let mut content = Vec::new();
+    for c in candidates {
+        let mut withheld = Vec::new();
+        if let Some(g) = gap {
+            withheld.push(Withheld {
+                reason: g.into(),
+                detail: format!("{repo} is {visibility}"),
+            });
+        }
+        if !req.classes.is_empty() && !req.classes.iter().any(|k| k == c.class) {
+            continue;
+        }
+        if gap.is_none() && !publishable.iter().any(|k| k == c.class) {
+            withheld.push(Withheld {
+                reason: "class_not_consented".into(),
+                detail: c.class.into(),
+            });
+        }
+        if c.private {
+            withheld.push(Withheld {
+                reason: "note_private".into(),
+                detail: "private = true is never published".into(),
+            });
+        }
+        if c.kind == "finding" && !req.findings_as_issues {
+            withheld.push(Withheld {
+                reason: "class_not_consented".into(),
+                detail: "findings become issues only with --findings-as-issues".into(),
+            });
+        }
+        if let (Some(s), Some(created)) = (since, c.created)
+            && created < s
+        {
+            withheld.push(Withheld {
+                reason: "out_of_window".into(),
+                detail: format!("created before {}", s.strftime("%Y-%m-%dT%H:%M:%SZ")),
+            });
+        }
+        let mark = marker(&c.id, &ws_id);
+        let body = format!("{mark}\n{}", c.body);
+        for g in disclosure::guard(&format!("{}\n{}", c.title, c.body)) {
+            withheld.push(Withheld {
+                reason: g.reason.into(),
+                detail: g.detail,
+            });
+        }
+        let digest = contract::sha256_digest(
+            contract::canonical_json(&json!({"title": c.title, "body": body}))
+                .unwrap_or_default()
+                .as_bytes(),
+        );
+        let found = issues.as_ref().and_then(|list| {
+            list.iter()
+                .filter(|i| i.get("pull_request").is_none())
+                .find(|i| {
+                    str_at(i, &["body"])
+                        .is_some_and(|b| b.contains(&format!("<!-- dacli:{} ", c.id)))
+                })
+        });
+        let remote = found.map(|i| Remote {
+            kind: "issue".into(),
+            number: u64_at(i, &["number"]).unwrap_or(0),
+            url: str_at(i, &["html_url"]).map(str::to_string),
+            state: str_at(i, &["state"]).map(str::to_string),
+        });
+        let (action, closure) = if !withheld.is_empty() {
+            ("withhold", None)
+        } else {
+            decide(&c, remote.as_ref(), pr_mode, &delivered, &mut withheld)
+        };
+        let action = if withheld.is_empty() {
+            action
+        } else {
+            "withhold"
+        };
+        content.push((c.id.clone(), c.title.clone(), body));
+        items.push(Item {
+            object: Object {
+                kind: c.kind.into(),
+                id: c.id,
+            },
+            action: action.into(),
+            fields: c.fields,
+            withheld,
+            remote,
+            closure,
+            content_digest: Some(digest),
+        });
+    }
+    Ok(Ok(Observed {
+        plan: Plan {
+            repo: repo.to_string(),
+            visibility,
+            consent: consent.as_ref().map(|c| c.id.clone()),
+            items,
+        },
+        consent,
+        content,
+        notices,
+    }))
+}
+
+/// The decision table for an object that may be published.
+fn decide(
+    c: &Candidate,
+    remote: Option<&Remote>,
+    pr_mode: bool,
+    delivered: &[String],
+    withheld: &mut Vec<Withheld>,
+) -> (&'static str, Option<Closure>) {
+    let open_remote = remote.is_some_and(|r| r.state.as_deref() != Some("closed"));
+    if c.kind == "decision" {
+        return match remote {
+            Some(_) => ("none", None),
+            None => (
+                "create",
+                Some(Closure {
+                    authority: "decision_record".into(),
+                    state_reason: "completed".into(),
+                }),
+            ),
+        };
+    }
+    match (c.done, remote) {
+        (Some("abandoned"), Some(_)) if open_remote => (
+            "close",
+            Some(Closure {
+                authority: "task_abandoned".into(),
+                state_reason: "not_planned".into(),
+            }),
+        ),
+        (Some("done"), Some(_)) if open_remote => {
+            if pr_mode && !delivered.contains(&c.id) {
+                withheld.push(Withheld {
+                    reason: "closure_unauthorized".into(),
+                    detail: "done in pr landing mode without delivery evidence: run `dacli delivery reconcile` first".into(),
+                });
+                ("withhold", None)
+            } else {
+                (
+                    "close",
+                    Some(Closure {
+                        authority: "dacli_owned_done".into(),
+                        state_reason: "completed".into(),
+                    }),
+                )
+            }
+        }
+        (Some(_), None) => ("none", None),
+        (_, Some(_)) if c.mapped.is_none() => ("adopt_by_marker", None),
+        (_, Some(_)) => ("none", None),
+        (_, None) => ("create", None),
+    }
+}
+
+fn landing_mode(ctx: &Ctx, slug: &str) -> Result<String, Error> {
+    let ws = ctx.ws()?;
+    let doc = crate::objects::read_document(ws, &ws.path(&["projects", slug, "project.md"]))?;
+    let from_project = doc
+        .front
+        .get("landing")
+        .and_then(|l| l.get("mode"))
+        .and_then(|m| m.as_str())
+        .map(str::to_string);
+    Ok(from_project
+        .or_else(|| {
+            ws.config
+                .doc
+                .get("landing")
+                .and_then(|l| l.get("mode"))
+                .and_then(|m| m.as_str())
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| "local".into()))
+}
+
+/// The project's tasks, decisions and findings (filtered by refs), with the fields the
+/// allowlist admits: tasks title, acceptance and status; decisions chose, rejected, because;
+/// findings title and body.
+fn candidates(ctx: &Ctx, slug: &str, req: &Request) -> Result<Vec<Candidate>, Error> {
+    let ws = ctx.ws()?;
+    let listing = tasks::list(ws, slug)?;
+    ctx.warn_all(listing.warnings);
+    let mut wanted_tasks: Option<Vec<String>> = None;
+    let mut wanted_notes: Vec<String> = Vec::new();
+    if !req.refs.is_empty() {
+        let mut t = Vec::new();
+        for r in &req.refs {
+            if r.starts_with("n-") {
+                wanted_notes.push(r.clone());
+            } else {
+                t.push(tasks::resolve(&listing.items, r)?.task.id.clone());
+            }
+        }
+        wanted_tasks = Some(t);
+    }
+    let mut out = Vec::new();
+    for t in &listing.items {
+        if wanted_tasks
+            .as_ref()
+            .is_some_and(|w| !w.contains(&t.task.id))
+        {
+            continue;
+        }
+        let criteria = t.doc.criteria();
+        let status = t.doc.status.as_str();
+        let mut body = String::new();
+        if !criteria.is_empty() {
+            body.push_str("## Acceptance\n");
+            for c in &criteria {
+                body.push_str(&format!(
+                    "- [{}] {}\n",
+                    if c.checked { "x" } else { " " },
+                    c.text
+                ));
+            }
+            body.push('\n');
+        }
+        body.push_str(&format!("Status: {status}\n"));
+        let done = match (status, t.doc.resolution()) {
+            ("done", Some("abandoned")) => Some("abandoned"),
+            ("done", _) => Some("done"),
+            _ => None,
+        };
+        out.push(Candidate {
+            kind: "task",
+            class: "tasks",
+            id: t.task.id.clone(),
+            created: crate::model::id::parse_ulid(t.task.id.trim_start_matches("t-"))
+                .map(crate::model::id::ulid_time),
+            title: t.doc.title().to_string(),
+            body,
+            fields: vec!["title".into(), "acceptance".into(), "status".into()],
+            private: false,
+            done,
+            mapped: t
+                .doc
+                .front
+                .get("github")
+                .and_then(|g| g.get("issue"))
+                .and_then(|i| i.as_integer())
+                .map(|n| n as u64),
+        });
+    }
+    if wanted_tasks.is_some() && wanted_notes.is_empty() {
+        return Ok(out);
+    }
+    let all_notes = notes::list(ws)?;
+    ctx.warn_all(all_notes.warnings);
+    for n in all_notes.items {
+        if n.project.as_deref() != Some(slug) {
+            continue;
+        }
+        if !wanted_notes.is_empty() && !wanted_notes.contains(&n.note.id) {
+            continue;
+        }
+        let (kind, class, fields) = match n.note.kind.as_str() {
+            "decision" => (
+                "decision",
+                "decisions",
+                vec!["chose", "rejected", "because"],
+            ),
+            "finding" => ("finding", "findings", vec!["title", "body"]),
+            _ => continue,
+        };
+        let body = match kind {
+            "decision" => ["Chose", "Rejected", "Because"]
+                .iter()
+                .map(|s| {
+                    format!(
+                        "## {s}\n{}\n",
+                        crate::model::body::section_text(&n.body, s)
+                            .unwrap_or_default()
+                            .trim()
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n"),
+            _ => n.body.clone(),
+        };
+        out.push(Candidate {
+            kind,
+            class,
+            id: n.note.id.clone(),
+            created: Some(n.note.created),
+            title: n.note.title.clone(),
+            body,
+            fields: fields.into_iter().map(str::to_string).collect(),
+            private: n.note.private,
+            done: None,
+            mapped: None,
+        });
+    }
+    Ok(out)
+}
+
+/// Runs a plan (fresh or resumed): one step per remote write, mapping written back to tasks
+/// the caller may write, evidence last.
+fn apply_plan(
+    ctx: &Ctx,
+    client: &Client,
+    slug: &str,
+    plan: Plan,
+    observed: &Observed,
+    resume: Option<Txn>,
+) -> Result<Outcome<Response>, Error> {
+    let value = serde_json::to_value(&plan).map_err(internal)?;
+    let digest = contract::plan_digest(&value).map_err(|e| Error::internal(e.0))?;
+    let mut run = match &resume {
+        Some(txn) => Run::resume(ctx, txn)?,
+        None => Run::begin(ctx, TOOL, &digest, &value)?,
+    };
+    if run.txn.outcome().is_some() {
+        let txn = run.txn.clone();
+        drop(run);
+        return Ok(Outcome::Done(completed(ctx, &txn, true)?));
+    }
+    let digest = run.txn.plan_digest().to_string();
+    let repo = plan.repo.clone();
+    let mut done: Vec<(Item, Option<u64>, &'static str)> = Vec::new();
+    let mut refusals = Vec::new();
+    for item in &plan.items {
+        let step = format!("{}:{}", item.action, item.object.id);
+        if !matches!(item.action.as_str(), "create" | "adopt_by_marker" | "close") {
+            done.push((
+                item.clone(),
+                item.remote.as_ref().map(|r| r.number),
+                if item.action == "withhold" {
+                    "withheld"
+                } else {
+                    "skipped"
+                },
+            ));
+            continue;
+        }
+        if run.txn.status_of(&step) == Some(StepStatus::Done) {
+            let n = run
+                .txn
+                .latest(&step)
+                .and_then(|s| s.observed.get("number").and_then(|n| n.as_u64()));
+            done.push((item.clone(), n, "done"));
+            continue;
+        }
+        let content = observed
+            .content
+            .iter()
+            .find(|(id, _, _)| *id == item.object.id);
+        let interrupted = run.txn.status_of(&step).is_some();
+        run.step(
+            &step,
+            StepStatus::Started,
+            json!({"marker": "absent"}),
+            Value::Null,
+        )?;
+        match write_item(client, &repo, item, content, interrupted) {
+            Ok(number) => {
+                run.step(
+                    &step,
+                    StepStatus::Done,
+                    Value::Null,
+                    json!({"number": number}),
+                )?;
+                map_task(ctx, slug, item, number)?;
+                done.push((item.clone(), Some(number), "done"));
+            }
+            Err(e) => {
+                let problem = as_problem(&e);
+                run.step(
+                    &step,
+                    StepStatus::Failed,
+                    Value::Null,
+                    json!({"problem": problem.kind()}),
+                )?;
+                refusals.push(ItemRefusal {
+                    subject: item.object.id.clone(),
+                    policy: "github.access".into(),
+                    reason: format!("{}: {}", e, problem.kind()),
+                    next: format!(
+                        "Run `dacli github projection {slug} --apply --digest {digest}` again: the transaction {} resumes and finds an issue created meanwhile by its marker.",
+                        run.txn.id()
+                    ),
+                });
+                break;
+            }
+        }
+    }
+    let partial = !refusals.is_empty();
+    let mut evidence_paths = Vec::new();
+    if !partial {
+        let path = write_evidence(ctx, &run.txn, &plan, &done)?;
+        evidence_paths.push(path.clone());
+        run.finish(TxnOutcome::Completed, json!({"evidence": path}))?;
+    }
+    let items: Vec<Item> = plan
+        .items
+        .iter()
+        .map(|i| {
+            let mut i = i.clone();
+            if let Some((_, Some(n), "done")) =
+                done.iter().find(|(d, _, _)| d.object.id == i.object.id)
+            {
+                i.remote = Some(Remote {
+                    kind: "issue".into(),
+                    number: *n,
+                    url: i.remote.as_ref().and_then(|r| r.url.clone()),
+                    state: None,
+                });
+            }
+            i
+        })
+        .collect();
+    announce(ctx, &observed.notices);
+    Ok(Outcome::Done(Response {
+        mode: "apply",
+        repo,
+        visibility: plan.visibility.clone(),
+        consent: consent_view(observed),
+        blast_radius: blast(&plan.items),
+        items,
+        plan_digest: digest,
+        txn: Some(run.txn.id().to_string()),
+        outcome: Some(if partial { "partial" } else { "completed" }.into()),
+        already_applied: false,
+        evidence: evidence_paths,
+        refusals,
+        notices: observed.notices.clone(),
+    }))
+}
+
+/// One remote write. An interrupted create first looks for its marker: the issue may have
+/// been created by the request whose answer never arrived.
+fn write_item(
+    client: &Client,
+    repo: &str,
+    item: &Item,
+    content: Option<&(String, String, String)>,
+    interrupted: bool,
+) -> Result<u64, crate::github::CallError> {
+    match item.action.as_str() {
+        "adopt_by_marker" => Ok(item.remote.as_ref().map_or(0, |r| r.number)),
+        "close" => {
+            let n = item.remote.as_ref().map_or(0, |r| r.number);
+            let reason = item
+                .closure
+                .as_ref()
+                .map_or("completed", |c| c.state_reason.as_str());
+            client.call(
+                Method::Patch,
+                &format!("/repos/{repo}/issues/{n}"),
+                Some(&json!({"state": "closed", "state_reason": reason})),
+            )?;
+            Ok(n)
+        }
+        _ => {
+            if interrupted && let Some(n) = find_marker(client, repo, &item.object.id)? {
+                return Ok(n);
+            }
+            let (_, title, body) = content.cloned().unwrap_or_default();
+            let created = client.call(
+                Method::Post,
+                &format!("/repos/{repo}/issues"),
+                Some(&json!({"title": title, "body": body})),
+            )?;
+            let n = u64_at(&created, &["number"]).unwrap_or(0);
+            if let Some(c) = &item.closure {
+                client.call(
+                    Method::Patch,
+                    &format!("/repos/{repo}/issues/{n}"),
+                    Some(&json!({"state": "closed", "state_reason": c.state_reason})),
+                )?;
+            }
+            Ok(n)
+        }
+    }
+}
+
+fn find_marker(
+    client: &Client,
+    repo: &str,
+    id: &str,
+) -> Result<Option<u64>, crate::github::CallError> {
+    let (issues, _) = client.get_pages(&format!("/repos/{repo}/issues?state=all"), None, 10)?;
+    Ok(issues
+        .iter()
+        .filter(|i| i.get("pull_request").is_none())
+        .find(|i| str_at(i, &["body"]).is_some_and(|b| b.contains(&format!("<!-- dacli:{id} "))))
+        .and_then(|i| u64_at(i, &["number"])))
+}
+
+/// Writes the issue number back to the task (`github = {issue, synced_at}`) when the caller
+/// may: the task's owner, or root (FORMAT §12). Others rely on the marker alone.
+fn map_task(ctx: &Ctx, slug: &str, item: &Item, number: u64) -> Result<(), Error> {
+    if item.object.kind != "task" {
+        return Ok(());
+    }
+    let ws = ctx.ws()?;
+    let me = ctx.identity()?.agent.id.clone();
+    let ulid = item.object.id.trim_start_matches("t-");
+    let _lock = ws.fs.lock(&ws.lock_path(&format!("task-{ulid}")))?;
+    let t = tasks::reload(ws, slug, &item.object.id)?;
+    if me != ROOT_AGENT && t.doc.owner() != me {
+        return Ok(());
+    }
+    let mut doc = t.doc.clone();
+    let mut table = InlineTable::new();
+    table.insert("issue", (number as i64).into());
+    table.insert("synced_at", toml_time(ctx.now()).into());
+    doc.front["github"] = value(table);
+    doc.front["rev"] = value(ctx.new_ulid().to_string());
+    tasks::write(ws, &t, &doc)?;
+    Ok(())
+}
+
+fn write_evidence(
+    ctx: &Ctx,
+    txn: &Txn,
+    plan: &Plan,
+    done: &[(Item, Option<u64>, &'static str)],
+) -> Result<String, Error> {
+    let ws = ctx.ws()?;
+    let me = ctx.identity()?;
+    let items = done
+        .iter()
+        .map(|(i, n, result)| EvidenceItem {
+            subject: i.object.id.clone(),
+            action: i.action.clone(),
+            result: (*result).into(),
+            before: i.content_digest.clone(),
+            after: n.map(|n| format!("issue-{n}")),
+            reasons: i
+                .withheld
+                .iter()
+                .map(|w| w.reason.clone())
+                .chain(i.closure.iter().map(|c| c.authority.clone()))
+                .collect(),
+        })
+        .collect();
+    let b = blast(&plan.items);
+    let path = evidence::write(
+        ws,
+        &Evidence {
+            id: ctx.new_ulid(),
+            tool: TOOL,
+            created_by: &me.agent.id,
+            grant: me.agent.grant,
+            outcome: "completed",
+            txn: Some(&txn.id().to_string()),
+            plan_digest: Some(txn.plan_digest()),
+            git_head: None,
+            summary: vec![
+                ("create", b.create as i64),
+                ("adopt", b.adopt as i64),
+                ("close", b.close as i64),
+                ("withhold", b.withhold as i64),
+            ],
+            items,
+        },
+    )?;
+    Ok(ws.display(&path))
+}
+
+/// The record of a transaction that already completed.
+fn completed(ctx: &Ctx, txn: &Txn, already: bool) -> Result<Response, Error> {
+    let plan = Plan::from_txn(txn)?;
+    let evidence = txn
+        .outcome_step()
+        .and_then(|s| {
+            s.observed
+                .get("evidence")
+                .and_then(|e| e.as_str())
+                .map(str::to_string)
+        })
+        .into_iter()
+        .collect();
+    let _ = ctx;
+    Ok(Response {
+        mode: "apply",
+        repo: plan.repo.clone(),
+        visibility: plan.visibility.clone(),
+        consent: ConsentView {
+            covers_live_repo: true,
+            id: plan.consent.clone(),
+            classes: Vec::new(),
+            granted_by: None,
+        },
+        blast_radius: blast(&plan.items),
+        items: plan.items,
+        plan_digest: txn.plan_digest().to_string(),
+        txn: Some(txn.id().to_string()),
+        outcome: txn.outcome().map(str::to_string),
+        already_applied: already,
+        evidence,
+        refusals: Vec::new(),
+        notices: Vec::new(),
+    })
+}
+
+fn render(r: &Response, _ctx: &Ctx) -> String {
+    let mut out = format!(
+        "{} ({}): {} to create, {} to adopt, {} to close, {} withheld\n",
+        r.repo,
+        r.visibility,
+        r.blast_radius.create,
+        r.blast_radius.adopt,
+        r.blast_radius.close,
+        r.blast_radius.withhold
+    );
+    for i in &r.items {
+        out.push_str(&format!(
+            "  {:<16} {} {}",
+            i.action, i.object.kind, i.object.id
+        ));
+        if let Some(rem) = &i.remote {
+            out.push_str(&format!("  #{}", rem.number));
+        }
+        for w in &i.withheld {
+            out.push_str(&format!("  [{}: {}]", w.reason, w.detail));
+        }
+        out.push('\n');
+    }
+    for f in &r.refusals {
+        out.push_str(&format!(
+            "refused [{}] {}: {}\nnext: {}\n",
+            f.policy, f.subject, f.reason, f.next
+        ));
+    }
+    match &r.outcome {
+        None => out.push_str(&format!(
+            "plan_digest: {}\napply with --apply --digest {}\n",
+            r.plan_digest, r.plan_digest
+        )),
+        Some(o) => out.push_str(&format!("outcome: {o}\n")),
+    }
+    out
+}

@@ -1,0 +1,1945 @@
+//! The GitHub tools against a local fake GitHub (wiremock) serving the constructed fixtures of
+//! `fixtures/github/`: `github link`, consent, `pr diagnose` (every access problem class, a
+//! failing check with its job and annotation, behind vs dirty), `github projection` (withheld
+//! items, the issue mirror and a retried timeout), `release-train` (head moved, 409, merge
+//! authority) and the three Tier-1 tools over MCP. Every server mounts a catch-all that
+//! answers 500 and must see zero hits, so an unexpected request fails the test; previews also
+//! assert that no write request reached the server. The fake token must never appear in any
+//! output or file.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use wiremock::matchers::{any, method, path, query_param};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::lifecycle::agent;
+use crate::support::{Repo, repo_root};
+
+/// The token every test hands dacli; it must never show up anywhere dacli writes.
+const TOKEN: &str = "ghp_dacliCanaryToken0123456789abcdefXYZ";
+const HEAD: &str = "8a1b2c3d4e5f60718293a4b5c6d7e8f901234567";
+const BASE: &str = "0d464138a62332553fc1ea36f17fd374c6a53877";
+const R: &str = "/repos/acme/widget";
+
+/// A fixture of `fixtures/github/`.
+fn fixture(name: &str) -> Value {
+    let p = repo_root()
+        .join("fixtures/github")
+        .join(format!("{name}.json"));
+    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// A fixture with some fields replaced (`/`-separated JSON pointers).
+fn patched(name: &str, fields: &[(&str, Value)]) -> Value {
+    let mut v = fixture(name);
+    for (pointer, value) in fields {
+        *v.pointer_mut(pointer)
+            .unwrap_or_else(|| panic!("{name} has no {pointer}")) = value.clone();
+    }
+    v
+}
+
+/// The fake GitHub: a wiremock server on its own runtime, with a catch-all that answers 500.
+struct Fake {
+    rt: tokio::runtime::Runtime,
+    server: MockServer,
+}
+
+impl Fake {
+    fn start() -> Fake {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let server = rt.block_on(MockServer::start());
+        let fake = Fake { rt, server };
+        fake.mount(
+            Mock::given(any())
+                .respond_with(
+                    ResponseTemplate::new(500)
+                        .set_body_string("unexpected request to the fake GitHub"),
+                )
+                .with_priority(u8::MAX)
+                .named("catch-all: an unexpected request")
+                .expect(0),
+        );
+        fake
+    }
+
+    fn url(&self) -> String {
+        self.server.uri()
+    }
+
+    fn mount(&self, mock: Mock) {
+        self.rt.block_on(mock.mount(&self.server));
+    }
+
+    /// GET `route` answers `status` with `body`.
+    fn get(&self, route: &str, status: u16, body: Value) {
+        self.mount(
+            Mock::given(method("GET"))
+                .and(path(route))
+                .respond_with(ResponseTemplate::new(status).set_body_json(body)),
+        );
+    }
+
+    fn requests(&self) -> Vec<wiremock::Request> {
+        self.rt
+            .block_on(self.server.received_requests())
+            .unwrap_or_default()
+    }
+
+    /// Requests that could write (anything but GET).
+    fn writes(&self) -> Vec<String> {
+        self.requests()
+            .iter()
+            .filter(|r| r.method.as_str() != "GET")
+            .map(|r| format!("{} {}", r.method, r.url.path()))
+            .collect()
+    }
+
+    /// Panics if an expectation failed, the catch-all's `expect(0)` included.
+    fn verify(&self) {
+        self.rt.block_on(self.server.verify());
+    }
+}
+
+/// A workspace linked to `acme/widget` by hand (the link command has its own tests).
+fn linked() -> Repo {
+    let repo = Repo::initialized();
+    let config = repo.ws("config.toml");
+    let mut text = std::fs::read_to_string(&config).expect("config");
+    text.push_str("\n[github]\nrepo = \"acme/widget\"\napi_url = \"https://api.github.com\"\n");
+    std::fs::write(&config, text).expect("write config");
+    repo
+}
+
+/// What one run printed.
+struct Ran {
+    code: i32,
+    doc: Value,
+    stderr: String,
+}
+
+/// Runs dacli with `--json` against the fake, the canary token in GH_TOKEN, and `gh` shadowed
+/// by a stub that fails (so no real credential is ever picked up).
+fn run(repo: &Repo, fake: &Fake, args: &[&str]) -> Ran {
+    run_with(repo, &fake.url(), args, &[("GH_TOKEN", TOKEN)], None)
+}
+
+fn run_with(
+    repo: &Repo,
+    api: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+    agent_token: Option<&str>,
+) -> Ran {
+    let mut all = args.to_vec();
+    all.push("--json");
+    let mut cmd = repo.dacli(&all);
+    cmd.env("DACLI_GITHUB_API_URL", api)
+        .env("PATH", stub_path(repo.path(), "exit 1"))
+        .env("DACLI_GITHUB_TIMEOUT_MS", "3000");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    if let Some(t) = agent_token {
+        cmd.env("DACLI_AGENT", t);
+    }
+    let out = cmd.output().expect("runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        !stdout.contains(TOKEN) && !stderr.contains(TOKEN),
+        "the token leaked"
+    );
+    Ran {
+        code: out.status.code().unwrap_or(-1),
+        doc: crate::support::one_json(&out.stdout),
+        stderr,
+    }
+}
+
+/// A PATH whose first entry holds a `gh` stub running `script`, then the system's.
+fn stub_path(root: &Path, script: &str) -> String {
+    let dir = root.join(".git").join("stub-bin");
+    std::fs::create_dir_all(&dir).expect("stub dir");
+    let gh = dir.join("gh");
+    std::fs::write(&gh, format!("#!/bin/sh\n{script}\n")).expect("stub");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&gh, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// Every file under the work tree (the `.git` directory aside) that contains `needle`.
+fn files_containing(root: &Path, needle: &str) -> Vec<PathBuf> {
+    let mut hits = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read dir").flatten() {
+            let p = entry.path();
+            if p.file_name().is_some_and(|n| n == ".git") {
+                continue;
+            }
+            if p.is_dir() {
+                stack.push(p);
+            } else if std::fs::read(&p)
+                .map(|b| String::from_utf8_lossy(&b).contains(needle))
+                .unwrap_or(false)
+            {
+                hits.push(p);
+            }
+        }
+    }
+    hits
+}
+
+/// Mounts a whole PR scenario: PR 7 with the failing `test` check, its run, job and
+/// annotation, an approval, the rulesets and branch protection of `main`. Tests mount
+/// overrides first (mocks mounted earlier win among equal priorities).
+fn failing_pr(fake: &Fake) {
+    fake.get(&format!("{R}/pulls/7"), 200, fixture("pull"));
+    fake.get(
+        &format!("{R}/rules/branches/main"),
+        200,
+        fixture("rules_main"),
+    );
+    fake.get(
+        &format!("{R}/branches/main/protection"),
+        200,
+        fixture("protection_main"),
+    );
+    fake.get(&format!("{R}/actions/runs"), 200, fixture("runs_failing"));
+    fake.get(
+        &format!("{R}/commits/{HEAD}/check-runs"),
+        200,
+        fixture("check_runs_failing"),
+    );
+    fake.get(
+        &format!("{R}/commits/{HEAD}/status"),
+        200,
+        fixture("status_empty"),
+    );
+    fake.get(
+        &format!("{R}/actions/runs/9001/jobs"),
+        200,
+        fixture("jobs_failing"),
+    );
+    fake.get(
+        &format!("{R}/check-runs/4101/annotations"),
+        200,
+        fixture("annotations_test"),
+    );
+    fake.get(
+        &format!("{R}/pulls/7/reviews"),
+        200,
+        fixture("reviews_approved"),
+    );
+}
+
+/// The same PR, green: one passing required check and an approval.
+fn green_pr(fake: &Fake, pull: Value) {
+    fake.get(&format!("{R}/pulls/7"), 200, pull);
+    fake.get(
+        &format!("{R}/rules/branches/main"),
+        200,
+        fixture("rules_main"),
+    );
+    fake.get(
+        &format!("{R}/branches/main/protection"),
+        200,
+        fixture("protection_main"),
+    );
+    fake.get(&format!("{R}/actions/runs"), 200, fixture("runs_green"));
+    fake.get(
+        &format!("{R}/commits/{HEAD}/check-runs"),
+        200,
+        fixture("check_runs_green"),
+    );
+    fake.get(
+        &format!("{R}/commits/{HEAD}/status"),
+        200,
+        fixture("status_empty"),
+    );
+    fake.get(
+        &format!("{R}/pulls/7/reviews"),
+        200,
+        fixture("reviews_approved"),
+    );
+}
+
+#[test]
+fn diagnose_names_the_failing_required_check_its_job_and_the_annotation() {
+    let repo = linked();
+    let fake = Fake::start();
+    failing_pr(&fake);
+    let r = run(&repo, &fake, &["pr", "diagnose", "--pr", "7"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.doc, r.stderr);
+    let d = &r.doc["data"];
+    assert_eq!(d["pr"]["number"], 7);
+    assert_eq!(d["pr"]["head_sha"], HEAD);
+    assert_eq!(d["pr"]["base_ref"], "main");
+    assert_eq!(d["pr"]["review_decision"], "approved");
+    assert_eq!(d["requirements"]["source"], "both");
+    assert_eq!(d["requirements"]["required_checks"], json!(["test"]));
+    let test = d["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|c| c["name"] == "test")
+        .expect("the test check");
+    assert_eq!(test["class"], "fail");
+    assert_eq!(test["required"], true);
+    assert_eq!(test["workflow"]["run_id"], 9001);
+    assert_eq!(
+        d["workflows"][0]["failed_jobs"],
+        json!([{"name": "test", "step": "cargo test", "conclusion": "failure"}])
+    );
+    assert_eq!(d["annotations"][0]["path"], "src/money.rs");
+    assert_eq!(d["annotations"][0]["start_line"], 42);
+    assert_eq!(d["annotations"][0]["level"], "failure");
+    let v = &d["verdict"];
+    assert_eq!(v["class"], "failing_checks", "{v}");
+    let reason = v["reasons"][0].as_str().expect("reason");
+    for part in [
+        "required check `test` failed",
+        "job `test`",
+        "step `cargo test`",
+        "src/money.rs:42",
+    ] {
+        assert!(reason.contains(part), "{part} missing from: {reason}");
+    }
+    assert_eq!(v["next_actions"][0]["action"], "rerun_failed_jobs");
+    let next = v["next_actions"][0]["detail"].as_str().expect("detail");
+    assert!(
+        next.contains("fix src/money.rs:42") && next.contains("gh run rerun 9001 --failed"),
+        "{next}"
+    );
+    assert_eq!(d["access"]["token_source"], "env");
+    assert!(d["access"]["problem"].is_null());
+    // Read-only: no write reached GitHub, and the token went only into the request header.
+    assert!(fake.writes().is_empty(), "{:?}", fake.writes());
+    let sent = fake.requests()[0]
+        .headers
+        .get("authorization")
+        .map(|v| v.to_str().unwrap_or_default().to_string())
+        .unwrap_or_default();
+    assert!(sent.ends_with(TOKEN), "the token authenticates the calls");
+    assert!(files_containing(repo.path(), TOKEN).is_empty());
+    fake.verify();
+    // The human text says the same.
+    let out = repo
+        .dacli(&["pr", "diagnose", "--pr", "7"])
+        .env("DACLI_GITHUB_API_URL", fake.url())
+        .env("GH_TOKEN", TOKEN)
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("verdict: failing_checks"), "{text}");
+    assert!(text.contains("src/money.rs:42"), "{text}");
+    assert!(text.contains("next: rerun_failed_jobs"), "{text}");
+}
+
+#[test]
+fn behind_and_dirty_are_distinct_verdicts() {
+    let repo = linked();
+    let fake = Fake::start();
+    green_pr(
+        &fake,
+        patched("pull", &[("/mergeable_state", json!("behind"))]),
+    );
+    let r = run(&repo, &fake, &["pr", "diagnose", "--pr", "7"]);
+    assert_eq!(r.code, 0, "{}", r.doc);
+    assert_eq!(r.doc["data"]["verdict"]["class"], "behind_base");
+    assert_eq!(
+        r.doc["data"]["verdict"]["next_actions"][0]["action"],
+        "update_branch"
+    );
+    fake.verify();
+
+    let fake = Fake::start();
+    green_pr(
+        &fake,
+        patched(
+            "pull",
+            &[
+                ("/mergeable_state", json!("dirty")),
+                ("/mergeable", json!(false)),
+            ],
+        ),
+    );
+    let r = run(&repo, &fake, &["pr", "diagnose", "--pr", "7"]);
+    assert_eq!(r.doc["data"]["verdict"]["class"], "conflict");
+    assert_eq!(
+        r.doc["data"]["verdict"]["next_actions"][0]["action"],
+        "resolve_conflict"
+    );
+    fake.verify();
+
+    let fake = Fake::start();
+    green_pr(
+        &fake,
+        patched("pull", &[("/mergeable_state", json!("clean"))]),
+    );
+    let r = run(&repo, &fake, &["pr", "diagnose", "--pr", "7"]);
+    assert_eq!(
+        r.doc["data"]["verdict"]["class"], "mergeable_now",
+        "{}",
+        r.doc
+    );
+    assert_eq!(r.doc["data"]["verdict"]["reasons"], json!([]));
+    fake.verify();
+}
+
+#[test]
+fn no_checks_configured_is_not_no_checks_triggered_and_neither_is_green() {
+    let repo = linked();
+    for (workflows, class) in [
+        ("workflows_none", "no_checks_configured"),
+        ("workflows_one", "no_checks_triggered"),
+    ] {
+        let fake = Fake::start();
+        fake.get(
+            &format!("{R}/pulls/7"),
+            200,
+            patched("pull", &[("/mergeable_state", json!("clean"))]),
+        );
+        fake.get(&format!("{R}/rules/branches/main"), 200, json!([]));
+        fake.get(&format!("{R}/branches/main/protection"), 200, json!({}));
+        fake.get(&format!("{R}/actions/runs"), 200, fixture("runs_empty"));
+        fake.get(
+            &format!("{R}/commits/{HEAD}/check-runs"),
+            200,
+            fixture("check_runs_empty"),
+        );
+        fake.get(
+            &format!("{R}/commits/{HEAD}/status"),
+            200,
+            fixture("status_empty"),
+        );
+        fake.get(&format!("{R}/actions/workflows"), 200, fixture(workflows));
+        fake.get(&format!("{R}/pulls/7/reviews"), 200, json!([]));
+        let r = run(&repo, &fake, &["pr", "diagnose", "--pr", "7"]);
+        assert_eq!(r.code, 0, "{}", r.doc);
+        assert_eq!(r.doc["data"]["requirements"]["source"], "branch_protection");
+        assert_eq!(r.doc["data"]["verdict"]["class"], class, "{}", r.doc);
+        fake.verify();
+    }
+}
+
+#[test]
+fn unreadable_branch_protection_is_reported_never_read_as_none() {
+    let repo = linked();
+    let fake = Fake::start();
+    fake.get(
+        &format!("{R}/branches/main/protection"),
+        404,
+        fixture("error_not_found"),
+    );
+    failing_pr(&fake);
+    let r = run(&repo, &fake, &["pr", "diagnose", "--pr", "7"]);
+    assert_eq!(r.code, 0, "{}", r.doc);
+    let req = &r.doc["data"]["requirements"];
+    assert_eq!(req["source"], "unreadable");
+    assert!(
+        req["unreadable_reason"]
+            .as_str()
+            .expect("reason")
+            .contains("not_found_or_no_access"),
+        "{req}"
+    );
+    // What the rulesets say is still used.
+    assert_eq!(req["required_checks"], json!(["test"]));
+    assert_eq!(r.doc["data"]["verdict"]["class"], "failing_checks");
+    fake.verify();
+}
+
+/// Every access problem class: lasting ones refuse `github.access` (exit 3) with a typed
+/// reason and remedy; transient ones are `E_GITHUB_ACCESS` (exit 1).
+#[test]
+fn every_access_problem_class_is_typed_from_status_and_headers() {
+    let repo = linked();
+    let pull = format!("{R}/pulls/7");
+    let cases: Vec<(&str, ResponseTemplate, i32, &str)> = vec![
+        (
+            "bad_credentials",
+            ResponseTemplate::new(401).set_body_json(fixture("error_bad_credentials")),
+            3,
+            "Refresh the token",
+        ),
+        (
+            "sso_required",
+            ResponseTemplate::new(403)
+                .insert_header(
+                    "X-GitHub-SSO",
+                    "required; url=https://github.com/orgs/acme/sso?authorization_request=A1",
+                )
+                .set_body_json(fixture("error_forbidden")),
+            3,
+            "https://github.com/orgs/acme/sso?authorization_request=A1",
+        ),
+        (
+            "insufficient_scope",
+            ResponseTemplate::new(403)
+                .insert_header("X-OAuth-Scopes", "public_repo")
+                .insert_header("X-Accepted-OAuth-Scopes", "repo")
+                .set_body_json(fixture("error_forbidden")),
+            3,
+            "gh auth refresh -s repo",
+        ),
+        (
+            "insufficient_permission",
+            ResponseTemplate::new(403)
+                .insert_header("X-Accepted-GitHub-Permissions", "pull_requests=read")
+                .set_body_json(fixture("error_forbidden")),
+            3,
+            "pull_requests=read",
+        ),
+        (
+            "not_found_or_no_access",
+            ResponseTemplate::new(404).set_body_json(fixture("error_not_found")),
+            3,
+            "invisible to this token",
+        ),
+        (
+            "rate_limited",
+            ResponseTemplate::new(403)
+                .insert_header("x-ratelimit-remaining", "0")
+                .insert_header("x-ratelimit-reset", "1772442000")
+                .set_body_json(fixture("error_forbidden")),
+            1,
+            "2026-03-02T09:00:00Z",
+        ),
+        (
+            "rate_limited",
+            ResponseTemplate::new(429).insert_header("retry-after", "30"),
+            1,
+            "retry after 30 s",
+        ),
+        (
+            "server_error",
+            ResponseTemplate::new(502),
+            1,
+            "GitHub answered 502",
+        ),
+        (
+            "network_unreachable",
+            ResponseTemplate::new(200)
+                .set_body_json(fixture("pull"))
+                .set_delay(Duration::from_secs(6)),
+            1,
+            "timed out",
+        ),
+    ];
+    for (kind, response, code, says) in cases {
+        let fake = Fake::start();
+        fake.mount(
+            Mock::given(method("GET"))
+                .and(path(pull.as_str()))
+                .respond_with(response)
+                .expect(1),
+        );
+        let r = run(&repo, &fake, &["pr", "diagnose", "--pr", "7"]);
+        assert_eq!(r.code, code, "{kind}: {}", r.doc);
+        let (text, detail) = if code == 3 {
+            assert_eq!(r.doc["refused"]["policy"], "github.access", "{kind}");
+            (
+                r.doc["refused"]["reason"].to_string(),
+                r.doc["refused"]["next"].to_string(),
+            )
+        } else {
+            assert_eq!(r.doc["error"]["code"], "E_GITHUB_ACCESS", "{kind}");
+            (
+                r.doc["error"]["message"].to_string(),
+                r.doc["error"].to_string(),
+            )
+        };
+        assert!(text.contains(kind), "{kind} not named: {text}");
+        assert!(
+            text.contains(says) || detail.contains(says),
+            "{kind}: `{says}` missing from {}",
+            r.doc
+        );
+        fake.verify();
+    }
+    // Nothing listening at all.
+    let dead = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+        format!("http://{}", listener.local_addr().expect("addr"))
+    };
+    let r = run_with(
+        &repo,
+        &dead,
+        &["pr", "diagnose", "--pr", "7"],
+        &[("GH_TOKEN", TOKEN)],
+        None,
+    );
+    assert_eq!(r.code, 1, "{}", r.doc);
+    assert!(
+        r.doc["error"]["message"]
+            .as_str()
+            .expect("message")
+            .contains("network_unreachable")
+    );
+    // No token anywhere: not in the environment, and `gh auth token` fails.
+    let fake = Fake::start();
+    let r = run_with(
+        &repo,
+        &fake.url(),
+        &["pr", "diagnose", "--pr", "7"],
+        &[],
+        None,
+    );
+    assert_eq!(r.code, 3, "{}", r.doc);
+    assert_eq!(r.doc["refused"]["policy"], "github.access");
+    assert!(
+        r.doc["refused"]["reason"]
+            .as_str()
+            .expect("reason")
+            .contains("missing_token")
+    );
+    assert!(
+        r.doc["refused"]["next"]
+            .as_str()
+            .expect("next")
+            .contains("GH_TOKEN")
+    );
+    assert!(
+        fake.requests().is_empty(),
+        "nothing is sent without a token"
+    );
+    fake.verify();
+}
+
+#[test]
+fn the_token_may_come_from_gh_and_only_its_source_is_reported() {
+    let repo = linked();
+    let fake = Fake::start();
+    failing_pr(&fake);
+    let mut cmd = repo.dacli(&["pr", "diagnose", "--pr", "7", "--json"]);
+    cmd.env("DACLI_GITHUB_API_URL", fake.url()).env(
+        "PATH",
+        stub_path(
+            repo.path(),
+            &format!("[ \"$1 $2 $3 $4\" = \"auth token --hostname 127.0.0.1\" ] && echo {TOKEN}"),
+        ),
+    );
+    let out = cmd.output().expect("runs");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains(TOKEN));
+    let doc = crate::support::one_json(&out.stdout);
+    assert_eq!(doc["data"]["access"]["token_source"], "gh_cli", "{doc}");
+    fake.verify();
+}
+
+#[test]
+fn a_task_branch_or_commit_finds_its_pull_request() {
+    let repo = linked();
+    let (code, _) = repo.json(&["project", "add", "Checkout", "--slug", "checkout"]);
+    assert_eq!(code, 0);
+    let (code, _) = repo.json(&[
+        "task",
+        "add",
+        "Round once",
+        "--project",
+        "checkout",
+        "--accept",
+        "works",
+    ]);
+    assert_eq!(code, 0);
+    let fake = Fake::start();
+    fake.mount(
+        Mock::given(method("GET"))
+            .and(path(format!("{R}/pulls")))
+            .and(query_param("head", "acme:dacli/001-round-once"))
+            .and(query_param("state", "all"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(fixture("pulls_by_head")))
+            .expect(2),
+    );
+    fake.mount(
+        Mock::given(method("GET"))
+            .and(path(format!("{R}/commits/{HEAD}/pulls")))
+            .respond_with(ResponseTemplate::new(200).set_body_json(fixture("pulls_by_head")))
+            .expect(1),
+    );
+    failing_pr(&fake);
+    for target in [
+        vec!["--task", "checkout/1"],
+        vec!["--branch", "dacli/001-round-once"],
+        vec!["--sha", HEAD],
+    ] {
+        let mut args = vec!["pr", "diagnose"];
+        args.extend(target);
+        let r = run(&repo, &fake, &args);
+        assert_eq!(r.code, 0, "{args:?}: {}", r.doc);
+        assert_eq!(
+            r.doc["data"]["pr"]["number"], 7,
+            "the open PR wins over the closed one"
+        );
+    }
+    fake.verify();
+    let r = run(
+        &repo,
+        &fake,
+        &["pr", "diagnose", "--pr", "7", "--sha", HEAD],
+    );
+    assert_eq!(r.code, 2, "exactly one target");
+}
+
+#[test]
+fn record_writes_evidence_and_needs_rw() {
+    let repo = linked();
+    let fake = Fake::start();
+    failing_pr(&fake);
+    let r = run(&repo, &fake, &["pr", "diagnose", "--pr", "7", "--record"]);
+    assert_eq!(r.code, 0, "{}", r.doc);
+    let ev = r.doc["data"]["evidence"][0]
+        .as_str()
+        .expect("evidence path");
+    assert!(ev.starts_with(".dacli/evidence/diagnose-pr/"), "{ev}");
+    let text = std::fs::read_to_string(repo.path().join(ev)).expect("evidence");
+    assert!(text.contains("tool = \"diagnose-pr\""), "{text}");
+    assert!(text.contains("failing_checks"), "{text}");
+    assert!(
+        !text.contains("assertion"),
+        "no annotation text in evidence: {text}"
+    );
+    let (_, ro) = agent(&repo, "reviewer", 1, "ro");
+    let r = run_with(
+        &repo,
+        &fake.url(),
+        &["pr", "diagnose", "--pr", "7", "--record"],
+        &[("GH_TOKEN", TOKEN)],
+        Some(&ro),
+    );
+    assert_eq!(r.code, 3);
+    assert_eq!(r.doc["refused"]["policy"], "grant.read_only");
+    // Without --record an ro agent diagnoses freely.
+    let r = run_with(
+        &repo,
+        &fake.url(),
+        &["pr", "diagnose", "--pr", "7"],
+        &[("GH_TOKEN", TOKEN)],
+        Some(&ro),
+    );
+    assert_eq!(r.code, 0, "{}", r.doc);
+    fake.verify();
+}
+
+#[test]
+fn unlinked_workspaces_are_refused_before_any_request() {
+    let repo = Repo::initialized();
+    let fake = Fake::start();
+    let r = run(&repo, &fake, &["pr", "diagnose", "--pr", "7"]);
+    assert_eq!(r.code, 3);
+    assert_eq!(r.doc["refused"]["policy"], "github.unlinked");
+    assert!(
+        r.doc["refused"]["next"]
+            .as_str()
+            .expect("next")
+            .contains("dacli github link")
+    );
+    assert!(fake.requests().is_empty());
+    fake.verify();
+}
+
+#[test]
+fn link_reads_the_visibility_and_consent_is_roots_append_only_record() {
+    let repo = Repo::initialized();
+    let (code, _) = repo.json(&["project", "add", "Checkout", "--slug", "checkout"]);
+    assert_eq!(code, 0);
+    let fake = Fake::start();
+    fake.get(R, 200, fixture("repo"));
+    let r = run(&repo, &fake, &["github", "link", "acme/widget"]);
+    assert_eq!(r.code, 0, "{}", r.doc);
+    let d = &r.doc["data"];
+    assert_eq!(d["repo"], "acme/widget");
+    assert_eq!(d["visibility"], "public");
+    assert_eq!(d["effect"], "applied");
+    assert_eq!(d["notices"][0]["code"], "consent_missing");
+    let config = std::fs::read_to_string(repo.ws("config.toml")).expect("config");
+    assert!(
+        config.contains("[github]\nrepo = \"acme/widget\"\napi_url = \"https://api.github.com\""),
+        "{config}"
+    );
+    assert!(
+        !config.contains("127.0.0.1"),
+        "the test override is never stored: {config}"
+    );
+    let r = run(&repo, &fake, &["github", "link", "acme/widget"]);
+    assert_eq!(r.doc["data"]["effect"], "unchanged");
+    let r = run(&repo, &fake, &["github", "link", "acme/other"]);
+    assert_eq!(r.code, 5, "{}", r.doc);
+    assert_eq!(r.doc["error"]["code"], "E_EXISTS");
+    let r = run(&repo, &fake, &["github", "link", "not a repo"]);
+    assert_eq!(r.code, 2);
+
+    // Only root records consent; the record is append-only and holds the live visibility.
+    let (_, builder) = agent(&repo, "builder", 2, "rw");
+    let grant = [
+        "github",
+        "consent",
+        "grant",
+        "--project",
+        "checkout",
+        "--granted-by",
+        "human:mkoenig",
+        "--classes",
+        "tasks",
+    ];
+    let r = run_with(
+        &repo,
+        &fake.url(),
+        &grant,
+        &[("GH_TOKEN", TOKEN)],
+        Some(&builder),
+    );
+    assert_eq!(r.code, 3);
+    assert_eq!(r.doc["refused"]["policy"], "grant.root_required");
+    let r = run(&repo, &fake, &grant);
+    assert_eq!(r.code, 0, "{}", r.doc);
+    let c = &r.doc["data"]["consent"];
+    assert_eq!(c["action"], "grant");
+    assert_eq!(c["visibility"], "public");
+    assert_eq!(c["classes"], json!(["tasks"]));
+    let text = std::fs::read_to_string(repo.path().join(c["path"].as_str().expect("path")))
+        .expect("record");
+    let id = c["id"].as_str().expect("id");
+    assert!(
+        text.starts_with(&format!("id = \"{id}\"\nkind = \"consent\"\ncreated = ")),
+        "{text}"
+    );
+    assert!(text.contains("created_by = \"a-root\"\ngranted_by = \"human:mkoenig\"\naction = \"grant\"\nproject = \"p-checkout\"\nrepo = \"acme/widget\"\nvisibility = \"public\"\nclasses = [\"tasks\"]\n"), "{text}");
+    let r = run(
+        &repo,
+        &fake,
+        &[
+            "github",
+            "consent",
+            "revoke",
+            "--project",
+            "checkout",
+            "--granted-by",
+            "human:mkoenig",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.doc);
+    assert_eq!(r.doc["data"]["consent"]["action"], "revoke");
+    assert_eq!(r.doc["data"]["consent"]["classes"], json!([]));
+    let r = run(
+        &repo,
+        &fake,
+        &[
+            "github",
+            "consent",
+            "grant",
+            "--project",
+            "checkout",
+            "--granted-by",
+            "human:mkoenig",
+            "--classes",
+            "secrets",
+        ],
+    );
+    assert_eq!(r.code, 2);
+    assert!(fake.writes().is_empty());
+    fake.verify();
+}
+
+/// A linked workspace with project `checkout` (tasks and decisions may be projected), two
+/// tasks (one with a token in its title), a decision and a private finding. Returns the id of
+/// the plain task.
+fn projection_workspace() -> (Repo, String) {
+    let repo = linked();
+    let ok = |args: &[&str]| {
+        let (code, doc) = repo.json(args);
+        assert_eq!(code, 0, "{args:?}: {doc}");
+        doc
+    };
+    ok(&["project", "add", "Checkout", "--slug", "checkout"]);
+    ok(&[
+        "project",
+        "edit",
+        "checkout",
+        "--projection-classes",
+        "tasks,decisions",
+    ]);
+    let t = ok(&[
+        "task",
+        "add",
+        "Round once at the boundary",
+        "--project",
+        "checkout",
+        "--accept",
+        "totals agree",
+    ]);
+    ok(&[
+        "task",
+        "add",
+        "Rotate ghp_0123456789abcdefABCDEF0123 now",
+        "--project",
+        "checkout",
+        "--accept",
+        "rotated",
+    ]);
+    ok(&[
+        "note",
+        "add",
+        "decision",
+        "Round half-even",
+        "--project",
+        "checkout",
+        "--chose",
+        "half-even",
+        "--rejected",
+        "half-up: biased",
+        "--because",
+        "fair",
+    ]);
+    ok(&[
+        "note",
+        "add",
+        "finding",
+        "Refund rounds twice",
+        "--project",
+        "checkout",
+        "--severity",
+        "minor",
+        "--private",
+    ]);
+    let id = t["data"]["task"]["id"]
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("task id in {t}"));
+    (repo, id)
+}
+
+fn item<'a>(doc: &'a Value, id: &str) -> &'a Value {
+    doc["data"]["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .find(|i| i["object"]["id"] == id)
+        .unwrap_or_else(|| panic!("no item {id} in {doc}"))
+}
+
+fn reasons(item: &Value) -> Vec<String> {
+    item["withheld"]
+        .as_array()
+        .expect("withheld")
+        .iter()
+        .map(|w| w["reason"].as_str().expect("reason").to_string())
+        .collect()
+}
+
+#[test]
+fn a_public_repo_without_consent_withholds_everything_and_apply_is_refused() {
+    let (repo, task) = projection_workspace();
+    let fake = Fake::start();
+    fake.get(R, 200, fixture("repo"));
+    let r = run(&repo, &fake, &["github", "projection", "checkout"]);
+    assert_eq!(r.code, 0, "{}", r.doc);
+    let d = &r.doc["data"];
+    assert_eq!(d["visibility"], "public");
+    assert_eq!(d["consent"]["covers_live_repo"], false);
+    assert_eq!(item(&r.doc, &task)["action"], "withhold");
+    assert_eq!(reasons(item(&r.doc, &task)), ["consent_missing"]);
+    assert_eq!(d["blast_radius"]["create"], 0);
+    assert_eq!(d["blast_radius"]["withhold"], 4);
+    let digest = d["plan_digest"].as_str().expect("digest").to_string();
+    let r = run(
+        &repo,
+        &fake,
+        &[
+            "github",
+            "projection",
+            "checkout",
+            "--apply",
+            "--digest",
+            &digest,
+        ],
+    );
+    assert_eq!(r.code, 3, "{}", r.doc);
+    assert_eq!(r.doc["refused"]["policy"], "github.no_consent");
+    assert!(
+        r.doc["refused"]["next"]
+            .as_str()
+            .expect("next")
+            .contains("dacli github consent grant --project checkout")
+    );
+    assert!(fake.writes().is_empty(), "{:?}", fake.writes());
+    assert!(
+        !repo.ws("txn").exists() && !repo.ws("evidence").exists(),
+        "a refusal writes nothing"
+    );
+    fake.verify();
+}
+
+#[test]
+fn preview_lists_withheld_items_with_typed_reasons_and_writes_nothing() {
+    let (repo, task) = projection_workspace();
+    let fake = Fake::start();
+    fake.get(R, 200, fixture("repo"));
+    fake.get(&format!("{R}/issues"), 200, json!([]));
+    let r = run(
+        &repo,
+        &fake,
+        &[
+            "github",
+            "consent",
+            "grant",
+            "--project",
+            "checkout",
+            "--granted-by",
+            "human:mkoenig",
+            "--classes",
+            "tasks",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.doc);
+    let before = files_under(&repo.ws(""));
+    let r = run(&repo, &fake, &["github", "projection", "checkout"]);
+    assert_eq!(r.code, 0, "{}", r.doc);
+    assert_eq!(r.doc["data"]["consent"]["covers_live_repo"], true);
+    assert_eq!(item(&r.doc, &task)["action"], "create");
+    assert_eq!(
+        item(&r.doc, &task)["fields"],
+        json!(["title", "acceptance", "status"])
+    );
+    let items = r.doc["data"]["items"].as_array().expect("items");
+    let by_reason = |reason: &str| {
+        items
+            .iter()
+            .filter(|i| reasons(i).iter().any(|r| r == reason))
+            .count()
+    };
+    assert_eq!(
+        by_reason("secret_pattern"),
+        1,
+        "the task with a token in its title"
+    );
+    assert_eq!(
+        by_reason("class_not_consented"),
+        2,
+        "the decision (not consented) and the finding"
+    );
+    assert_eq!(by_reason("note_private"), 1);
+    let secret = items
+        .iter()
+        .find(|i| reasons(i).iter().any(|r| r == "secret_pattern"))
+        .expect("secret item");
+    assert_eq!(secret["withheld"][0]["detail"], "github_token");
+    assert!(
+        !r.doc.to_string().contains("ghp_0123456789"),
+        "withheld content is not echoed"
+    );
+    // The same world gives the same digest; nothing was written anywhere.
+    let again = run(&repo, &fake, &["github", "projection", "checkout"]);
+    assert_eq!(
+        again.doc["data"]["plan_digest"],
+        r.doc["data"]["plan_digest"]
+    );
+    assert_eq!(files_under(&repo.ws("")), before);
+    assert!(fake.writes().is_empty(), "{:?}", fake.writes());
+    fake.verify();
+}
+
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.file_name().is_some_and(|n| n == ".locks") {
+                continue;
+            }
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn an_apply_cut_by_a_timeout_resumes_without_a_duplicate_issue() {
+    let (repo, task) = projection_workspace();
+    let fake = Fake::start();
+    fake.get(R, 200, fixture("repo"));
+    let ws_id = {
+        let config = std::fs::read_to_string(repo.ws("config.toml")).expect("config");
+        config
+            .lines()
+            .find_map(|l| l.strip_prefix("workspace_id = \""))
+            .map(|s| s.trim_end_matches('"').to_string())
+            .expect("workspace id")
+    };
+    // The preview and the apply's observation see no issue; the create times out on our side
+    // although GitHub created #12; from then on the list shows it.
+    fake.mount(
+        Mock::given(method("GET"))
+            .and(path(format!("{R}/issues")))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!([])))
+            .up_to_n_times(2),
+    );
+    fake.get(
+        &format!("{R}/issues"),
+        200,
+        json!([{"number": 12, "state": "open", "title": "Round once at the boundary",
+                "html_url": "https://github.com/acme/widget/issues/12",
+                "body": format!("<!-- dacli:{task} ws:{ws_id} -->\n## Acceptance\n")}]),
+    );
+    fake.mount(
+        Mock::given(method("POST"))
+            .and(path(format!("{R}/issues")))
+            .respond_with(
+                ResponseTemplate::new(201)
+                    .set_body_json(json!({"number": 12}))
+                    .set_delay(Duration::from_secs(6)),
+            )
+            .expect(1),
+    );
+    let r = run(
+        &repo,
+        &fake,
+        &[
+            "github",
+            "consent",
+            "grant",
+            "--project",
+            "checkout",
+            "--granted-by",
+            "human:mkoenig",
+            "--classes",
+            "tasks",
+        ],
+    );
+    assert_eq!(r.code, 0);
+    let p = run(&repo, &fake, &["github", "projection", "checkout", &task]);
+    assert_eq!(item(&p.doc, &task)["action"], "create", "{}", p.doc);
+    let digest = p.doc["data"]["plan_digest"]
+        .as_str()
+        .expect("digest")
+        .to_string();
+    let apply = [
+        "github",
+        "projection",
+        "checkout",
+        task.as_str(),
+        "--apply",
+        "--digest",
+        digest.as_str(),
+    ];
+    let first = run(&repo, &fake, &apply);
+    assert_eq!(first.code, 0, "{}", first.doc);
+    assert_eq!(first.doc["data"]["outcome"], "partial", "{}", first.doc);
+    assert_eq!(first.doc["data"]["refusals"][0]["policy"], "github.access");
+    assert!(
+        first.doc["data"]["refusals"][0]["reason"]
+            .as_str()
+            .expect("reason")
+            .contains("network_unreachable")
+    );
+    let txn = first.doc["data"]["txn"].as_str().expect("txn").to_string();
+    // Run again: the open transaction resumes, finds #12 by its marker and creates nothing.
+    let second = run(&repo, &fake, &apply);
+    assert_eq!(second.code, 0, "{}", second.doc);
+    assert_eq!(second.doc["data"]["outcome"], "completed", "{}", second.doc);
+    assert_eq!(second.doc["data"]["txn"], txn.as_str());
+    assert_eq!(item(&second.doc, &task)["remote"]["number"], 12);
+    let task_file = files_under(&repo.ws("projects/checkout/tasks"))
+        .into_iter()
+        .find(|p| std::fs::read_to_string(p).is_ok_and(|t| t.contains(&task)))
+        .expect("task file");
+    let text = std::fs::read_to_string(task_file).expect("task");
+    assert!(
+        text.contains("github = { issue = 12, synced_at = "),
+        "{text}"
+    );
+    let ev = second.doc["data"]["evidence"][0]
+        .as_str()
+        .expect("evidence");
+    let ev_text = std::fs::read_to_string(repo.path().join(ev)).expect("evidence file");
+    assert!(
+        ev_text.contains(&format!("subject = \"{task}\""))
+            && ev_text.contains("after = \"issue-12\""),
+        "{ev_text}"
+    );
+    assert!(
+        !ev_text.contains("Round once"),
+        "evidence holds no content: {ev_text}"
+    );
+    // A third run is the completed record, nothing more.
+    let third = run(&repo, &fake, &apply);
+    assert_eq!(third.doc["data"]["already_applied"], true, "{}", third.doc);
+    let posts = fake
+        .requests()
+        .iter()
+        .filter(|r| r.method.as_str() == "POST")
+        .count();
+    assert_eq!(posts, 1, "exactly one create was ever sent");
+    assert!(files_containing(repo.path(), TOKEN).is_empty());
+    fake.verify();
+}
+
+const S: &str = "77330bdbd7210dff076ce2ef87b0b125ec1d7da0";
+const MERGED: &str = "e5bd3914e2e596debea16f433f57875b5b90bcd6";
+
+/// A linked workspace whose project `checkout` lands by PR, a-root holding merge authority
+/// and consent recorded for the public repository.
+fn train_workspace() -> Repo {
+    let repo = linked();
+    let ok = |args: &[&str]| {
+        let (code, doc) = repo.json(args);
+        assert_eq!(code, 0, "{args:?}: {doc}");
+    };
+    ok(&[
+        "project",
+        "add",
+        "Checkout",
+        "--slug",
+        "checkout",
+        "--landing-mode",
+        "pr",
+    ]);
+    ok(&[
+        "project",
+        "edit",
+        "checkout",
+        "--merge-authority",
+        "a-root",
+        "--projection-classes",
+        "tasks",
+    ]);
+    let fake = Fake::start();
+    fake.get(R, 200, fixture("repo"));
+    let r = run(
+        &repo,
+        &fake,
+        &[
+            "github",
+            "consent",
+            "grant",
+            "--project",
+            "checkout",
+            "--granted-by",
+            "human:mkoenig",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.doc);
+    repo
+}
+
+fn branch(sha: &str) -> Value {
+    json!({"name": "x", "commit": {"sha": sha}})
+}
+
+/// What `plan` and `open` read: S is main's tip, release is BASE, two commits ahead.
+fn promotion(fake: &Fake) {
+    fake.get(
+        &format!("{R}/compare/main...{S}"),
+        200,
+        json!({"status": "identical", "ahead_by": 0, "behind_by": 0}),
+    );
+    fake.get(&format!("{R}/branches/release"), 200, branch(BASE));
+    fake.get(
+        &format!("{R}/compare/release...{S}"),
+        200,
+        json!({"status": "ahead", "ahead_by": 2, "behind_by": 0,
+               "merge_base_commit": {"sha": BASE},
+               "commits": [
+                   {"sha": HEAD, "commit": {"message": "Round once at the boundary (#7)\n\nbody"}},
+                   {"sha": S, "commit": {"message": "Merge pull request #9 from acme/refunds\n\nRefunds"}}]}),
+    );
+}
+
+/// What `land` reads for PR 31 with head `head`: green checks and an approval of S.
+fn landing(fake: &Fake, head: &str) {
+    let pull = patched(
+        "pull",
+        &[
+            ("/number", json!(31)),
+            ("/mergeable_state", json!("clean")),
+            ("/head/sha", json!(head)),
+            (
+                "/head/ref",
+                json!(format!("dacli/train/release/{}", &S[..12])),
+            ),
+            ("/base/ref", json!("release")),
+            ("/base/sha", json!(BASE)),
+        ],
+    );
+    fake.get(&format!("{R}/pulls/31"), 200, pull);
+    fake.get(
+        &format!("{R}/rules/branches/release"),
+        200,
+        fixture("rules_main"),
+    );
+    fake.get(
+        &format!("{R}/branches/release/protection"),
+        200,
+        fixture("protection_main"),
+    );
+    fake.get(&format!("{R}/actions/runs"), 200, fixture("runs_green"));
+    fake.get(
+        &format!("{R}/commits/{head}/check-runs"),
+        200,
+        fixture("check_runs_green"),
+    );
+    fake.get(
+        &format!("{R}/commits/{head}/status"),
+        200,
+        fixture("status_empty"),
+    );
+    fake.get(
+        &format!("{R}/pulls/31/reviews"),
+        200,
+        json!([{"id": 1, "user": {"login": "ada"}, "state": "APPROVED", "commit_id": S}]),
+    );
+}
+
+/// A train record with PR 31 open, written the way `open` writes it.
+fn write_train(repo: &Repo) -> String {
+    let id = "tr-01KKBC511GDR08DRQGVNXCA1RA";
+    repo.write(
+        &format!(".dacli/trains/{id}.toml"),
+        format!(
+            "id = \"{id}\"\nkind = \"train\"\ncreated = 2026-03-02T08:00:00Z\ncreated_by = \"a-root\"\nowner = \"a-root\"\nrev = \"01KKBC511GDR08DRQGVNXCA1RA\"\nproject = \"p-checkout\"\nrepo = \"acme/widget\"\nsource = \"main\"\ntarget = \"release\"\nsha = \"{S}\"\nmethod = \"merge\"\nstate = \"pr_open\"\ntarget_before = \"{BASE}\"\npr = {{ number = 31, head_sha = \"{S}\" }}\n"
+        ),
+    );
+    id.to_string()
+}
+
+#[test]
+fn a_train_is_planned_opened_and_landed_only_with_merge_authority() {
+    let repo = train_workspace();
+    // plan: read-only, names the commits and the PRs they bring.
+    let fake = Fake::start();
+    promotion(&fake);
+    let r = run(
+        &repo,
+        &fake,
+        &[
+            "release-train",
+            "plan",
+            "--project",
+            "checkout",
+            "--source",
+            "main",
+            "--target",
+            "release",
+            "--sha",
+            S,
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.doc);
+    let d = &r.doc["data"];
+    assert_eq!(d["compare"]["status"], "ahead");
+    assert_eq!(d["compare"]["ahead_by"], 2);
+    assert_eq!(d["target_before"], BASE);
+    assert_eq!(d["included_prs"], json!([7, 9]));
+    assert_eq!(d["status"], "ready");
+    assert!(fake.writes().is_empty());
+    fake.verify();
+
+    // open: preview writes nothing; apply creates the ref at S and one PR.
+    let fake = Fake::start();
+    promotion(&fake);
+    let branch_name = format!("dacli/train/release/{}", &S[..12]);
+    fake.get(
+        &format!("{R}/git/ref/heads/{branch_name}"),
+        404,
+        fixture("error_not_found"),
+    );
+    fake.get(&format!("{R}/pulls"), 200, json!([]));
+    fake.get(R, 200, fixture("repo"));
+    let open = [
+        "release-train",
+        "open",
+        "--project",
+        "checkout",
+        "--source",
+        "main",
+        "--target",
+        "release",
+        "--sha",
+        S,
+    ];
+    let p = run(&repo, &fake, &open);
+    assert_eq!(p.code, 0, "{}", p.doc);
+    assert_eq!(p.doc["data"]["mode"], "preview");
+    assert!(fake.writes().is_empty());
+    assert!(!repo.ws("trains").exists());
+    let digest = p.doc["data"]["plan_digest"]
+        .as_str()
+        .expect("digest")
+        .to_string();
+    fake.mount(
+        Mock::given(method("POST"))
+            .and(path(format!("{R}/git/refs")))
+            .and(wiremock::matchers::body_partial_json(
+                json!({"ref": format!("refs/heads/{branch_name}"), "sha": S}),
+            ))
+            .respond_with(ResponseTemplate::new(201).set_body_json(
+                json!({"ref": format!("refs/heads/{branch_name}"), "object": {"sha": S}}),
+            ))
+            .expect(1),
+    );
+    fake.mount(
+        Mock::given(method("POST"))
+            .and(path(format!("{R}/pulls")))
+            .and(wiremock::matchers::body_partial_json(json!({"head": branch_name, "base": "release"})))
+            .respond_with(ResponseTemplate::new(201).set_body_json(json!({"number": 31, "html_url": "https://github.com/acme/widget/pull/31", "head": {"sha": S}})))
+            .expect(1),
+    );
+    let mut args = open.to_vec();
+    args.extend(["--apply", "--digest", &digest]);
+    let o = run(&repo, &fake, &args);
+    assert_eq!(o.code, 0, "{}", o.doc);
+    assert_eq!(o.doc["data"]["state"], "pr_open");
+    assert_eq!(o.doc["data"]["canonical_pr"]["number"], 31);
+    let train = o.doc["data"]["train_id"]
+        .as_str()
+        .expect("train id")
+        .to_string();
+    let body = fake
+        .requests()
+        .into_iter()
+        .find(|r| r.method.as_str() == "POST" && r.url.path().ends_with("/pulls"))
+        .map(|r| String::from_utf8_lossy(&r.body).into_owned())
+        .expect("the PR request");
+    assert!(
+        body.contains(&format!("<!-- dacli-train:release:{S} ws:")),
+        "{body}"
+    );
+    let text =
+        std::fs::read_to_string(repo.ws(&format!("trains/{train}.toml"))).expect("train file");
+    assert!(
+        text.contains("state = \"pr_open\"") && text.contains("pr = { number = 31"),
+        "{text}"
+    );
+    fake.verify();
+
+    // land: someone outside merge_authority is refused before anything is sent.
+    let (_, builder) = agent(&repo, "builder", 3, "rw");
+    let fake = Fake::start();
+    let r = run_with(
+        &repo,
+        &fake.url(),
+        &[
+            "release-train",
+            "land",
+            &train,
+            "--apply",
+            "--digest",
+            &digest,
+        ],
+        &[("GH_TOKEN", TOKEN)],
+        Some(&builder),
+    );
+    assert_eq!(r.code, 3, "{}", r.doc);
+    assert_eq!(r.doc["refused"]["policy"], "merge.no_authority");
+    assert!(
+        r.doc["refused"]["next"]
+            .as_str()
+            .expect("next")
+            .contains("a-root")
+    );
+    assert!(fake.requests().is_empty());
+    fake.verify();
+
+    // a-root previews the gates, then lands with the SHA guard.
+    let fake = Fake::start();
+    landing(&fake, S);
+    fake.mount(
+        Mock::given(method("GET"))
+            .and(path(format!("{R}/branches/release")))
+            .respond_with(ResponseTemplate::new(200).set_body_json(branch(BASE)))
+            .up_to_n_times(2),
+    );
+    fake.get(&format!("{R}/branches/release"), 200, branch(MERGED));
+    fake.get(
+        &format!("{R}/compare/{S}...release"),
+        200,
+        json!({"status": "ahead", "ahead_by": 1, "behind_by": 0}),
+    );
+    let pv = run(&repo, &fake, &["release-train", "land", &train]);
+    assert_eq!(pv.code, 0, "{}", pv.doc);
+    let gates = pv.doc["data"]["gates"].as_array().expect("gates");
+    assert!(gates.iter().all(|g| g["result"] == "pass"), "{gates:?}");
+    let names: Vec<&str> = gates
+        .iter()
+        .map(|g| g["gate"].as_str().expect("gate"))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "head_pinned",
+            "target_unchanged",
+            "checks",
+            "reviews",
+            "merge_authority",
+            "landing_policy",
+            "merge_queue"
+        ]
+    );
+    let land_digest = pv.doc["data"]["plan_digest"]
+        .as_str()
+        .expect("digest")
+        .to_string();
+    assert!(fake.writes().is_empty());
+    fake.mount(
+        Mock::given(method("PUT"))
+            .and(path(format!("{R}/pulls/31/merge")))
+            .and(wiremock::matchers::body_json(json!({"sha": S, "merge_method": "merge"})))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({"sha": MERGED, "merged": true, "message": "Pull Request successfully merged"})))
+            .expect(1),
+    );
+    let l = run(
+        &repo,
+        &fake,
+        &[
+            "release-train",
+            "land",
+            &train,
+            "--apply",
+            "--digest",
+            &land_digest,
+        ],
+    );
+    assert_eq!(l.code, 0, "{}", l.doc);
+    assert_eq!(l.doc["data"]["state"], "verified", "{}", l.doc);
+    assert_eq!(l.doc["data"]["outcome"]["merge_commit_sha"], MERGED);
+    let text =
+        std::fs::read_to_string(repo.ws(&format!("trains/{train}.toml"))).expect("train file");
+    assert!(
+        text.contains(&format!("merge_commit = \"{MERGED}\""))
+            && text.contains("state = \"verified\""),
+        "{text}"
+    );
+    let ev = l.doc["data"]["evidence"][0].as_str().expect("evidence");
+    assert!(ev.starts_with(".dacli/evidence/release-train/"), "{ev}");
+    assert!(!text.contains("tag"), "a train never records tags: {text}");
+    fake.verify();
+
+    // status shows it.
+    let (code, doc) = repo.json(&["release-train", "status"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["data"]["trains"][0]["state"], "verified");
+}
+
+#[test]
+fn a_train_whose_head_moved_is_refused_and_a_409_merge_is_head_moved() {
+    let repo = train_workspace();
+    let train = write_train(&repo);
+    // The PR head is no longer S: the gate fails and apply sends no merge.
+    let fake = Fake::start();
+    landing(&fake, HEAD);
+    fake.get(&format!("{R}/branches/release"), 200, branch(BASE));
+    let pv = run(&repo, &fake, &["release-train", "land", &train]);
+    assert_eq!(pv.code, 0, "{}", pv.doc);
+    let head = &pv.doc["data"]["gates"][0];
+    assert_eq!(head["gate"], "head_pinned");
+    assert_eq!(head["result"], "fail");
+    let digest = pv.doc["data"]["plan_digest"]
+        .as_str()
+        .expect("digest")
+        .to_string();
+    let r = run(
+        &repo,
+        &fake,
+        &[
+            "release-train",
+            "land",
+            &train,
+            "--apply",
+            "--digest",
+            &digest,
+        ],
+    );
+    assert_eq!(r.code, 3, "{}", r.doc);
+    assert_eq!(r.doc["refused"]["policy"], "train.head_moved");
+    assert!(fake.writes().is_empty(), "{:?}", fake.writes());
+    fake.verify();
+
+    // Everything passes, but GitHub answers 409 to the guarded merge.
+    let fake = Fake::start();
+    landing(&fake, S);
+    fake.get(&format!("{R}/branches/release"), 200, branch(BASE));
+    fake.mount(
+        Mock::given(method("PUT"))
+            .and(path(format!("{R}/pulls/31/merge")))
+            .respond_with(ResponseTemplate::new(409).set_body_json(
+                json!({"message": "Head branch was modified. Review and try the merge again."}),
+            ))
+            .expect(1),
+    );
+    let pv = run(&repo, &fake, &["release-train", "land", &train]);
+    let digest = pv.doc["data"]["plan_digest"]
+        .as_str()
+        .expect("digest")
+        .to_string();
+    let r = run(
+        &repo,
+        &fake,
+        &[
+            "release-train",
+            "land",
+            &train,
+            "--apply",
+            "--digest",
+            &digest,
+        ],
+    );
+    assert_eq!(r.code, 3, "{}", r.doc);
+    assert_eq!(r.doc["refused"]["policy"], "train.head_moved");
+    assert!(
+        r.doc["refused"]["reason"]
+            .as_str()
+            .expect("reason")
+            .contains("409")
+    );
+    let text = std::fs::read_to_string(repo.ws(&format!("trains/{train}.toml"))).expect("train");
+    assert!(text.contains("state = \"failed\""), "{text}");
+    fake.verify();
+}
+
+#[test]
+fn squash_rebase_and_tags_are_refused_before_any_request() {
+    let repo = train_workspace();
+    let fake = Fake::start();
+    for (extra, policy) in [
+        (vec!["--method", "squash"], "train.method_rewrites_sha"),
+        (vec!["--method", "rebase"], "train.method_rewrites_sha"),
+        (vec!["--tag", "v1.0.0"], "train.no_publication"),
+    ] {
+        let mut args = vec![
+            "release-train",
+            "plan",
+            "--project",
+            "checkout",
+            "--source",
+            "main",
+            "--target",
+            "release",
+        ];
+        args.extend(extra);
+        let r = run(&repo, &fake, &args);
+        assert_eq!(r.code, 3, "{}", r.doc);
+        assert_eq!(r.doc["refused"]["policy"], policy);
+    }
+    assert!(fake.requests().is_empty());
+    fake.verify();
+}
+
+/// Sends `calls` to `dacli mcp serve` (legacy handshake first) and returns each tools/call
+/// result's parsed text content.
+fn mcp(repo: &Repo, fake: &Fake, calls: &[(&str, Value)]) -> Vec<Value> {
+    use std::io::Write as _;
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("dacli"));
+    cmd.current_dir(repo.path())
+        .args(["mcp", "serve"])
+        .env_remove("DACLI_AGENT")
+        .env_remove("GITHUB_TOKEN")
+        .env("DACLI_TEST_CLOCK", "2026-03-02T10:00:00Z")
+        .env("DACLI_TEST_SEED", "4242")
+        .env("DACLI_GITHUB_API_URL", fake.url())
+        .env("GH_TOKEN", TOKEN)
+        .env("PATH", stub_path(repo.path(), "exit 1"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().expect("server starts");
+    let mut input = String::new();
+    input.push_str(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "it", "version": "1"}}}).to_string());
+    input.push('\n');
+    input.push_str(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string());
+    input.push('\n');
+    for (i, (tool, args)) in calls.iter().enumerate() {
+        let mut args = args.clone();
+        args["schema_version"] = json!(1);
+        input.push_str(&json!({"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call", "params": {"name": tool, "arguments": args}}).to_string());
+        input.push('\n');
+    }
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes())
+        .expect("write");
+    let out = child.wait_with_output().expect("exits");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(!stdout.contains(TOKEN) && !String::from_utf8_lossy(&out.stderr).contains(TOKEN));
+    let mut results = Vec::new();
+    for line in stdout.lines() {
+        let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        if v["id"].as_i64().is_some_and(|id| id >= 10) {
+            assert_eq!(v["result"]["isError"], false, "{v}");
+            let text = v["result"]["content"][0]["text"].as_str().expect("text");
+            results.push(serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}")));
+        }
+    }
+    assert_eq!(results.len(), calls.len(), "{stdout}");
+    results
+}
+
+#[test]
+fn the_three_tools_work_over_mcp() {
+    let (repo, task) = projection_workspace();
+    let (code, _) = repo.json(&["project", "edit", "checkout", "--landing-mode", "pr"]);
+    assert_eq!(code, 0);
+    let fake = Fake::start();
+    failing_pr(&fake);
+    promotion(&fake);
+    fake.get(R, 200, fixture("repo"));
+    let results = mcp(
+        &repo,
+        &fake,
+        &[
+            ("diagnose_pr", json!({"target": {"pr": 7}})),
+            (
+                "release_train",
+                json!({"action": "plan", "project": "checkout", "source": "main", "target": "release", "sha": S}),
+            ),
+            ("github_projection", json!({"project": "checkout"})),
+            ("release_train", json!({"action": "status"})),
+        ],
+    );
+    let diag = &results[0];
+    assert_eq!(diag["verdict"]["class"], "failing_checks", "{diag}");
+    assert_eq!(diag["annotations"][0]["path"], "src/money.rs");
+    assert_eq!(results[1]["compare"]["status"], "ahead", "{}", results[1]);
+    let proj = &results[2];
+    assert_eq!(proj["mode"], "preview", "{proj}");
+    let item = proj["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .find(|i| i["object"]["id"] == task.as_str())
+        .expect("task item");
+    assert_eq!(item["withheld"][0]["reason"], "consent_missing");
+    assert_eq!(results[3]["trains"], json!([]));
+    assert!(fake.writes().is_empty(), "{:?}", fake.writes());
+    fake.verify();
+    // The capabilities manifest now says the three are served.
+    let (code, doc) = repo.json(&["capabilities"]);
+    assert_eq!(code, 0);
+    for tool in ["diagnose_pr", "release_train", "github_projection"] {
+        assert_eq!(
+            doc["data"]["capabilities"][format!("mcp.tool.{tool}")]["available"],
+            true,
+            "{tool}"
+        );
+    }
+}
+
+#[test]
+fn an_interrupted_open_is_resumed_without_repeating_a_step() {
+    let repo = train_workspace();
+    let branch_name = format!("dacli/train/release/{}", &S[..12]);
+    let fake = Fake::start();
+    promotion(&fake);
+    fake.get(
+        &format!("{R}/git/ref/heads/{branch_name}"),
+        404,
+        fixture("error_not_found"),
+    );
+    fake.get(&format!("{R}/pulls"), 200, json!([]));
+    fake.get(R, 200, fixture("repo"));
+    let open = [
+        "release-train",
+        "open",
+        "--project",
+        "checkout",
+        "--source",
+        "main",
+        "--target",
+        "release",
+        "--sha",
+        S,
+    ];
+    let p = run(&repo, &fake, &open);
+    let digest = p.doc["data"]["plan_digest"]
+        .as_str()
+        .expect("digest")
+        .to_string();
+    fake.mount(
+        Mock::given(method("POST"))
+            .and(path(format!("{R}/git/refs")))
+            .respond_with(ResponseTemplate::new(201).set_body_json(json!({"object": {"sha": S}})))
+            .expect(1),
+    );
+    fake.mount(
+        Mock::given(method("POST"))
+            .and(path(format!("{R}/pulls")))
+            .respond_with(ResponseTemplate::new(502))
+            .expect(1),
+    );
+    let mut args = open.to_vec();
+    args.extend(["--apply", "--digest", &digest]);
+    let r = run(&repo, &fake, &args);
+    assert_eq!(r.code, 1, "{}", r.doc);
+    assert_eq!(r.doc["error"]["code"], "E_GITHUB_ACCESS");
+    assert!(
+        r.doc["error"]["message"]
+            .as_str()
+            .expect("message")
+            .contains("pr_opened"),
+        "{}",
+        r.doc
+    );
+    fake.verify();
+    let (_, status) = repo.json(&["release-train", "status"]);
+    let train = status["data"]["trains"][0]["id"]
+        .as_str()
+        .expect("a train")
+        .to_string();
+    assert_eq!(status["data"]["trains"][0]["state"], "planned");
+
+    // The ref exists already: resume opens the PR and creates no second ref.
+    let fake = Fake::start();
+    fake.get(&format!("{R}/pulls"), 200, json!([]));
+    fake.mount(
+        Mock::given(method("POST"))
+            .and(path(format!("{R}/pulls")))
+            .respond_with(
+                ResponseTemplate::new(201).set_body_json(json!({"number": 31, "head": {"sha": S}})),
+            )
+            .expect(1),
+    );
+    let r = run(&repo, &fake, &["release-train", "resume", &train]);
+    assert_eq!(r.code, 0, "{}", r.doc);
+    assert_eq!(r.doc["data"]["state"], "pr_open");
+    assert_eq!(r.doc["data"]["canonical_pr"]["number"], 31);
+    let steps: Vec<String> = r.doc["data"]["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .map(|s| {
+            format!(
+                "{}:{}",
+                s["step"].as_str().expect("step"),
+                s["status"].as_str().expect("status")
+            )
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            "plan:done",
+            "train_ref_created:started",
+            "train_ref_created:done",
+            "pr_opened:started",
+            "pr_opened:failed",
+            "pr_opened:started",
+            "pr_opened:done",
+            "outcome:done"
+        ]
+    );
+    fake.verify();
+}
+
+#[test]
+fn push_previews_and_applies_in_one_step_and_a_second_push_changes_nothing() {
+    let (repo, task) = projection_workspace();
+    let ws_id = std::fs::read_to_string(repo.ws("config.toml"))
+        .expect("config")
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("workspace_id = \"")
+                .map(|s| s.trim_end_matches('"').to_string())
+        })
+        .expect("workspace id");
+    let fake = Fake::start();
+    fake.get(R, 200, fixture("repo"));
+    // Without consent a public repository gets nothing.
+    let r = run(&repo, &fake, &["github", "push", "checkout"]);
+    assert_eq!(r.code, 3, "{}", r.doc);
+    assert_eq!(r.doc["refused"]["policy"], "github.no_consent");
+    let r = run(
+        &repo,
+        &fake,
+        &[
+            "github",
+            "consent",
+            "grant",
+            "--project",
+            "checkout",
+            "--granted-by",
+            "human:mkoenig",
+            "--classes",
+            "tasks",
+        ],
+    );
+    assert_eq!(r.code, 0);
+    fake.mount(
+        Mock::given(method("GET"))
+            .and(path(format!("{R}/issues")))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!([])))
+            .up_to_n_times(2),
+    );
+    fake.get(
+        &format!("{R}/issues"),
+        200,
+        json!([{"number": 40, "state": "open", "body": format!("<!-- dacli:{task} ws:{ws_id} -->\n")}]),
+    );
+    fake.mount(
+        Mock::given(method("POST"))
+            .and(path(format!("{R}/issues")))
+            .and(wiremock::matchers::body_partial_json(
+                json!({"title": "Round once at the boundary"}),
+            ))
+            .respond_with(ResponseTemplate::new(201).set_body_json(json!({"number": 40})))
+            .expect(1),
+    );
+    let dry = run(&repo, &fake, &["github", "push", "--dry-run"]);
+    assert_eq!(dry.code, 0, "{}", dry.doc);
+    assert_eq!(dry.doc["data"]["mode"], "preview");
+    assert!(fake.writes().is_empty());
+    let r = run(&repo, &fake, &["github", "push", "checkout"]);
+    assert_eq!(r.code, 0, "{}", r.doc);
+    assert_eq!(r.doc["data"]["outcome"], "completed", "{}", r.doc);
+    assert_eq!(item(&r.doc, &task)["remote"]["number"], 40);
+    let body = fake
+        .requests()
+        .into_iter()
+        .find(|r| r.method.as_str() == "POST")
+        .map(|r| String::from_utf8_lossy(&r.body).into_owned())
+        .expect("the create");
+    assert!(
+        body.contains(&format!("<!-- dacli:{task} ws:{ws_id} -->")),
+        "{body}"
+    );
+    assert!(
+        !body.contains("ghp_"),
+        "the withheld task was not sent: {body}"
+    );
+    let again = run(&repo, &fake, &["github", "push"]);
+    assert_eq!(again.code, 0, "{}", again.doc);
+    assert_eq!(item(&again.doc, &task)["action"], "none", "{}", again.doc);
+    assert!(again.doc["data"]["txn"].is_null());
+    assert_eq!(fake.writes().len(), 1, "{:?}", fake.writes());
+    fake.verify();
+    let (_, ro) = agent(&repo, "reviewer", 4, "ro");
+    let r = run_with(
+        &repo,
+        &fake.url(),
+        &["github", "push", "checkout"],
+        &[("GH_TOKEN", TOKEN)],
+        Some(&ro),
+    );
+    assert_eq!(r.code, 3);
+    assert_eq!(r.doc["refused"]["policy"], "grant.read_only");
+}
