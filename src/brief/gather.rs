@@ -96,6 +96,9 @@ struct Scope<'a> {
     task: Arc<TaskEntry>,
     /// Every task of every project (reference resolution of wikilinks).
     all: Vec<Arc<TaskEntry>>,
+    /// Positions in `all`, ordered by id (equal ids in listing order): a brief names the
+    /// object of every note, event and question it shows, and a scan per name is O(N) each.
+    by_id: Vec<usize>,
     /// Ancestors, nearest first.
     ancestors: Vec<Arc<TaskEntry>>,
     events: Events,
@@ -111,8 +114,15 @@ impl Scope<'_> {
         format!("p-{}", self.task.project)
     }
 
+    /// The first task listed with this id.
     fn entry(&self, id: &str) -> Option<&TaskEntry> {
-        self.all.iter().find(|t| t.id == id).map(|t| &**t)
+        let at = self
+            .by_id
+            .partition_point(|&i| self.all[i].id.as_str() < id);
+        self.by_id
+            .get(at)
+            .map(|&i| &*self.all[i])
+            .filter(|t| t.id == id)
     }
 
     /// How an object id is named inside the brief: a task by `<NNN>-<slug>`, anything else
@@ -178,11 +188,15 @@ pub(super) fn gather(ws: &Workspace, reader: &Reader, reference: &str) -> Result
         .filter_map(|n| n.supersedes.clone())
         .collect();
     let ancestors = ancestors_of(&all, &task);
+    let mut by_id: Vec<usize> = (0..all.len()).collect();
+    // Stable, and linear on the usual input (ids are ULIDs, minted in number order).
+    by_id.sort_by(|&a, &b| all[a].id.cmp(&all[b].id));
     let mut scope = Scope {
         ws,
         reader,
         task,
         all,
+        by_id,
         ancestors,
         events,
         notes: notes.items,

@@ -220,7 +220,9 @@ fn compact_rows(mut data: Value) -> Value {
     if let Some(Value::Array(tasks)) = data.get_mut("tasks") {
         for t in tasks.iter_mut() {
             let mut row = Map::new();
-            for key in ["id", "ref", "title", "status", "priority", "assignee"] {
+            // No `ref`: it repeats the title's slug, and the id resolves as well in every
+            // tool (QUALITY §2: the default page of 50 rows within 8 KB).
+            for key in ["id", "title", "status", "priority", "assignee"] {
                 row.insert(key.into(), t.get(key).cloned().unwrap_or(Value::Null));
             }
             *t = Value::Object(row);

@@ -653,9 +653,13 @@ fn a_proposal_to_done_is_a_finish_request_not_a_bad_transition() {
     assert_eq!(shown["data"]["status"], "done", "folded at once: {shown}");
     ok(&repo, &["sync"]);
     assert_eq!(task_files(&repo), vec!["done/001-shim.md"]);
-    let file = std::fs::read_to_string(repo.ws("projects/checkout/tasks/done/001-shim.md")).unwrap();
+    let file =
+        std::fs::read_to_string(repo.ws("projects/checkout/tasks/done/001-shim.md")).unwrap();
     assert!(file.contains("resolution = \"completed\""), "{file}");
-    assert!(file.contains(&format!("finished (event {event})")), "{file}");
+    assert!(
+        file.contains(&format!("finished (event {event})")),
+        "{file}"
+    );
     let status = ok(&repo, &["status"]);
     assert_eq!(status["data"]["pending"]["events"], 0, "{status}");
 }

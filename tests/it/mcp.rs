@@ -339,7 +339,7 @@ fn legacy_era_transcript_lifecycle_refusal_and_hostile_lines() {
             .expect("row")
             .keys()
             .collect::<Vec<_>>(),
-        ["id", "ref", "title", "status", "priority", "assignee"]
+        ["id", "title", "status", "priority", "assignee"]
     );
     assert_eq!(rows["tasks"][0]["status"], "done");
 
@@ -1048,7 +1048,7 @@ fn the_mcp_inspector_lists_and_calls_the_tools() {
         "ready=true",
     ]);
     assert_eq!(r["isError"], false, "{r}");
-    assert_eq!(body(&r)["tasks"][0]["ref"], "checkout/001-add-the-shim");
+    assert_eq!(body(&r)["tasks"][0]["title"], "Add the shim");
     let r = inspect(&[
         "--method",
         "tools/call",

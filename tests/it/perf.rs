@@ -76,7 +76,7 @@ fn assert_cache_is_only_speed(repo: &Repo, when: &str) -> Vec<String> {
     let served = reads(repo);
     let cache = repo.ws("cache");
     assert!(
-        cache.join("events.json").exists(),
+        cache.join("events.bin").exists(),
         "{when}: the index was written"
     );
     std::fs::remove_dir_all(&cache).expect("delete cache");
