@@ -6,7 +6,7 @@
 //! Invariant: for every task, [`Snapshot::summary`] equals what `World::summary` gives for
 //! the same workspace, and the warnings are the same files in the same order.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use crate::model::dod::DodFacts;
@@ -35,8 +35,9 @@ pub struct Snapshot {
     /// Pending events by the object they are about.
     pending: BTreeMap<String, usize>,
     /// The addresses of the folded tasks' entries: most tasks are not folded, and asking
-    /// this set is cheaper than a lookup by id for each of thousands of tasks.
-    folded_at: HashSet<usize>,
+    /// this set (a few integer comparisons, no hashing) is cheaper than a lookup by id for
+    /// each of thousands of tasks.
+    folded_at: BTreeSet<usize>,
     /// Files skipped while loading.
     pub warnings: Vec<Problem>,
 }
@@ -80,7 +81,7 @@ impl Snapshot {
             notes: notes.items,
             folded: BTreeMap::new(),
             pending,
-            folded_at: HashSet::new(),
+            folded_at: BTreeSet::new(),
             warnings,
         };
         let changed: Vec<Arc<TaskEntry>> = snapshot

@@ -371,9 +371,9 @@ pub fn by_id<'a>(tasks: &'a [Located], id: &str) -> Option<&'a Located> {
 pub fn next_number(ws: &Workspace, slug: &str) -> Result<u32, Error> {
     let mut max = 0;
     for folder in STATUS_FOLDERS {
-        for (name, _) in ws
+        for name in ws
             .fs
-            .list_dir(&ws.path(&["projects", slug, "tasks", folder]))?
+            .names(&ws.path(&["projects", slug, "tasks", folder]))?
         {
             if let Some((n, _)) = parse_task_filename(&name) {
                 max = max.max(n);

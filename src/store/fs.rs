@@ -194,6 +194,23 @@ impl Fs {
         Ok(out)
     }
 
+    /// The names of the entries of `dir`, in no particular order (empty when `dir` is
+    /// missing): for callers that only look at names, without [`Fs::list_dir`]'s paths and
+    /// sorting, which cost more than the listing itself in a directory of thousands.
+    pub fn names(&self, dir: &Path) -> Result<Vec<String>, Error> {
+        let rd = match fs::read_dir(dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io("list", self.display(dir), e)),
+        };
+        rd.map(|entry| {
+            entry
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .map_err(|e| Error::io("list", self.display(dir), e))
+        })
+        .collect()
+    }
+
     /// Reads a file for parsing: refuses special files and escaping symlinks before opening
     /// and reads at most [`Limits::MAX_FILE`] plus one byte.
     pub fn read(&self, path: &Path) -> Result<Vec<u8>, Error> {
