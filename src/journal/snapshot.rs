@@ -6,7 +6,7 @@
 //! Invariant: for every task, [`Snapshot::summary`] equals what `World::summary` gives for
 //! the same workspace, and the warnings are the same files in the same order.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use crate::model::dod::DodFacts;
@@ -90,8 +90,9 @@ impl Snapshot {
             .filter(|t| to_fold.contains(&t.id))
             .cloned()
             .collect();
+        let related = Related::of(&snapshot.events);
         for entry in changed {
-            match snapshot.fold(ws, &entry, passes) {
+            match snapshot.fold(ws, &entry, &related, passes) {
                 Ok(folded) => {
                     snapshot.folded_at.insert(address(&entry));
                     snapshot.folded.insert(entry.id.clone(), folded);
@@ -113,6 +114,7 @@ impl Snapshot {
         &mut self,
         ws: &Workspace,
         entry: &TaskEntry,
+        index: &Related,
         passes: &dyn Fn(&DodFacts) -> bool,
     ) -> Result<(tasks::Located, Folded), objects::Error> {
         let mut task = tasks::read_one(
@@ -122,21 +124,26 @@ impl Snapshot {
             ws.dir().join(&entry.file),
         )?;
         let id = entry.id.as_str();
-        let mine: Vec<&EventEntry> = self
-            .events
-            .entries
+        let entries = &self.events.entries;
+        let mine: Vec<&EventEntry> = index
+            .pending
+            .get(id)
+            .map_or(&[][..], Vec::as_slice)
             .iter()
-            .filter(|e| e.about.as_deref() == Some(id) && self.events.is_pending(e))
+            .map(|&i| &entries[i])
             .collect();
-        let questions: BTreeSet<&str> = mine
+        // Answers to its questions and its runs, in log order as a scan would meet them.
+        let mut related: Vec<usize> = mine
             .iter()
             .filter(|e| e.kind == "help")
-            .map(|e| e.id.as_str())
+            .filter_map(|e| index.answers.get(e.id.as_str()))
+            .chain(index.runs.get(id))
+            .flatten()
+            .copied()
             .collect();
-        let related = self.events.entries.iter().filter(|e| {
-            (e.kind == "answer" && e.question.as_deref().is_some_and(|q| questions.contains(q)))
-                || (e.kind == "run" && e.task.as_deref() == Some(id))
-        });
+        related.sort_unstable();
+        related.dedup();
+        let related = related.into_iter().map(|i| &entries[i]);
         let mut heads: Vec<EventHead> = Vec::new();
         for e in mine.iter().copied().chain(related) {
             match self.events.load(ws, e) {
@@ -335,6 +342,45 @@ impl Snapshot {
 }
 
 /// The address of an entry, which identifies it among the entries of one snapshot.
+/// The events a fold looks at, by what they concern, as positions in the event listing (in
+/// log order): found in one pass over the log instead of one pass per folded task.
+struct Related {
+    /// Pending events, by the object they are about.
+    pending: HashMap<String, Vec<usize>>,
+    /// `answer` events, by the question they answer.
+    answers: HashMap<String, Vec<usize>>,
+    /// `run` events, by task.
+    runs: HashMap<String, Vec<usize>>,
+}
+
+impl Related {
+    fn of(events: &Events) -> Related {
+        let mut r = Related {
+            pending: HashMap::new(),
+            answers: HashMap::new(),
+            runs: HashMap::new(),
+        };
+        for (i, e) in events.entries.iter().enumerate() {
+            if let Some(about) = &e.about
+                && events.is_pending(e)
+            {
+                r.pending.entry(about.clone()).or_default().push(i);
+            }
+            if e.kind == "answer"
+                && let Some(q) = &e.question
+            {
+                r.answers.entry(q.clone()).or_default().push(i);
+            }
+            if e.kind == "run"
+                && let Some(t) = &e.task
+            {
+                r.runs.entry(t.clone()).or_default().push(i);
+            }
+        }
+        r
+    }
+}
+
 fn address(t: &TaskEntry) -> usize {
     std::ptr::from_ref(t) as usize
 }
