@@ -2,6 +2,7 @@
 //! its scope, read through the derived index so that only the files a brief shows are parsed.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use super::fence::{inert, label, quote};
 use super::{Error, Reader};
@@ -92,13 +93,16 @@ pub(super) struct Material {
 struct Scope<'a> {
     ws: &'a Workspace,
     reader: &'a Reader,
-    task: TaskEntry,
+    task: Arc<TaskEntry>,
     /// Every task of every project (reference resolution of wikilinks).
-    all: Vec<TaskEntry>,
+    all: Vec<Arc<TaskEntry>>,
+    /// Positions in `all`, ordered by id (equal ids in listing order): a brief names the
+    /// object of every note, event and question it shows, and a scan per name is O(N) each.
+    by_id: Vec<usize>,
     /// Ancestors, nearest first.
-    ancestors: Vec<TaskEntry>,
+    ancestors: Vec<Arc<TaskEntry>>,
     events: Events,
-    notes: Vec<NoteEntry>,
+    notes: Vec<Arc<NoteEntry>>,
     superseded: BTreeSet<String>,
     /// Note bodies read so far, by id: a note shown twice is read once.
     bodies: BTreeMap<String, String>,
@@ -110,8 +114,15 @@ impl Scope<'_> {
         format!("p-{}", self.task.project)
     }
 
+    /// The first task listed with this id.
     fn entry(&self, id: &str) -> Option<&TaskEntry> {
-        self.all.iter().find(|t| t.id == id)
+        let at = self
+            .by_id
+            .partition_point(|&i| self.all[i].id.as_str() < id);
+        self.by_id
+            .get(at)
+            .map(|&i| &*self.all[i])
+            .filter(|t| t.id == id)
     }
 
     /// How an object id is named inside the brief: a task by `<NNN>-<slug>`, anything else
@@ -177,11 +188,15 @@ pub(super) fn gather(ws: &Workspace, reader: &Reader, reference: &str) -> Result
         .filter_map(|n| n.supersedes.clone())
         .collect();
     let ancestors = ancestors_of(&all, &task);
+    let mut by_id: Vec<usize> = (0..all.len()).collect();
+    // Stable, and linear on the usual input (ids are ULIDs, minted in number order).
+    by_id.sort_by(|&a, &b| all[a].id.cmp(&all[b].id));
     let mut scope = Scope {
         ws,
         reader,
         task,
         all,
+        by_id,
         ancestors,
         events,
         notes: notes.items,
@@ -230,8 +245,8 @@ pub(super) fn gather(ws: &Workspace, reader: &Reader, reference: &str) -> Result
     })
 }
 
-fn ancestors_of(all: &[TaskEntry], task: &TaskEntry) -> Vec<TaskEntry> {
-    let mut out: Vec<TaskEntry> = Vec::new();
+fn ancestors_of(all: &[Arc<TaskEntry>], task: &TaskEntry) -> Vec<Arc<TaskEntry>> {
+    let mut out: Vec<Arc<TaskEntry>> = Vec::new();
     let mut seen = BTreeSet::from([task.id.clone()]);
     let mut next = task.parent.clone();
     while let Some(id) = next {
@@ -446,7 +461,7 @@ fn constraints(scope: &mut Scope<'_>, project: &Document) -> Result<Section, Err
     }
     let project_group = scope.ancestors.len() + 1;
     let project_id = scope.project_id();
-    let mut decisions: Vec<(usize, NoteEntry)> = scope
+    let mut decisions: Vec<(usize, Arc<NoteEntry>)> = scope
         .notes
         .iter()
         .filter(|n| n.kind == "decision")
@@ -642,7 +657,7 @@ fn lessons(scope: &mut Scope<'_>) -> Result<Section, Error> {
     let mut s = Section::new("lessons", "Lessons from other projects", "lessons")
         .blocks()
         .counted(Some(5));
-    let mut notes: Vec<NoteEntry> = scope
+    let mut notes: Vec<Arc<NoteEntry>> = scope
         .notes
         .iter()
         .filter(|n| n.scope == "workspace" && n.kind != "decision")
@@ -689,7 +704,7 @@ fn findings(scope: &mut Scope<'_>) -> Result<Section, Error> {
     let about: BTreeSet<String> = finding_targets(scope);
     let project = scope.task.project.clone();
     let mut found: Vec<Finding> = Vec::new();
-    let notes: Vec<NoteEntry> = scope
+    let notes: Vec<Arc<NoteEntry>> = scope
         .notes
         .iter()
         .filter(|n| n.kind == "finding" && n.project.as_deref() == Some(project.as_str()))
@@ -783,7 +798,7 @@ fn finding_targets(scope: &Scope<'_>) -> BTreeSet<String> {
     let task = &scope.task;
     let mut out = BTreeSet::from([task.id.clone(), scope.project_id()]);
     out.extend(scope.ancestors.iter().map(|a| a.id.clone()));
-    let project: Vec<&TaskEntry> = scope
+    let project: Vec<&Arc<TaskEntry>> = scope
         .all
         .iter()
         .filter(|t| t.project == task.project)
@@ -794,7 +809,7 @@ fn finding_targets(scope: &Scope<'_>) -> BTreeSet<String> {
             .filter(|t| t.parent == task.parent && t.id != task.id)
             .map(|t| t.id.clone()),
     );
-    let mut done: Vec<&&TaskEntry> = project.iter().filter(|t| t.folder == "done").collect();
+    let mut done: Vec<&&Arc<TaskEntry>> = project.iter().filter(|t| t.folder == "done").collect();
     done.sort_by(|a, b| b.last_log_at.cmp(&a.last_log_at).then(b.id.cmp(&a.id)));
     out.extend(done.into_iter().take(RECENT_DONE).map(|t| t.id.clone()));
     out

@@ -231,6 +231,23 @@ pub fn dod_facts(
     task: &tasks::Located,
     doc: &TaskDoc,
 ) -> DodFacts {
+    let has_note = |about: &str, kind: &str| {
+        notes.iter().any(|n| {
+            n.note.about.as_deref() == Some(about) && (kind == "any" || n.note.kind == kind)
+        })
+    };
+    dod_facts_with(ws, journal, &has_note, task, doc)
+}
+
+/// [`dod_facts`] with the notes asked through `has_note(about, kind)` (`kind` may be `any`),
+/// for readers that know the notes from the index rather than from parsed files.
+pub fn dod_facts_with(
+    ws: &Workspace,
+    journal: &Journal,
+    has_note: &dyn Fn(&str, &str) -> bool,
+    task: &tasks::Located,
+    doc: &TaskDoc,
+) -> DodFacts {
     let dod = ws.config.doc.get("definition_of_done");
     let get_str = |k: &str| dod.and_then(|d| d.get(k)).and_then(|v| v.as_str());
     let log = doc.log();
@@ -273,10 +290,9 @@ pub fn dod_facts(
         .unwrap_or(false);
     let note = get_str("require_note").map(|kind| NoteFact {
         kind: kind.to_string(),
-        present: notes.iter().any(|n| {
-            n.note.about.as_deref() == Some(id.as_str()) && (kind == "any" || n.note.kind == kind)
-        }) || ((kind == "finding" || kind == "any")
-            && journal.pending_about(id).any(|e| e.kind == "finding")),
+        present: has_note(id, kind)
+            || ((kind == "finding" || kind == "any")
+                && journal.pending_about(id).any(|e| e.kind == "finding")),
     });
     DodFacts {
         reference: task.reference(),

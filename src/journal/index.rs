@@ -4,13 +4,14 @@
 //! event. Whole events are loaded only where their body or kind fields are needed.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use crate::model::Grant;
 use crate::model::event::{EventHead, is_journal, is_mailbox};
 use crate::model::id::{ROOT_AGENT, parse_ulid, ulid_time};
-use crate::objects::index::{FileCache, md_files};
+use crate::objects::index::FileCache;
 use crate::objects::{self, field_problem};
 use crate::store::{Document, Problem, Reason};
 use crate::workspace::Workspace;
@@ -30,6 +31,8 @@ pub struct EventEntry {
     pub applied: Vec<String>,
     /// Receipts: the ids settled as rejected, with reasons.
     pub rejected: Vec<(String, String)>,
+    /// `help`: where the question is routed.
+    pub to: Option<String>,
     /// `answer`: the help event answered, and how (`finding`, `decision`, `none`).
     pub question: Option<String>,
     pub answer_as: Option<String>,
@@ -116,22 +119,19 @@ pub fn read(ws: &Workspace) -> Result<Events, objects::Error> {
                         continue;
                     }
                     let day = format!("{y}/{m}/{d}");
-                    for (name, path) in md_files(ws, &ddir)? {
-                        let shown = ws.display(&path);
-                        let file = path
-                            .strip_prefix(ws.dir())
-                            .map(|p| p.to_string_lossy().into_owned())
-                            .unwrap_or_default();
-                        let entry = cache.extract(ws, &path, &mut out.warnings, |doc, bytes| {
-                            entry_of(doc, bytes, &name, &shown, &day, file.clone()).map_err(|p| {
-                                match p {
-                                    Bad::Field(e) => field_problem(ws, &path, e),
-                                    Bad::Problem(p) => p,
-                                }
+                    let scanned =
+                        cache.scan(ws, &ddir, &mut out.warnings, |name, path, doc, bytes| {
+                            let shown = ws.display(path);
+                            let file = path
+                                .strip_prefix(ws.dir())
+                                .map(|p| p.to_string_lossy().into_owned())
+                                .unwrap_or_default();
+                            entry_of(doc, bytes, name, &shown, &day, file).map_err(|p| match p {
+                                Bad::Field(e) => field_problem(ws, path, e),
+                                Bad::Problem(p) => p,
                             })
                         })?;
-                        found.extend(entry);
-                    }
+                    found.extend(scanned.into_iter().map(Arc::unwrap_or_clone));
                 }
             }
         }
@@ -187,6 +187,7 @@ fn entry_of(
     let s = |k: &str| ev.field_str(k).map(str::to_string);
     Ok(EventEntry {
         created: crate::model::format_time(ev.created),
+        to: ev.to.clone(),
         question: ev.question.clone(),
         answer_as: (ev.kind == "answer").then(|| s("as")).flatten(),
         shortcut: s("shortcut"),

@@ -7,6 +7,7 @@ pub mod fold;
 pub mod index;
 pub mod record;
 pub mod runs;
+pub mod snapshot;
 pub mod sync;
 pub mod txn;
 pub mod view;

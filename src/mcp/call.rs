@@ -203,8 +203,8 @@ fn check(
 }
 
 /// The text a successful call returns: the command's JSON `data`, compact; `get_context`'s
-/// Markdown brief as the brief itself; `list_tasks` as compact rows (spec MCP.md §4: every
-/// byte of a result enters the agent's context).
+/// Markdown brief as the brief itself; `list_tasks` as a table and `status` summarized (spec
+/// MCP.md §4: every byte of a result enters the agent's context).
 fn shape(tool: &str, request: &Value, data: Value) -> String {
     match tool {
         "get_context" if request["format"] == "markdown" => match data.get("brief") {
@@ -212,19 +212,63 @@ fn shape(tool: &str, request: &Value, data: Value) -> String {
             _ => data.to_string(),
         },
         "list_tasks" => compact_rows(data).to_string(),
+        "status" => summarized_status(data).to_string(),
         _ => data.to_string(),
     }
 }
 
+/// Active tasks a `status` result lists at most; the per-project counts have them all.
+const STATUS_ACTIVE: usize = 20;
+
+/// `status` summarizes rather than enumerates (spec MCP.md §4): the first
+/// [`STATUS_ACTIVE`] active tasks, with `active_total` and `active_truncated` (as
+/// `list_tasks` has `total` and `truncated`) when there are more. At 10,000 tasks the whole
+/// list is over 400 KB.
+fn summarized_status(mut data: Value) -> Value {
+    let Value::Object(map) = &mut data else {
+        return data;
+    };
+    let Some(Value::Array(active)) = map.get_mut("active") else {
+        return data;
+    };
+    let total = active.len();
+    let truncated = total > STATUS_ACTIVE;
+    active.truncate(STATUS_ACTIVE);
+    let mut shaped = Map::new();
+    for (key, value) in std::mem::take(map) {
+        let is_active = key == "active";
+        shaped.insert(key, value);
+        if is_active {
+            shaped.insert("active_total".into(), json!(total));
+            shaped.insert("active_truncated".into(), json!(truncated));
+        }
+    }
+    *map = shaped;
+    data
+}
+
+/// The columns of a `list_tasks` row (spec MCP.md §4: id, display name, title, status,
+/// priority, assignee; `TaskSummary` has no blocked-by count).
+const ROW_COLUMNS: [&str; 6] = ["id", "ref", "title", "status", "priority", "assignee"];
+
+/// `list_tasks` as a table: the column names once, then one array per task, so that the
+/// default page of 50 rows fits QUALITY §2's 8 KB (named fields repeat 50 bytes a row).
 fn compact_rows(mut data: Value) -> Value {
     if let Some(Value::Array(tasks)) = data.get_mut("tasks") {
         for t in tasks.iter_mut() {
-            let mut row = Map::new();
-            for key in ["id", "ref", "title", "status", "priority", "assignee"] {
-                row.insert(key.into(), t.get(key).cloned().unwrap_or(Value::Null));
-            }
-            *t = Value::Object(row);
+            *t = Value::Array(
+                ROW_COLUMNS
+                    .iter()
+                    .map(|key| t.get(*key).cloned().unwrap_or(Value::Null))
+                    .collect(),
+            );
         }
+    }
+    if let Value::Object(map) = &mut data {
+        let mut shaped = Map::new();
+        shaped.insert("columns".into(), json!(ROW_COLUMNS));
+        shaped.extend(std::mem::take(map));
+        *map = shaped;
     }
     data
 }
@@ -278,5 +322,55 @@ pub fn outcome_of(result: &CallResult) -> &'static str {
         Ok(Outcome::Done(_)) => "done",
         Ok(Outcome::Refused(_)) => "refused",
         Err(_) => "error",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_keeps_the_first_active_tasks_and_says_how_many_there_are() {
+        let active: Vec<Value> = (0..25).map(|n| json!({ "n": n })).collect();
+        let data = json!({"projects": [], "active": active, "recent": []});
+        let shaped = summarized_status(data);
+        assert_eq!(
+            shaped["active"].as_array().expect("list").len(),
+            STATUS_ACTIVE
+        );
+        assert_eq!(shaped["active"][19]["n"], 19);
+        assert_eq!(shaped["active_total"], 25);
+        assert_eq!(shaped["active_truncated"], true);
+        let keys: Vec<&String> = shaped.as_object().expect("object").keys().collect();
+        assert_eq!(
+            keys,
+            [
+                "projects",
+                "active",
+                "active_total",
+                "active_truncated",
+                "recent"
+            ]
+        );
+        let few = summarized_status(json!({"active": [{"n": 0}]}));
+        assert_eq!(few["active_total"], 1);
+        assert_eq!(few["active_truncated"], false);
+    }
+
+    #[test]
+    fn task_rows_are_a_table_of_the_named_columns() {
+        let data = json!({
+            "tasks": [{"id": "t-1", "ref": "p/001-x", "title": "X", "status": "open",
+                       "priority": "must", "assignee": null, "tags": ["dropped"]}],
+            "total": 1,
+            "truncated": false
+        });
+        let shaped = compact_rows(data);
+        assert_eq!(shaped["columns"], json!(ROW_COLUMNS));
+        assert_eq!(
+            shaped["tasks"],
+            json!([["t-1", "p/001-x", "X", "open", "must", null]])
+        );
+        assert_eq!(shaped["total"], 1);
     }
 }

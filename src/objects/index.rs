@@ -1,18 +1,31 @@
 //! The derived index under `cache/` (docs/FORMAT.md §21): small per-file extracts of object
-//! files, so that a read needing a few fields of many files parses only the files that changed.
+//! files, so that a read needing a few fields of many files parses only the files that changed,
+//! and stats only the directories, not the files, of a workspace that did not change.
 //!
 //! Invariants, which make deleting `cache/` change nothing but speed:
-//! - an extract is a pure function of the file's bytes, and it is served from the cache only
-//!   when the file's metadata stamp (size, modification and change times, inode) equals the one
-//!   recorded when the extract was made, and that change time lies well before the cache was
-//!   written (the "racy" rule git uses for its index: an edit in the same timestamp tick as the
-//!   scan could otherwise keep its old stamp);
+//! - an extract is a pure function of the file's bytes;
+//! - a directory's listing and extracts are served from the cache only while the directory's
+//!   stamp (modification and change times, inode) equals the one recorded when it was listed.
+//!   Every write dacli makes (atomic replace, create-new, status move), every git checkout or
+//!   merge and every editor that saves by rename creates, removes or renames an entry, which
+//!   changes the directory's stamp; a changed directory is listed again and each file's own
+//!   stamp (size, modification and change times, inode) decides whether its extract is reused.
+//!   A file rewritten in place (same inode) inside an unchanged directory keeps its extract
+//!   until its directory changes or `cache/` is deleted (docs/PERFORMANCE.md);
+//! - a stamp is trusted only when its change time lies before the listing that recorded it by
+//!   more than the timestamp granularity (the "racy" rule git uses for its index: a change in
+//!   the same timestamp tick as the listing could otherwise keep its old stamp);
 //! - malformed files are never cached, so they are re-read and reported on every call;
 //! - the cache is written by atomic replace, and a cache that cannot be read, parsed or written
-//!   is ignored: the files are the only source of truth.
+//!   is ignored: the files are the only source of truth. A long-running process (the MCP
+//!   server) keeps the last cache it read or wrote in memory and revalidates it the same way
+//!   on every call.
 
-use std::collections::BTreeMap;
-use std::path::Path;
+use std::any::Any;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -25,13 +38,16 @@ use crate::workspace::{STATUS_FOLDERS, Workspace};
 use super::{Error, Listing, field_problem, warn_or_fail};
 
 /// Bumped whenever an extract's shape or meaning changes; older caches are then ignored.
-const FORMAT: &str = "dacli-index/1";
+const FORMAT: &str = "dacli-index/3";
 
-/// How long after a file's last change its stamp is trusted, measured against the time the
-/// cache was written (nanoseconds). Covers the coarsest common timestamp granularity (2 s).
-const RACY_NS: i128 = 2_000_000_000;
+/// The timestamp granularity assumed for file systems with sub-second timestamps: two ticks
+/// of the coarsest kernel clock that stamps files (HZ = 100).
+const TICK_NS: i128 = 20_000_000;
 
-/// The metadata that identifies one version of a file.
+/// The granularity assumed when stamps carry whole seconds only (FAT keeps two seconds).
+const COARSE_TICK_NS: i128 = 2_000_000_000;
+
+/// The metadata that identifies one version of a file or directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stamp {
     size: u64,
@@ -48,6 +64,19 @@ impl Stamp {
             return None;
         }
         Some(Stamp::from_meta(&meta))
+    }
+
+    /// The stamp of a real directory; `None` when absent or anything else. A directory's size
+    /// is left out: it says nothing its times do not.
+    fn of_dir(path: &Path) -> Option<Stamp> {
+        let meta = std::fs::symlink_metadata(path).ok()?;
+        if !meta.file_type().is_dir() {
+            return None;
+        }
+        Some(Stamp {
+            size: 0,
+            ..Stamp::from_meta(&meta)
+        })
     }
 
     #[cfg(unix)]
@@ -76,128 +105,306 @@ impl Stamp {
             ino: 0,
         }
     }
+
+    /// True when this stamp was already old when the cache written at `written_ns` listed it,
+    /// `listing_ns` before writing.
+    fn settled(&self, written_ns: i128, listing_ns: i128) -> bool {
+        let tick = if self.ctime_ns % 1_000_000_000 == 0 {
+            COARSE_TICK_NS
+        } else {
+            TICK_NS
+        };
+        self.ctime_ns < written_ns - listing_ns - tick
+    }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 struct Cached<T> {
     stamp: Stamp,
-    value: T,
+    value: Arc<T>,
 }
 
-#[derive(Serialize, Deserialize)]
+// Not derived: sharing the extract needs no `T: Clone`.
+impl<T> Clone for Cached<T> {
+    fn clone(&self) -> Self {
+        Cached {
+            stamp: self.stamp,
+            value: Arc::clone(&self.value),
+        }
+    }
+}
+
+/// One listed directory: its stamp when listed and each `.md` file it held, by name, with the
+/// file's extract (`None` for a file that could not be cached and is read on every scan).
+#[derive(Debug, Serialize, Deserialize)]
+struct DirCache<T> {
+    stamp: Stamp,
+    files: Vec<(String, Option<Cached<T>>)>,
+}
+
+/// Encoded with postcard, field after field: [`load_dirs`] decodes `format` alone first.
+#[derive(Serialize)]
 struct OnDisk<T> {
     format: String,
-    entries: BTreeMap<String, Cached<T>>,
+    /// How long the listing that this cache records took before it was written (ns): stamps
+    /// changed within that span (plus a tick) of the write are not trusted.
+    listing_ns: i128,
+    dirs: BTreeMap<String, Arc<DirCache<T>>>,
 }
 
-/// One cache file of extracts, keyed by the file's path relative to the workspace directory.
+/// What a process remembers of a cache file it read or wrote: the file's stamp then, and its
+/// content, so that a long-running server does not parse the same cache on every call.
+struct Memo {
+    stamp: Stamp,
+    listing_ns: i128,
+    dirs: Box<dyn Any + Send + Sync>,
+}
+
+fn memos() -> &'static Mutex<HashMap<PathBuf, Memo>> {
+    static MEMOS: OnceLock<Mutex<HashMap<PathBuf, Memo>>> = OnceLock::new();
+    MEMOS.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+type Dirs<T> = BTreeMap<String, Arc<DirCache<T>>>;
+
+/// One cache file of extracts, organised by directory (relative to the workspace directory).
 ///
-/// Use: [`FileCache::load`], one [`FileCache::extract`] per file of the scanned set, then
-/// [`FileCache::save`]. Entries of files not visited are dropped at save, so each cache file
-/// must cover one whole scanned set (e.g. the tasks of one project).
+/// Use: [`FileCache::load`], one [`FileCache::scan`] per directory of the scanned set, then
+/// [`FileCache::save`]. Directories not scanned are dropped at save, so each cache file must
+/// cover one whole scanned set (e.g. the tasks of one project).
 pub struct FileCache<T> {
     name: String,
-    old: BTreeMap<String, Cached<T>>,
-    new: BTreeMap<String, Cached<T>>,
-    /// Stamps whose change time is before this (cache write time minus [`RACY_NS`]) are trusted.
-    trusted_before_ns: i128,
+    old: Dirs<T>,
+    new: Dirs<T>,
+    /// The cache file's modification time (ns), `None` without a usable cache.
+    written_ns: Option<i128>,
+    listing_ns: i128,
+    started: Instant,
     dirty: bool,
 }
 
-impl<T: Serialize + DeserializeOwned + Clone> FileCache<T> {
-    /// Loads `cache/<name>.json`; a missing, unreadable or outdated cache is an empty one.
+impl<T: Serialize + DeserializeOwned + Send + Sync + 'static> FileCache<T> {
+    /// Loads `cache/<name>.bin` (from memory when this process already holds that version);
+    /// a missing, unreadable or outdated cache is an empty one.
     pub fn load(ws: &Workspace, name: &str) -> FileCache<T> {
+        // The listing time bounds the racy window: measure it from before anything is listed.
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "a monotonic span bounding the index's racy window; never shown or stored as a time"
+        )]
+        let started = Instant::now();
         let path = cache_file(ws, name);
-        let loaded = Stamp::of(&path).and_then(|stamp| {
-            let bytes = ws.fs.read(&path).ok()?;
-            let disk: OnDisk<T> = serde_json::from_slice(&bytes).ok()?;
-            (disk.format == FORMAT).then_some((stamp, disk.entries))
-        });
-        let (trusted_before_ns, old) = match loaded {
-            Some((stamp, entries)) => (stamp.mtime_ns - RACY_NS, entries),
-            None => (i128::MIN, BTreeMap::new()),
+        let (written_ns, listing_ns, old) = match load_dirs::<T>(&path) {
+            Some((stamp, listing_ns, dirs)) => (Some(stamp.mtime_ns), listing_ns, dirs),
+            None => (None, 0, BTreeMap::new()),
         };
         FileCache {
             name: name.to_string(),
             old,
             new: BTreeMap::new(),
-            trusted_before_ns,
+            written_ns,
+            listing_ns,
+            started,
             dirty: false,
         }
     }
 
-    /// The extract of the file at `path`: cached when its stamp is unchanged and trusted,
-    /// otherwise made by `parse` from the file's parsed document and its bytes. A file that cannot be read
-    /// or parsed is pushed to `warnings` and yields `None`; real I/O failures are errors.
-    pub fn extract(
+    /// The extracts of the `.md` files of `dir` (no hidden or temporary names), in name order. An unchanged directory is served from the cache without listing it;
+    /// a changed one is listed and only files whose stamp changed are parsed, by `parse` (from
+    /// the file's name, path, parsed document and bytes). A file that cannot be read or parsed
+    /// is pushed to `warnings` and skipped; real I/O failures are errors.
+    pub fn scan(
         &mut self,
         ws: &Workspace,
-        path: &Path,
+        dir: &Path,
         warnings: &mut Vec<Problem>,
-        parse: impl FnOnce(&Document, &[u8]) -> Result<T, Problem>,
-    ) -> Result<Option<T>, Error> {
-        let key = key_of(ws, path);
-        let stamp = Stamp::of(path);
-        if let (Some(stamp), Some(hit)) = (stamp, self.old.get(&key))
-            && hit.stamp == stamp
-            && hit.stamp.ctime_ns < self.trusted_before_ns
+        mut parse: impl FnMut(&str, &Path, &Document, &[u8]) -> Result<T, Problem>,
+    ) -> Result<Vec<Arc<T>>, Error> {
+        let key = key_of(ws, dir);
+        let stamp = Stamp::of_dir(dir);
+        let old = self.old.get(&key).cloned();
+        if let (Some(stamp), Some(old)) = (stamp, &old)
+            && old.stamp == stamp
+            && self.trusted(&stamp)
+            && old.files.iter().all(|(_, c)| c.is_some())
         {
-            self.new.insert(key, hit.clone());
-            return Ok(Some(hit.value.clone()));
+            self.new.insert(key, old.clone());
+            return Ok(old
+                .files
+                .iter()
+                .filter_map(|(_, c)| c.as_ref().map(|c| Arc::clone(&c.value)))
+                .collect());
         }
-        let bytes = match ws.fs.read(path) {
-            Ok(b) => b,
-            Err(e) => {
-                warn_or_fail(warnings, Err(e))?;
-                return Ok(None);
-            }
-        };
-        let parsed =
-            Document::parse(&ws.display(path), &bytes).map_err(crate::store::Error::Malformed);
-        let Some(doc) = warn_or_fail(warnings, parsed)? else {
-            return Ok(None);
-        };
-        match parse(&doc, &bytes) {
-            Ok(value) => {
-                if let Some(stamp) = stamp {
+        // A changed directory, or one holding files that could not be cached (reported again
+        // on every call): list it and reuse the extract of every file whose stamp is unchanged.
+        let previous: HashMap<&str, &Cached<T>> = old
+            .iter()
+            .flat_map(|d| d.files.iter())
+            .filter_map(|(n, c)| c.as_ref().map(|c| (n.as_str(), c)))
+            .collect();
+        let mut files = Vec::new();
+        let mut out = Vec::new();
+        for (name, path) in md_files(ws, dir)? {
+            let file_stamp = Stamp::of(&path);
+            let hit = previous
+                .get(name.as_str())
+                .filter(|c| Some(c.stamp) == file_stamp && self.trusted(&c.stamp));
+            let cached = match hit {
+                Some(c) => Some((*c).clone()),
+                None => {
+                    let value = extract(ws, &path, warnings, |doc, bytes| {
+                        parse(&name, &path, doc, bytes)
+                    })?;
                     self.dirty = true;
-                    self.new.insert(
-                        key,
-                        Cached {
-                            stamp,
-                            value: value.clone(),
-                        },
-                    );
+                    match (value, file_stamp) {
+                        (Some(v), Some(s)) => Some(Cached {
+                            stamp: s,
+                            value: Arc::new(v),
+                        }),
+                        (Some(v), None) => {
+                            out.push(Arc::new(v));
+                            None
+                        }
+                        (None, _) => None,
+                    }
                 }
-                Ok(Some(value))
+            };
+            if let Some(c) = &cached {
+                out.push(Arc::clone(&c.value));
             }
-            Err(p) => {
-                warnings.push(p);
-                Ok(None)
-            }
+            files.push((name, cached));
         }
+        match stamp {
+            Some(stamp) => {
+                let fresh = DirCache { stamp, files };
+                let same = old.as_ref().is_some_and(|o| o.stamp == stamp);
+                // A directory listed again only because its stamp was too recent to trust is
+                // written back, so that the next call can trust it.
+                self.dirty |= !same || !self.trusted(&stamp);
+                self.new.insert(key, Arc::new(fresh));
+            }
+            None => self.dirty |= old.is_some(),
+        }
+        Ok(out)
     }
 
-    /// Writes the cache back when anything changed. Failure is ignored: the cache is only an
-    /// accelerator, and a read-only workspace must still be readable.
+    /// The directories scanned so far, and whether each was served unchanged from the cache
+    /// (the very extracts of the previous scan, nothing listed or parsed again).
+    fn served(&self) -> (Vec<Arc<DirCache<T>>>, bool) {
+        let unchanged = !self.dirty
+            && self
+                .new
+                .iter()
+                .all(|(k, d)| self.old.get(k).is_some_and(|o| Arc::ptr_eq(o, d)));
+        (self.new.values().cloned().collect(), unchanged)
+    }
+
+    fn trusted(&self, stamp: &Stamp) -> bool {
+        self.written_ns
+            .is_some_and(|w| stamp.settled(w, self.listing_ns))
+    }
+
+    /// Writes the cache back when anything changed, and remembers it for this process. Failure
+    /// is ignored: the cache is only an accelerator, and a read-only workspace must still be
+    /// readable.
     pub fn save(self, ws: &Workspace) {
+        let path = cache_file(ws, &self.name);
         let dropped = self.old.keys().any(|k| !self.new.contains_key(k));
         if !self.dirty && !dropped {
             return;
         }
         let disk = OnDisk {
             format: FORMAT.to_string(),
-            entries: self.new,
+            listing_ns: i128::try_from(self.started.elapsed().as_nanos()).unwrap_or(i128::MAX),
+            dirs: self.new,
         };
-        if let Ok(bytes) = serde_json::to_vec(&disk) {
-            let _ = ws.fs.replace(&cache_file(ws, &self.name), &bytes);
+        let Ok(bytes) = postcard::to_allocvec(&disk) else {
+            return;
+        };
+        if ws.fs.replace_derived(&path, &bytes).is_err() {
+            return;
+        }
+        if let (Some(stamp), Ok(mut memos)) = (Stamp::of(&path), memos().lock()) {
+            memos.insert(
+                path,
+                Memo {
+                    stamp,
+                    listing_ns: disk.listing_ns,
+                    dirs: Box::new(disk.dirs),
+                },
+            );
         }
     }
 }
 
-/// `cache/<name>.json` in the workspace.
+/// The directories of a cache file: from this process's memory when the file is the version
+/// it last saw, else parsed from disk.
+fn load_dirs<T: DeserializeOwned + Send + Sync + 'static>(
+    path: &Path,
+) -> Option<(Stamp, i128, Dirs<T>)> {
+    let stamp = Stamp::of(path)?;
+    if let Ok(memos) = memos().lock()
+        && let Some(m) = memos.get(path)
+        && m.stamp == stamp
+        && let Some(dirs) = m.dirs.downcast_ref::<Dirs<T>>()
+    {
+        return Some((stamp, m.listing_ns, dirs.clone()));
+    }
+    // Not `Fs::read`: the cache is dacli's own derived file, and an index of ten thousand
+    // tasks is far over the object-file size limit.
+    let bytes = std::fs::read(path).ok()?;
+    // The format comes first: a cache of another version is not decoded at all.
+    let (format, rest): (String, &[u8]) = postcard::take_from_bytes(&bytes).ok()?;
+    if format != FORMAT {
+        return None;
+    }
+    let (listing_ns, dirs): (i128, Dirs<T>) = postcard::from_bytes(rest).ok()?;
+    // Remembered for the rest of the process: a server's next call skips the parse, and a
+    // short-lived command never pays for freeing thousands of extracts one by one.
+    if let Ok(mut memos) = memos().lock() {
+        memos.insert(
+            path.to_path_buf(),
+            Memo {
+                stamp,
+                listing_ns,
+                dirs: Box::new(dirs.clone()),
+            },
+        );
+    }
+    Some((stamp, listing_ns, dirs))
+}
+
+/// Reads and parses one file into an extract; a bad file becomes a warning and `None`.
+fn extract<T>(
+    ws: &Workspace,
+    path: &Path,
+    warnings: &mut Vec<Problem>,
+    parse: impl FnOnce(&Document, &[u8]) -> Result<T, Problem>,
+) -> Result<Option<T>, Error> {
+    let bytes = match ws.fs.read(path) {
+        Ok(b) => b,
+        Err(e) => {
+            warn_or_fail(warnings, Err(e))?;
+            return Ok(None);
+        }
+    };
+    let parsed = Document::parse(&ws.display(path), &bytes).map_err(crate::store::Error::Malformed);
+    let Some(doc) = warn_or_fail(warnings, parsed)? else {
+        return Ok(None);
+    };
+    match parse(&doc, &bytes) {
+        Ok(value) => Ok(Some(value)),
+        Err(p) => {
+            warnings.push(p);
+            Ok(None)
+        }
+    }
+}
+
+/// `cache/<name>.bin` in the workspace: postcard, a positional binary encoding that loads
+/// several times faster than JSON (no keys to match, no escapes to scan).
 fn cache_file(ws: &Workspace, name: &str) -> std::path::PathBuf {
-    ws.path(&["cache", &format!("{name}.json")])
+    ws.path(&["cache", &format!("{name}.bin")])
 }
 
 fn key_of(ws: &Workspace, path: &Path) -> String {
@@ -218,7 +425,8 @@ pub fn md_files(ws: &Workspace, dir: &Path) -> Result<Vec<(String, std::path::Pa
         .collect())
 }
 
-/// The fields of a task that a brief needs of tasks other than its own.
+/// The fields of a task that listings, status and briefs need of tasks they do not show in
+/// full: enough to count, filter, sort, resolve references and summarise without the file.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TaskEntry {
     /// The project's directory name.
@@ -233,8 +441,20 @@ pub struct TaskEntry {
     pub owner: String,
     pub assignee: Option<String>,
     pub rev: String,
+    pub priority: String,
+    /// Checked and total acceptance criteria.
+    pub checked: usize,
+    pub criteria: usize,
+    /// Optimistic, probable and pessimistic effort, when estimated.
+    pub estimate: Option<[f64; 3]>,
+    pub tags: Vec<String>,
+    /// `(on, type)` of each dependency.
+    pub depends_on: Vec<(String, String)>,
     /// Timestamp of the last `## Log` line (when the task last changed), if any.
     pub last_log_at: Option<String>,
+    /// Timestamp of the last Log line that made it active (`claimed`, `assigned …`,
+    /// `status open -> active`), if any.
+    pub active_since: Option<String>,
     /// Path relative to the workspace directory.
     pub file: String,
 }
@@ -248,6 +468,22 @@ impl TaskEntry {
     /// `<NNN>-<slug>`, the short name used inside one project.
     pub fn short(&self) -> String {
         format!("{:03}-{}", self.number, self.slug)
+    }
+
+    /// The `TaskRef` of this task.
+    pub fn task_ref(&self) -> crate::model::task::TaskRef {
+        crate::model::task::TaskRef {
+            id: self.id.clone(),
+            reference: self.reference(),
+            project: format!("p-{}", self.project),
+            number: self.number,
+            title: self.title.clone(),
+        }
+    }
+
+    /// The status its folder stands for.
+    pub fn status(&self) -> crate::model::task::Status {
+        crate::model::task::Status::parse(&self.folder).unwrap_or(crate::model::task::Status::Open)
     }
 }
 
@@ -266,9 +502,25 @@ impl super::tasks::TaskKey for TaskEntry {
     }
 }
 
+impl super::tasks::TaskKey for Arc<TaskEntry> {
+    fn key_project(&self) -> &str {
+        &self.project
+    }
+    fn key_id(&self) -> &str {
+        &self.id
+    }
+    fn key_number(&self) -> u32 {
+        self.number
+    }
+    fn key_slug(&self) -> &str {
+        &self.slug
+    }
+}
+
 /// Every task of project `slug` as index entries, sorted by number then id, with the warnings
-/// a listing reports (FORMAT §4.4); of two copies of one id the greater `rev` is used.
-pub fn tasks(ws: &Workspace, slug: &str) -> Result<Listing<TaskEntry>, Error> {
+/// a listing reports (FORMAT §4.4), exactly as [`super::tasks::list`] reports them; of two
+/// copies of one id the greater `rev` is used.
+pub fn tasks(ws: &Workspace, slug: &str) -> Result<Listing<Arc<TaskEntry>>, Error> {
     let mut out = Listing::default();
     let mut cache: FileCache<TaskEntry> = FileCache::load(ws, &format!("tasks-{slug}"));
     let tasks_dir = ws.path(&["projects", slug, "tasks"]);
@@ -277,53 +529,119 @@ pub fn tasks(ws: &Workspace, slug: &str) -> Result<Listing<TaskEntry>, Error> {
             continue;
         }
         if ws.fs.entry_kind(&path)? == DirEntryKind::Dir {
-            for (_, p) in md_files(ws, &path)? {
-                out.warnings.push(Problem {
-                    path: ws.display(&p),
-                    reason: Reason::UnknownFolder,
-                    detail: format!("`{name}` is not one of open, active, blocked, done"),
-                });
+            for (inner, p) in ws.fs.list_dir(&path)? {
+                if inner.ends_with(".md") && !inner.starts_with('.') {
+                    out.warnings.push(Problem {
+                        path: ws.display(&p),
+                        reason: Reason::UnknownFolder,
+                        detail: format!("`{name}` is not one of open, active, blocked, done"),
+                    });
+                }
             }
         }
     }
-    let mut by_id: BTreeMap<String, Vec<(String, TaskEntry)>> = BTreeMap::new();
+    let mut found: Vec<Arc<TaskEntry>> = Vec::new();
     for folder in STATUS_FOLDERS {
-        for (name, path) in md_files(ws, &tasks_dir.join(folder))? {
-            let file = key_of(ws, &path);
-            let entry = cache.extract(ws, &path, &mut out.warnings, |doc, _| {
-                task_entry(doc, slug, folder, &name, file.clone())
-                    .map_err(|e| field_problem(ws, &path, e))
-            })?;
-            if let Some(e) = entry {
-                by_id
-                    .entry(e.id.clone())
-                    .or_default()
-                    .push((ws.display(&path), e));
-            }
+        found.extend(cache.scan(
+            ws,
+            &tasks_dir.join(folder),
+            &mut out.warnings,
+            |name, path, doc, _| {
+                task_entry(doc, slug, folder, name, key_of(ws, path))
+                    .map_err(|e| field_problem(ws, path, e))
+            },
+        )?);
+    }
+    let (dirs, unchanged) = cache.served();
+    cache.save(ws);
+    let memo_key = cache_file(ws, &format!("tasks-{slug}"));
+    // A long-running process asks again and again of directories that did not change: the
+    // listing made from these very extracts last time is the answer.
+    if unchanged
+        && let Ok(memos) = task_listings().lock()
+        && let Some(m) = memos.get(&memo_key)
+        && m.dirs.len() == dirs.len()
+        && m.dirs.iter().zip(&dirs).all(|(a, b)| Arc::ptr_eq(a, b))
+    {
+        out.items = m.items.clone();
+        out.warnings.extend(m.duplicates.iter().cloned());
+        return Ok(out);
+    }
+    let before = out.warnings.len();
+    // Copies of one id (a crash mid-move, or a merge) are rare: find them without building a
+    // map of every id.
+    let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    let repeated: std::collections::BTreeSet<String> = found
+        .iter()
+        .filter(|e| !seen.insert(e.id.as_str()))
+        .map(|e| e.id.clone())
+        .collect();
+    let mut by_id: BTreeMap<String, Vec<Arc<TaskEntry>>> = BTreeMap::new();
+    for e in found {
+        if repeated.contains(&e.id) {
+            by_id.entry(e.id.clone()).or_default().push(e);
+        } else {
+            out.items.push(e);
         }
     }
-    cache.save(ws);
     for (id, mut copies) in by_id {
-        if copies.len() > 1 {
-            copies.sort_by(|a, b| b.1.rev.cmp(&a.1.rev).then(a.0.cmp(&b.0)));
-            let paths: Vec<String> = copies.iter().map(|c| c.0.clone()).collect();
-            for (path, _) in &copies {
-                let others: Vec<&str> = paths
-                    .iter()
-                    .filter(|p| *p != path)
-                    .map(String::as_str)
-                    .collect();
-                out.warnings.push(Problem {
-                    path: path.clone(),
-                    reason: Reason::DuplicateId,
-                    detail: format!("{id} is also at {}", others.join(", ")),
-                });
-            }
+        let shown = |e: &TaskEntry| ws.display(&ws.dir().join(&e.file));
+        copies.sort_by(|a, b| b.rev.cmp(&a.rev).then(shown(a).cmp(&shown(b))));
+        let paths: Vec<String> = copies.iter().map(|c| shown(c)).collect();
+        for path in &paths {
+            let others: Vec<&str> = paths
+                .iter()
+                .filter(|p| *p != path)
+                .map(String::as_str)
+                .collect();
+            out.warnings.push(Problem {
+                path: path.clone(),
+                reason: Reason::DuplicateId,
+                detail: format!("{id} is also at {}", others.join(", ")),
+            });
         }
-        out.items.extend(copies.into_iter().next().map(|c| c.1));
+        out.items.extend(copies.into_iter().next());
     }
     out.items
         .sort_by(|a, b| (a.number, &a.id).cmp(&(b.number, &b.id)));
+    if let Ok(mut memos) = task_listings().lock() {
+        memos.insert(
+            memo_key,
+            TaskListing {
+                dirs,
+                items: out.items.clone(),
+                duplicates: out.warnings[before..].to_vec(),
+            },
+        );
+    }
+    Ok(out)
+}
+
+/// A task listing as [`tasks`] last made it in this process, from these directories
+/// (kept alive here, so an unchanged pointer means unchanged extracts).
+struct TaskListing {
+    dirs: Vec<Arc<DirCache<TaskEntry>>>,
+    items: Vec<Arc<TaskEntry>>,
+    /// The `duplicate_id` warnings the listing added.
+    duplicates: Vec<Problem>,
+}
+
+fn task_listings() -> &'static Mutex<HashMap<PathBuf, TaskListing>> {
+    static LISTINGS: OnceLock<Mutex<HashMap<PathBuf, TaskListing>>> = OnceLock::new();
+    LISTINGS.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// Every task of every project as index entries (projects sorted by slug, tasks by number),
+/// with the warnings of both listings, exactly as [`super::tasks::list_all`] reports them.
+pub fn all_tasks(ws: &Workspace) -> Result<Listing<Arc<TaskEntry>>, Error> {
+    let mut out = Listing::default();
+    let p = super::projects::list(ws)?;
+    out.warnings.extend(p.warnings);
+    for project in &p.items {
+        let t = tasks(ws, &project.slug)?;
+        out.warnings.extend(t.warnings);
+        out.items.extend(t.items);
+    }
     Ok(out)
 }
 
@@ -334,6 +652,7 @@ fn task_entry(
     name: &str,
     file: String,
 ) -> Result<TaskEntry, crate::model::FieldError> {
+    use crate::model::taskdoc::TaskDoc;
     let head = TaskHead::parse(&doc.front, &doc.body, name, folder, doc.title())?;
     let (number, file_slug) = parse_task_filename(name).unwrap_or((head.number, &head.slug));
     let parent = doc
@@ -341,6 +660,27 @@ fn task_entry(
         .get("parent")
         .and_then(|p| p.as_str())
         .map(|p| strip_wikilink(p).to_string());
+    // The same document the full reader builds, so every derived field means the same.
+    let tdoc = TaskDoc {
+        front: doc.front.clone(),
+        body: doc.body.clone(),
+        status: crate::model::task::Status::parse(folder)
+            .unwrap_or(crate::model::task::Status::Open),
+    };
+    let estimate = tdoc
+        .estimate()?
+        .map(|e| [e.optimistic, e.probable, e.pessimistic]);
+    let criteria = tdoc.criteria();
+    let active_since = head
+        .log
+        .iter()
+        .rev()
+        .find(|l| {
+            l.text == "claimed"
+                || l.text.starts_with("assigned ")
+                || l.text.starts_with("status open -> active")
+        })
+        .map(|l| l.at.clone());
     Ok(TaskEntry {
         project: slug.to_string(),
         id: head.id,
@@ -352,7 +692,18 @@ fn task_entry(
         owner: head.owner,
         assignee: head.assignee,
         rev: head.rev,
+        priority: tdoc.priority().to_string(),
+        checked: criteria.iter().filter(|c| c.checked).count(),
+        criteria: criteria.len(),
+        estimate,
+        tags: tdoc.tags(),
+        depends_on: tdoc
+            .depends_on()
+            .into_iter()
+            .map(|d| (d.on, d.kind))
+            .collect(),
         last_log_at: head.log.last().map(|l| l.at.clone()),
+        active_since,
         file,
     })
 }
@@ -382,7 +733,7 @@ pub struct NoteEntry {
 
 /// Every note of the projects `projects` (directory names, as [`super::projects::list`]
 /// gives them) and of the workspace scope, sorted by id, with the warnings of the listing.
-pub fn notes(ws: &Workspace, projects: &[String]) -> Result<Listing<NoteEntry>, Error> {
+pub fn notes(ws: &Workspace, projects: &[String]) -> Result<Listing<Arc<NoteEntry>>, Error> {
     use crate::model::note::{NOTE_KINDS, NoteHead};
     let mut out = Listing::default();
     let mut cache: FileCache<NoteEntry> = FileCache::load(ws, "notes");
@@ -399,28 +750,26 @@ pub fn notes(ws: &Workspace, projects: &[String]) -> Result<Listing<NoteEntry>, 
             } else {
                 "workspace"
             };
-            for (name, path) in md_files(ws, &base)? {
-                let entry = cache.extract(ws, &path, &mut out.warnings, |doc, _| {
-                    let head = NoteHead::parse(&doc.front, &doc.body, dir, scope)
-                        .map_err(|e| field_problem(ws, &path, e))?;
-                    Ok(NoteEntry {
-                        id: head.id,
-                        kind: head.kind,
-                        title: head.title,
-                        scope: head.scope,
-                        project: project.clone(),
-                        about: head.about,
-                        severity: head.severity,
-                        supersedes: head.supersedes,
-                        source_event: head.source_event,
-                        created: crate::model::format_time(head.created),
-                        created_by: head.created_by,
-                        stem: name.trim_end_matches(".md").to_string(),
-                        file: key_of(ws, &path),
-                    })
-                })?;
-                out.items.extend(entry);
-            }
+            let found = cache.scan(ws, &base, &mut out.warnings, |name, path, doc, _| {
+                let head = NoteHead::parse(&doc.front, &doc.body, dir, scope)
+                    .map_err(|e| field_problem(ws, path, e))?;
+                Ok(NoteEntry {
+                    id: head.id,
+                    kind: head.kind,
+                    title: head.title,
+                    scope: head.scope,
+                    project: project.clone(),
+                    about: head.about,
+                    severity: head.severity,
+                    supersedes: head.supersedes,
+                    source_event: head.source_event,
+                    created: crate::model::format_time(head.created),
+                    created_by: head.created_by,
+                    stem: name.trim_end_matches(".md").to_string(),
+                    file: key_of(ws, path),
+                })
+            })?;
+            out.items.extend(found);
         }
     }
     cache.save(ws);

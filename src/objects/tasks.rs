@@ -175,6 +175,24 @@ fn located(
     })
 }
 
+/// Reads one task file of project `slug` found in status folder `folder` (as an index entry
+/// located it); a file that is no longer a usable task is `E_MALFORMED`.
+pub fn read_one(ws: &Workspace, slug: &str, folder: &str, file: PathBuf) -> Result<Located, Error> {
+    let folder = STATUS_FOLDERS
+        .iter()
+        .find(|f| **f == folder)
+        .ok_or_else(|| Error::NotFound {
+            what: "status folder",
+            id: folder.to_string(),
+        })?;
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let doc = read_document(ws, &file)?;
+    located(ws, slug, folder, &name, file, doc).map_err(Error::malformed)
+}
+
 /// Every task of every project (projects sorted by slug, tasks by number), with the warnings
 /// of both listings.
 pub fn list_all(ws: &Workspace) -> Result<Listing<Located>, Error> {
@@ -353,9 +371,9 @@ pub fn by_id<'a>(tasks: &'a [Located], id: &str) -> Option<&'a Located> {
 pub fn next_number(ws: &Workspace, slug: &str) -> Result<u32, Error> {
     let mut max = 0;
     for folder in STATUS_FOLDERS {
-        for (name, _) in ws
+        for name in ws
             .fs
-            .list_dir(&ws.path(&["projects", slug, "tasks", folder]))?
+            .names(&ws.path(&["projects", slug, "tasks", folder]))?
         {
             if let Some((n, _)) = parse_task_filename(&name) {
                 max = max.max(n);

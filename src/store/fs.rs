@@ -221,6 +221,23 @@ impl Fs {
         Ok(out)
     }
 
+    /// The names of the entries of `dir`, in no particular order (empty when `dir` is
+    /// missing): for callers that only look at names, without [`Fs::list_dir`]'s paths and
+    /// sorting, which cost more than the listing itself in a directory of thousands.
+    pub fn names(&self, dir: &Path) -> Result<Vec<String>, Error> {
+        let rd = match fs::read_dir(dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io("list", self.display(dir), e)),
+        };
+        rd.map(|entry| {
+            entry
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .map_err(|e| Error::io("list", self.display(dir), e))
+        })
+        .collect()
+    }
+
     /// Reads a file for parsing: refuses special files and escaping symlinks before opening
     /// and reads at most [`Limits::MAX_FILE`] plus one byte.
     pub fn read(&self, path: &Path) -> Result<Vec<u8>, Error> {
@@ -334,6 +351,33 @@ impl Fs {
         }
         self.record("rename", &tmp, Some(path));
         self.sync_dir(dir)
+    }
+
+    /// Atomic replace without flushing, for derived data (`cache/`) that a crash may lose:
+    /// readers see the old bytes or the new ones, never a mix, and a file a crash leaves empty
+    /// or torn fails to parse, so readers ignore it and rebuild from the objects.
+    pub fn replace_derived(&self, path: &Path, bytes: &[u8]) -> Result<(), Error> {
+        let dir = parent(path);
+        self.create_dir_all(dir)?;
+        let tmp = self.temp_name(dir);
+        self.hit(FaultOp::Write, &tmp)?;
+        #[allow(clippy::disallowed_methods, reason = "store owns file creation")]
+        let written = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .and_then(|mut file| file.write_all(bytes))
+            .map_err(|e| Error::io("write", self.display(&tmp), e));
+        let renamed = written
+            .and_then(|()| self.hit(FaultOp::Rename, path))
+            .and_then(|()| {
+                #[allow(clippy::disallowed_methods, reason = "store owns renames")]
+                fs::rename(&tmp, path).map_err(|e| Error::io("rename", self.display(path), e))
+            });
+        if renamed.is_err() {
+            self.discard(&tmp);
+        }
+        renamed
     }
 
     /// Create-new: the record appears under `path` complete or not at all, and an existing

@@ -72,7 +72,8 @@ fn snapshot(repo: &Repo) -> BTreeMap<String, Vec<u8>> {
                 .unwrap()
                 .to_string_lossy()
                 .into_owned();
-            if rel == ".locks" {
+            // Runtime locks and the derived index (FORMAT §21) are not objects.
+            if rel == ".locks" || rel == "cache" {
                 continue;
             }
             if path.is_dir() {

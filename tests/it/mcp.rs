@@ -334,14 +334,12 @@ fn legacy_era_transcript_lifecycle_refusal_and_hostile_lines() {
     // Compact rows, as the CLI would list them.
     let rows = assert_done(&s.call("list_tasks", json!({"all": true})));
     assert_eq!(
-        rows["tasks"][0]
-            .as_object()
-            .expect("row")
-            .keys()
-            .collect::<Vec<_>>(),
-        ["id", "ref", "title", "status", "priority", "assignee"]
+        rows["columns"],
+        json!(["id", "ref", "title", "status", "priority", "assignee"])
     );
-    assert_eq!(rows["tasks"][0]["status"], "done");
+    assert_eq!(rows["tasks"][0].as_array().expect("row").len(), 6);
+    assert_eq!(rows["tasks"][0][1], "checkout/001-add-the-shim");
+    assert_eq!(rows["tasks"][0][3], "done");
 
     // Schema errors: isError E_SCHEMA naming the field, nothing run.
     let e = assert_error(
@@ -1158,7 +1156,7 @@ fn the_mcp_inspector_lists_and_calls_the_tools() {
         "ready=true",
     ]);
     assert_eq!(r["isError"], false, "{r}");
-    assert_eq!(body(&r)["tasks"][0]["ref"], "checkout/001-add-the-shim");
+    assert_eq!(body(&r)["tasks"][0][1], "checkout/001-add-the-shim");
     let r = inspect(&[
         "--method",
         "tools/call",

@@ -7,11 +7,11 @@ use serde::{Deserialize, Serialize};
 use crate::dispatch::text::{ago, ago_text, table};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome};
 use crate::journal::EventState;
-use crate::journal::view::World;
-use crate::model::format_time;
+use crate::journal::snapshot::Snapshot;
 use crate::model::task::Status;
 use crate::model::task::TaskRef;
 use crate::objects::WorkspaceInfo;
+use crate::objects::index::TaskEntry;
 use crate::objects::projects;
 use crate::workspace::STATUS_FOLDERS;
 use crate::workspace::names::check_slug;
@@ -121,44 +121,31 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
                 .hint("list projects with `dacli project list --status all`"),
         );
     }
-    // Every read is folded: a pending claim or block shows as its effect at once.
-    let world = World::load(ws, &|f| crate::policy::dod::evaluate(f).passed)?;
-    ctx.warn_all(world.warnings.clone());
+    // Every read is folded: a pending claim or block shows as its effect at once. Only the
+    // tasks pending events change are read in full; the rest come from the index.
+    let snap = Snapshot::load(ws, &|f| crate::policy::dod::evaluate(f).passed)?;
+    ctx.warn_all(snap.warnings.clone());
     let mut out_projects = Vec::new();
     let mut active = Vec::new();
     // Every task of every project, by id: events name their object by id.
-    let mut task_index: BTreeMap<String, (TaskRef, String)> = BTreeMap::new();
+    let task_index: BTreeMap<&str, &TaskEntry> =
+        snap.tasks.iter().map(|t| (t.id.as_str(), &**t)).collect();
     let mut project_owner: BTreeMap<String, String> = BTreeMap::new();
     for p in &listing.items {
         project_owner.insert(p.id.clone(), p.owner.clone());
         let in_scope = only.as_ref().is_none_or(|s| s == &p.slug);
         let mut counts: BTreeMap<&'static str, usize> =
             STATUS_FOLDERS.iter().map(|f| (*f, 0)).collect();
-        for located in world.tasks.iter().filter(|t| t.project == p.slug) {
-            let tref = located.task_ref_folded();
-            *counts.entry(located.doc.status.as_str()).or_default() += 1;
-            if in_scope && located.doc.status == Status::Active {
-                let since = located
-                    .doc
-                    .log()
-                    .iter()
-                    .rev()
-                    .find(|l| {
-                        l.text == "claimed"
-                            || l.text.starts_with("assigned ")
-                            || l.text.starts_with("status open -> active")
-                    })
-                    .map(|l| l.at.clone());
+        for t in snap.tasks.iter().filter(|t| t.project == p.slug) {
+            let status = snap.status(t);
+            *counts.entry(status.as_str()).or_default() += 1;
+            if in_scope && status == Status::Active {
                 active.push(Active {
-                    task: tref.clone(),
-                    assignee: located.doc.assignee().map(str::to_string),
-                    since,
+                    task: snap.task_ref(t),
+                    assignee: snap.assignee(t).map(str::to_string),
+                    since: snap.active_since(t),
                 });
             }
-            task_index.insert(
-                located.task.id.clone(),
-                (tref, located.doc.owner().to_string()),
-            );
         }
         if in_scope {
             out_projects.push(ProjectStatus {
@@ -171,20 +158,20 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         }
     }
 
-    let journal = &world.journal;
+    let events = &snap.events;
     let in_scope_event = |about: Option<&String>| match (&only, about) {
         (None, _) => true,
         (Some(slug), Some(id)) => {
             task_index
-                .get(id)
-                .is_some_and(|(t, _)| t.project == format!("p-{slug}"))
+                .get(id.as_str())
+                .is_some_and(|t| &t.project == slug)
                 || id == &format!("p-{slug}")
         }
         (Some(_), None) => false,
     };
     let now = ctx.now();
-    let answered: BTreeSet<&str> = journal
-        .events
+    let answered: BTreeSet<&str> = events
+        .entries
         .iter()
         .filter(|e| e.kind == "answer")
         .filter_map(|e| e.question.as_deref())
@@ -196,24 +183,25 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         by_owner: BTreeMap::new(),
         oldest: None,
     };
-    for ev in journal
-        .events
+    for ev in events
+        .entries
         .iter()
         .filter(|e| in_scope_event(e.about.as_ref()))
     {
         if ev.kind == "help" && !answered.contains(ev.id.as_str()) {
+            let created = ev.created.parse::<jiff::Timestamp>().unwrap_or(now);
             questions.push(Question {
                 question: ev.id.clone(),
                 about: ev
                     .about
-                    .as_ref()
+                    .as_deref()
                     .and_then(|a| task_index.get(a))
-                    .map(|(t, _)| t.clone()),
+                    .map(|t| snap.task_ref(t)),
                 to: ev.to.clone(),
-                age_s: (now.as_second() - ev.created.as_second()).max(0),
+                age_s: (now.as_second() - created.as_second()).max(0),
             });
         }
-        if journal.state(ev) != EventState::Pending {
+        if !events.is_pending(ev) {
             continue;
         }
         pending.events += 1;
@@ -224,29 +212,32 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
             Some("workspace") | None => Some(crate::model::id::ROOT_AGENT.to_string()),
             Some(id) => task_index
                 .get(id)
-                .map(|(_, o)| o.clone())
+                .map(|t| {
+                    snap.doc(&t.id)
+                        .map_or_else(|| t.owner.clone(), |d| d.owner().to_string())
+                })
                 .or_else(|| project_owner.get(id).cloned()),
         };
         let owner = owner.unwrap_or_else(|| "unresolved".to_string());
         *pending.by_owner.entry(owner).or_default() += 1;
         if pending.oldest.is_none() {
-            pending.oldest = Some(format_time(ev.created));
+            pending.oldest = Some(ev.created.clone());
         }
     }
-    let recent = journal
-        .events
+    let recent = events
+        .entries
         .iter()
         .rev()
         .filter(|e| in_scope_event(e.about.as_ref()))
         .take(req.recent)
         .map(|e| {
-            let state = journal.state(e);
+            let state = events.state(e);
             EventRef {
                 id: e.id.clone(),
                 kind: e.kind.clone(),
                 author: e.created_by.clone(),
                 about: e.about.clone(),
-                created: format_time(e.created),
+                created: e.created.clone(),
                 state: state.as_str(),
                 rejected: match state {
                     EventState::Rejected(r) => Some(r),

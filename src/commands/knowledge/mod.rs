@@ -82,7 +82,7 @@ fn only_active<'a>(list: &'a [ProjectHead], what: &str) -> Result<&'a ProjectHea
 /// What an `--about` names: a task or a project.
 #[derive(Debug, Clone)]
 enum About {
-    Task(Box<tasks::Located>),
+    Task(std::sync::Arc<crate::objects::index::TaskEntry>),
     Project(ProjectHead),
 }
 
@@ -90,7 +90,7 @@ impl About {
     /// The full id stored in `about`.
     fn id(&self) -> String {
         match self {
-            About::Task(t) => t.task.id.clone(),
+            About::Task(t) => t.id.clone(),
             About::Project(p) => p.id.clone(),
         }
     }
@@ -123,10 +123,10 @@ fn resolve_about(
     {
         return find_project(projects, "--about", slug).map(|p| About::Project(p.clone()));
     }
-    let listing = tasks::list_all(ws)?;
+    let listing = crate::objects::index::all_tasks(ws)?;
     ctx.warn_all(listing.warnings);
     let project = projects.iter().find(|p| p.slug == input);
-    match tasks::resolve(&listing.items, input) {
+    match tasks::resolve_keys(&listing.items, input) {
         Ok(task) => match project {
             Some(p) => Err(ambiguous(format!(
                 "--about `{input}` names both task {} and project {}",
@@ -135,9 +135,9 @@ fn resolve_about(
             ))
             .hint(format!(
                 "pass `{}` for the task or `{}` for the project",
-                task.task.id, p.id
+                task.id, p.id
             ))),
-            None => Ok(About::Task(Box::new(task.clone()))),
+            None => Ok(About::Task(task.clone())),
         },
         Err(tasks::ResolveError::NotFound { .. }) => match project {
             Some(p) => Ok(About::Project(p.clone())),

@@ -6,7 +6,8 @@ use toml_edit::{Array, DocumentMut, InlineTable, Value, value};
 use super::common::{Locked, acts_as_owner, cycle_text, project_slug, reaches, world};
 use crate::dispatch::text::table;
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, ErrorKind, Mcp, Outcome, Refusal};
-use crate::journal::view::{TaskSummary, World};
+use crate::journal::snapshot::Snapshot;
+use crate::journal::view::{Acceptance, EstimateView, TaskSummary, World};
 use crate::model::body::{
     append_to_section, replace_section, replace_title, section_items, section_text,
 };
@@ -16,8 +17,10 @@ use crate::model::id::ulid_time;
 use crate::model::task::{DEP_TYPES, Dependency, Estimate, Status, TaskRef};
 use crate::model::taskdoc::TaskDoc;
 use crate::model::toml_time;
+use crate::objects::index::TaskEntry;
 use crate::objects::{projects, tasks};
 use crate::workspace::names::{check_repo_path, check_slug, slugify};
+use std::sync::Arc;
 
 /// MoSCoW priority.
 #[derive(Debug, Clone, Copy, clap::ValueEnum, Deserialize, Serialize, PartialEq, Eq)]
@@ -140,22 +143,58 @@ fn parse_dep(spec: &str) -> Result<(&str, &str), Error> {
     }
 }
 
-fn resolve_in<'w>(
-    world: &'w World,
+/// Resolves a reference for `--parent`/`--depends-on`: short forms within `project` first, then
+/// ids and qualified forms as given (a bare id or number may live in another project).
+fn resolve_in<'s>(
+    snap: &'s Snapshot,
     project: &str,
     reference: &str,
-) -> Result<&'w tasks::Located, Error> {
-    // Short forms are tried within the project first; ids and qualified forms as given.
+) -> Result<&'s Arc<TaskEntry>, Error> {
     let scoped = if reference.contains('/') {
         reference.to_string()
     } else {
         format!("{project}/{reference}")
     };
-    match world.resolve(&scoped) {
+    match snap.resolve(&scoped) {
         Ok(t) => Ok(t),
-        // A bare id or number might live in another project: resolve workspace-wide then.
-        Err(_) => Ok(world.resolve(reference)?),
+        Err(_) => Ok(snap.resolve(reference)?),
     }
+}
+
+/// Loads the folded snapshot and reports skipped files.
+fn snapshot(ctx: &Ctx) -> Result<Snapshot, Error> {
+    let snap = Snapshot::load(ctx.ws()?, &|f| crate::policy::dod::evaluate(f).passed)?;
+    ctx.warn_all(snap.warnings.clone());
+    Ok(snap)
+}
+
+/// The summary of a task just created: nothing can be pending about a fresh id, so the file
+/// written is the folded view; should an event name it already, the workspace is folded again.
+fn created_summary(
+    ctx: &Ctx,
+    before: &Snapshot,
+    created: &tasks::Located,
+) -> Result<TaskSummary, Error> {
+    if before.pending_count(&created.task.id) > 0 {
+        let world = World::load(ctx.ws()?, &|f| crate::policy::dod::evaluate(f).passed)?;
+        return Ok(world.summary(world.task(&created.task.id).unwrap_or(created)));
+    }
+    let criteria = created.doc.criteria();
+    Ok(TaskSummary {
+        task: created.task_ref_folded(),
+        status: created.doc.status,
+        priority: created.doc.priority().to_string(),
+        owner: created.doc.owner().to_string(),
+        assignee: created.doc.assignee().map(str::to_string),
+        acceptance: Acceptance {
+            checked: criteria.iter().filter(|c| c.checked).count(),
+            total: criteria.len(),
+        },
+        estimate: created.doc.estimate().ok().flatten().map(EstimateView::of),
+        tags: created.doc.tags(),
+        pending: 0,
+        finish_requested: false,
+    })
 }
 
 fn dep_array(deps: &[Dependency]) -> Array {
@@ -246,13 +285,13 @@ fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
             ),
         )));
     }
-    let world = world(ctx)?;
+    let snap = snapshot(ctx)?;
     let title_slug = slugify(&req.title);
     if !req.allow_duplicate
-        && let Some(dup) = world.tasks.iter().find(|t| {
+        && let Some(dup) = snap.tasks.iter().find(|t| {
             t.project == project
-                && t.doc.status != Status::Done
-                && slugify(t.doc.title()) == title_slug
+                && snap.status(t) != Status::Done
+                && slugify(&snap.task_ref(t).title) == title_slug
         })
     {
         return Ok(Outcome::Refused(Refusal::new(
@@ -266,7 +305,7 @@ fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
     }
     let parent = match &req.parent {
         Some(r) => {
-            let p = resolve_in(&world, &project, r)?;
+            let p = resolve_in(&snap, &project, r)?;
             if p.project != project {
                 return Err(Error::usage(format!(
                     "--parent {} is in project {}, not {project}: a parent must be in the same project",
@@ -274,17 +313,17 @@ fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
                     p.project
                 )));
             }
-            Some(p.task.id.clone())
+            Some(p.id.clone())
         }
         None => None,
     };
     let mut deps = Vec::new();
     for spec in &req.depends_on {
         let (r, kind) = parse_dep(spec)?;
-        let t = resolve_in(&world, &project, r)?;
-        if !deps.iter().any(|d: &Dependency| d.on == t.task.id) {
+        let t = resolve_in(&snap, &project, r)?;
+        if !deps.iter().any(|d: &Dependency| d.on == t.id) {
             deps.push(Dependency {
-                on: t.task.id.clone(),
+                on: t.id.clone(),
                 kind: kind.to_string(),
             });
         }
@@ -360,8 +399,7 @@ fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
             ),
         });
     }
-    let world = World::load(ws, &|f| crate::policy::dod::evaluate(f).passed)?;
-    let summary = world.summary(world.task(&created.task.id).unwrap_or(&created));
+    let summary = created_summary(ctx, &snap, &created)?;
     Ok(Outcome::Done(AddResponse {
         task: summary,
         path: created.path,
@@ -473,14 +511,14 @@ pub struct ListResponse {
 fn list(ctx: &Ctx, req: ListRequest) -> Result<Outcome<ListResponse>, Error> {
     let ws = ctx.ws()?;
     let me = ctx.identity()?.agent.id.clone();
-    let world = world(ctx)?;
+    let snap = snapshot(ctx)?;
     let project = req
         .project
         .as_deref()
         .map(|p| project_slug(ws, p))
         .transpose()?;
     let parent = match &req.parent {
-        Some(r) => Some(world.resolve(r)?.task.id.clone()),
+        Some(r) => Some(snap.resolve(r)?.id.clone()),
         None => None,
     };
     let statuses: Vec<Status> = if !req.status.is_empty() {
@@ -490,32 +528,35 @@ fn list(ctx: &Ctx, req: ListRequest) -> Result<Outcome<ListResponse>, Error> {
     } else {
         vec![Status::Open, Status::Active, Status::Blocked]
     };
-    let mut selected: Vec<&tasks::Located> = world
+    // Owner, tags and parent are never changed by a fold; status and assignee are.
+    let mut selected: Vec<&Arc<TaskEntry>> = snap
         .tasks
         .iter()
         .filter(|t| project.as_ref().is_none_or(|p| &t.project == p))
-        .filter(|t| statuses.contains(&t.doc.status))
+        .filter(|t| statuses.contains(&snap.status(t)))
         .filter(|t| {
             req.assignee
                 .as_deref()
-                .is_none_or(|a| t.doc.assignee() == Some(a))
+                .is_none_or(|a| snap.assignee(t) == Some(a))
         })
-        .filter(|t| req.owner.as_deref().is_none_or(|o| t.doc.owner() == o))
-        .filter(|t| !req.mine || t.doc.assignee() == Some(me.as_str()))
-        .filter(|t| req.tag.as_ref().is_none_or(|g| t.doc.tags().contains(g)))
-        .filter(|t| parent.as_deref().is_none_or(|p| t.doc.parent() == Some(p)))
+        .filter(|t| req.owner.as_deref().is_none_or(|o| t.owner == o))
+        .filter(|t| !req.mine || snap.assignee(t) == Some(me.as_str()))
+        .filter(|t| req.tag.as_ref().is_none_or(|g| t.tags.contains(g)))
+        .filter(|t| {
+            parent
+                .as_deref()
+                .is_none_or(|p| t.parent.as_deref() == Some(p))
+        })
         .collect();
-    selected.sort_by(|a, b| {
-        (&a.project, a.task.number, &a.task.id).cmp(&(&b.project, b.task.number, &b.task.id))
-    });
+    selected.sort_by(|a, b| (&a.project, a.number, &a.id).cmp(&(&b.project, b.number, &b.id)));
     if req.ready {
-        selected = ready_order(&world, selected);
+        selected = ready_order(&snap, selected);
     }
     let total = selected.len();
     if let Some(c) = &req.cursor {
         let at = selected
             .iter()
-            .position(|t| &t.task.id == c)
+            .position(|t| &t.id == c)
             .ok_or_else(|| Error::usage(format!("--cursor `{c}` is not a task of this listing")))?;
         selected.drain(..=at);
     }
@@ -524,10 +565,10 @@ fn list(ctx: &Ctx, req: ListRequest) -> Result<Outcome<ListResponse>, Error> {
         selected.truncate(req.limit);
     }
     let next_cursor = truncated
-        .then(|| selected.last().map(|t| t.task.id.clone()))
+        .then(|| selected.last().map(|t| t.id.clone()))
         .flatten();
     Ok(Outcome::Done(ListResponse {
-        tasks: selected.iter().map(|t| world.summary(t)).collect(),
+        tasks: selected.iter().map(|t| snap.summary(t)).collect(),
         total,
         truncated,
         next_cursor,
@@ -536,14 +577,16 @@ fn list(ctx: &Ctx, req: ListRequest) -> Result<Outcome<ListResponse>, Error> {
 
 /// Ready tasks (COMMANDS.md §5 `--ready`) among `selected`, best first, judged on the whole
 /// workspace (dependencies cross projects).
-fn ready_order<'w>(world: &'w World, selected: Vec<&'w tasks::Located>) -> Vec<&'w tasks::Located> {
-    let plan = world.plan_tasks();
-    let keep: std::collections::BTreeSet<&str> =
-        selected.iter().map(|t| t.task.id.as_str()).collect();
+fn ready_order<'s>(
+    snap: &'s Snapshot,
+    selected: Vec<&'s Arc<TaskEntry>>,
+) -> Vec<&'s Arc<TaskEntry>> {
+    let plan = snap.plan_tasks();
+    let keep: std::collections::BTreeSet<&str> = selected.iter().map(|t| t.id.as_str()).collect();
     crate::policy::plan::ready(&plan)
         .into_iter()
-        .map(|i| &world.tasks[i])
-        .filter(|t| keep.contains(t.task.id.as_str()))
+        .map(|i| &snap.tasks[i])
+        .filter(|t| keep.contains(t.id.as_str()))
         .collect()
 }
 

@@ -1,12 +1,14 @@
 //! `dacli whoami`.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, IdentitySource, Mcp, Outcome};
 use crate::model::agent::AgentView;
 use crate::model::task::TaskRef;
 use crate::objects::WorkspaceInfo;
-use crate::objects::{self, projects, roles, tasks};
+use crate::objects::{self, index, projects, roles};
 
 /// Show who you are in this workspace: identity, grant, role, toolkit, WIP and assigned tasks.
 #[derive(Debug, clap::Args, Deserialize)]
@@ -66,21 +68,27 @@ fn run(ctx: &Ctx, _req: Request) -> Result<Outcome<Response>, Error> {
     let mut assigned = Vec::new();
     let mut role_active = 0;
     let mut my_active = 0;
+    // Roles of assignees, each agent file read once.
+    let mut roles_of: BTreeMap<String, Option<String>> = BTreeMap::new();
     for p in &listing.items {
-        let t = tasks::list(ws, &p.slug)?;
+        let t = index::tasks(ws, &p.slug)?;
         ctx.warn_all(t.warnings);
-        for located in &t.items {
-            let assignee = located.task.assignee.as_deref();
+        for entry in &t.items {
+            let assignee = entry.assignee.as_deref();
             let mine = assignee == Some(me.agent.id.as_str());
-            if located.folder != "done" && mine {
-                assigned.push(TaskRef::of(&p.slug, &located.task));
+            if entry.folder != "done" && mine {
+                assigned.push(entry.task_ref());
             }
-            if located.folder == "active" && mine {
+            if entry.folder == "active" && mine {
                 my_active += 1;
             }
-            if located.folder == "active"
+            if entry.folder == "active"
                 && let (Some(role), Some(who)) = (&role, assignee)
-                && agent_role(ws, who).as_deref() == Some(role.name.as_str())
+                && roles_of
+                    .entry(who.to_string())
+                    .or_insert_with(|| agent_role(ws, who))
+                    .as_deref()
+                    == Some(role.name.as_str())
             {
                 role_active += 1;
             }

@@ -1,0 +1,386 @@
+//! The folded view of the workspace through the derived index: every task as its index
+//! extract, the event log as index entries, and, read in full, only the tasks that pending
+//! events change, folded exactly as [`super::view::World`] folds them. Reads that need a few
+//! fields of every task (status, listings) use this instead of parsing every file.
+//!
+//! Invariant: for every task, [`Snapshot::summary`] equals what `World::summary` gives for
+//! the same workspace, and the warnings are the same files in the same order.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use crate::model::dod::DodFacts;
+use crate::model::event::EventHead;
+use crate::model::task::{Estimate, PlanTask, Status, TaskRef};
+use crate::model::taskdoc::TaskDoc;
+use crate::objects::index::{self, NoteEntry, TaskEntry};
+use crate::objects::{self, projects, tasks};
+use crate::store::Problem;
+use crate::workspace::Workspace;
+
+use super::Journal;
+use super::fold::{Folded, dod_facts_with, fold_task};
+use super::index::{EventEntry, Events};
+use super::view::{Acceptance, EstimateView, TaskSummary};
+
+/// Every task (index entries), the event log, and the tasks pending events change, folded.
+pub struct Snapshot {
+    /// Every task of every project: projects by slug, tasks by number then id.
+    pub tasks: Vec<Arc<TaskEntry>>,
+    pub events: Events,
+    pub notes: Vec<Arc<NoteEntry>>,
+    /// The tasks whose pending events change what a reader sees (anything but comments and
+    /// findings), read in full and folded, with what folding did.
+    pub folded: BTreeMap<String, (tasks::Located, Folded)>,
+    /// Pending events by the object they are about.
+    pending: BTreeMap<String, usize>,
+    /// The addresses of the folded tasks' entries: most tasks are not folded, and asking
+    /// this set (a few integer comparisons, no hashing) is cheaper than a lookup by id for
+    /// each of thousands of tasks.
+    folded_at: BTreeSet<usize>,
+    /// Files skipped while loading.
+    pub warnings: Vec<Problem>,
+}
+
+impl Snapshot {
+    /// Loads through the index and folds the tasks that have pending events. `passes` is the
+    /// definition-of-done verdict used for finish requests.
+    pub fn load(
+        ws: &Workspace,
+        passes: &dyn Fn(&DodFacts) -> bool,
+    ) -> Result<Snapshot, objects::Error> {
+        let listing = projects::list(ws)?;
+        let mut warnings = listing.warnings;
+        let mut all = Vec::new();
+        for p in &listing.items {
+            let t = index::tasks(ws, &p.slug)?;
+            warnings.extend(t.warnings);
+            all.extend(t.items);
+        }
+        let slugs: Vec<String> = listing.items.iter().map(|p| p.slug.clone()).collect();
+        let notes = index::notes(ws, &slugs)?;
+        warnings.extend(notes.warnings);
+        let events = super::index::read(ws)?;
+        warnings.extend(events.warnings.iter().cloned());
+        let mut pending: BTreeMap<String, usize> = BTreeMap::new();
+        // A pending comment or finding only adds a Log line (and a note): no field a summary,
+        // a count or a plan shows. Only tasks with other pending events are read and folded.
+        let mut to_fold: BTreeSet<&str> = BTreeSet::new();
+        for e in events.entries.iter().filter(|e| events.is_pending(e)) {
+            if let Some(about) = &e.about {
+                *pending.entry(about.clone()).or_default() += 1;
+                if !matches!(e.kind.as_str(), "comment" | "finding") {
+                    to_fold.insert(about);
+                }
+            }
+        }
+        let to_fold: BTreeSet<String> = to_fold.into_iter().map(str::to_string).collect();
+        let mut snapshot = Snapshot {
+            tasks: all,
+            events,
+            notes: notes.items,
+            folded: BTreeMap::new(),
+            pending,
+            folded_at: BTreeSet::new(),
+            warnings,
+        };
+        let changed: Vec<Arc<TaskEntry>> = snapshot
+            .tasks
+            .iter()
+            .filter(|t| to_fold.contains(&t.id))
+            .cloned()
+            .collect();
+        let related = Related::of(&snapshot.events);
+        for entry in changed {
+            match snapshot.fold(ws, &entry, &related, passes) {
+                Ok(folded) => {
+                    snapshot.folded_at.insert(address(&entry));
+                    snapshot.folded.insert(entry.id.clone(), folded);
+                }
+                // Broken since it was indexed (rewritten in place): reported, shown unfolded.
+                Err(objects::Error::Store(crate::store::Error::Malformed(p))) => {
+                    snapshot.warnings.push(p);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(snapshot)
+    }
+
+    /// Reads one task in full and applies its pending events, as `fold_all` does with the
+    /// whole journal: the partial journal holds every event the fold and the definition of
+    /// done look at for this task (its pending events, answers to its questions, its runs).
+    fn fold(
+        &mut self,
+        ws: &Workspace,
+        entry: &TaskEntry,
+        index: &Related,
+        passes: &dyn Fn(&DodFacts) -> bool,
+    ) -> Result<(tasks::Located, Folded), objects::Error> {
+        let mut task = tasks::read_one(
+            ws,
+            &entry.project,
+            &entry.folder,
+            ws.dir().join(&entry.file),
+        )?;
+        let id = entry.id.as_str();
+        let entries = &self.events.entries;
+        let mine: Vec<&EventEntry> = index
+            .pending
+            .get(id)
+            .map_or(&[][..], Vec::as_slice)
+            .iter()
+            .map(|&i| &entries[i])
+            .collect();
+        // Answers to its questions and its runs, in log order as a scan would meet them.
+        let mut related: Vec<usize> = mine
+            .iter()
+            .filter(|e| e.kind == "help")
+            .filter_map(|e| index.answers.get(e.id.as_str()))
+            .chain(index.runs.get(id))
+            .flatten()
+            .copied()
+            .collect();
+        related.sort_unstable();
+        related.dedup();
+        let related = related.into_iter().map(|i| &entries[i]);
+        let mut heads: Vec<EventHead> = Vec::new();
+        for e in mine.iter().copied().chain(related) {
+            match self.events.load(ws, e) {
+                Ok(head) => heads.push(head),
+                Err(objects::Error::Store(crate::store::Error::Malformed(p))) => {
+                    self.warnings.push(p);
+                }
+                Err(err) => return Err(err),
+            }
+        }
+        heads.sort_by(|a, b| a.id.cmp(&b.id));
+        heads.dedup_by(|a, b| a.id == b.id);
+        let journal = Journal {
+            events: heads,
+            ..Journal::default()
+        };
+        let pending: Vec<&EventHead> = journal
+            .events
+            .iter()
+            .filter(|h| mine.iter().any(|m| m.id == h.id))
+            .collect();
+        let notes = &self.notes;
+        let has_note = |about: &str, kind: &str| {
+            notes
+                .iter()
+                .any(|n| n.about.as_deref() == Some(about) && (kind == "any" || n.kind == kind))
+        };
+        let before = task.clone();
+        let mut doc = task.doc.clone();
+        let folded = fold_task(&mut doc, &pending, &journal, &mut |d: &TaskDoc| {
+            passes(&dod_facts_with(ws, &journal, &has_note, &before, d))
+        });
+        task.doc = doc;
+        Ok((task, folded))
+    }
+
+    /// The folded document of a task that pending events change.
+    pub fn doc(&self, id: &str) -> Option<&TaskDoc> {
+        self.folded.get(id).map(|(t, _)| &t.doc)
+    }
+
+    /// [`Snapshot::doc`] for an entry of `tasks`.
+    fn doc_of(&self, t: &TaskEntry) -> Option<&TaskDoc> {
+        if self.folded_at.contains(&address(t)) {
+            self.doc(&t.id)
+        } else {
+            None
+        }
+    }
+
+    /// The task with this id.
+    pub fn task(&self, id: &str) -> Option<&Arc<TaskEntry>> {
+        self.tasks.iter().find(|t| t.id == id)
+    }
+
+    /// Resolves a task reference in any FORMAT §3.3 form.
+    pub fn resolve(&self, reference: &str) -> Result<&Arc<TaskEntry>, tasks::ResolveError> {
+        tasks::resolve_keys(&self.tasks, reference)
+    }
+
+    /// The folded status.
+    pub fn status(&self, t: &TaskEntry) -> Status {
+        self.doc_of(t).map_or_else(|| t.status(), |d| d.status)
+    }
+
+    /// The folded assignee.
+    pub fn assignee<'a>(&'a self, t: &'a TaskEntry) -> Option<&'a str> {
+        match self.doc_of(t) {
+            Some(d) => d.assignee(),
+            None => t.assignee.as_deref(),
+        }
+    }
+
+    /// The folded title as a `TaskRef` shows it.
+    pub fn task_ref(&self, t: &TaskEntry) -> TaskRef {
+        let mut r = t.task_ref();
+        if let Some(d) = self.doc_of(t)
+            && !d.title().is_empty()
+        {
+            r.title = d.title().to_string();
+        }
+        r
+    }
+
+    /// When an active task became active: the last Log line that made it so.
+    pub fn active_since(&self, t: &TaskEntry) -> Option<String> {
+        match self.doc_of(t) {
+            Some(d) => d
+                .log()
+                .iter()
+                .rev()
+                .find(|l| {
+                    l.text == "claimed"
+                        || l.text.starts_with("assigned ")
+                        || l.text.starts_with("status open -> active")
+                })
+                .map(|l| l.at.clone()),
+            None => t.active_since.clone(),
+        }
+    }
+
+    /// Pending events about an object.
+    pub fn pending_count(&self, id: &str) -> usize {
+        self.pending.get(id).copied().unwrap_or(0)
+    }
+
+    /// The `TaskSummary` of a task, folded.
+    pub fn summary(&self, t: &TaskEntry) -> TaskSummary {
+        let folded = self.folded.get(&t.id);
+        let (acceptance, estimate, priority) = match folded {
+            Some((l, _)) => {
+                let criteria = l.doc.criteria();
+                (
+                    Acceptance {
+                        checked: criteria.iter().filter(|c| c.checked).count(),
+                        total: criteria.len(),
+                    },
+                    l.doc.estimate().ok().flatten(),
+                    l.doc.priority().to_string(),
+                )
+            }
+            None => (
+                Acceptance {
+                    checked: t.checked,
+                    total: t.criteria,
+                },
+                t.estimate.map(|[o, p, q]| Estimate {
+                    optimistic: o,
+                    probable: p,
+                    pessimistic: q,
+                }),
+                t.priority.clone(),
+            ),
+        };
+        TaskSummary {
+            task: self.task_ref(t),
+            status: self.status(t),
+            priority,
+            owner: match folded {
+                Some((l, _)) => l.doc.owner().to_string(),
+                None => t.owner.clone(),
+            },
+            assignee: self.assignee(t).map(str::to_string),
+            acceptance,
+            estimate: estimate.map(EstimateView::of),
+            tags: match folded {
+                Some((l, _)) => l.doc.tags(),
+                None => t.tags.clone(),
+            },
+            pending: self.pending_count(&t.id),
+            finish_requested: folded.is_some_and(|(_, f)| f.finish_requested()),
+        }
+    }
+
+    /// The planning view of every task, index for index with `tasks`.
+    pub fn plan_tasks(&self) -> Vec<PlanTask> {
+        self.tasks
+            .iter()
+            .map(|t| match self.folded.get(&t.id) {
+                Some((l, _)) => PlanTask {
+                    id: t.id.clone(),
+                    project: t.project.clone(),
+                    number: t.number,
+                    status: l.doc.status,
+                    assignee: l.doc.assignee().map(str::to_string),
+                    priority: l.doc.priority().to_string(),
+                    parent: l.doc.parent().map(str::to_string),
+                    depends_on: l.doc.depends_on(),
+                    estimate: l.doc.estimate().ok().flatten(),
+                },
+                None => PlanTask {
+                    id: t.id.clone(),
+                    project: t.project.clone(),
+                    number: t.number,
+                    status: t.status(),
+                    assignee: t.assignee.clone(),
+                    priority: t.priority.clone(),
+                    parent: t.parent.clone(),
+                    depends_on: t
+                        .depends_on
+                        .iter()
+                        .map(|(on, kind)| crate::model::task::Dependency {
+                            on: on.clone(),
+                            kind: kind.clone(),
+                        })
+                        .collect(),
+                    estimate: t.estimate.map(|[o, p, q]| Estimate {
+                        optimistic: o,
+                        probable: p,
+                        pessimistic: q,
+                    }),
+                },
+            })
+            .collect()
+    }
+}
+
+/// The address of an entry, which identifies it among the entries of one snapshot.
+/// The events a fold looks at, by what they concern, as positions in the event listing (in
+/// log order): found in one pass over the log instead of one pass per folded task.
+struct Related {
+    /// Pending events, by the object they are about.
+    pending: HashMap<String, Vec<usize>>,
+    /// `answer` events, by the question they answer.
+    answers: HashMap<String, Vec<usize>>,
+    /// `run` events, by task.
+    runs: HashMap<String, Vec<usize>>,
+}
+
+impl Related {
+    fn of(events: &Events) -> Related {
+        let mut r = Related {
+            pending: HashMap::new(),
+            answers: HashMap::new(),
+            runs: HashMap::new(),
+        };
+        for (i, e) in events.entries.iter().enumerate() {
+            if let Some(about) = &e.about
+                && events.is_pending(e)
+            {
+                r.pending.entry(about.clone()).or_default().push(i);
+            }
+            if e.kind == "answer"
+                && let Some(q) = &e.question
+            {
+                r.answers.entry(q.clone()).or_default().push(i);
+            }
+            if e.kind == "run"
+                && let Some(t) = &e.task
+            {
+                r.runs.entry(t.clone()).or_default().push(i);
+            }
+        }
+        r
+    }
+}
+
+fn address(t: &TaskEntry) -> usize {
+    std::ptr::from_ref(t) as usize
+}

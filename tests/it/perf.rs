@@ -1,0 +1,288 @@
+//! The derived index is only speed: every main read gives the same bytes with a warm cache,
+//! a cold one and none at all, after writes through dacli, concurrent writers and hand edits
+//! that rename files (what git and most editors do). Plus a smoke run of the benchmark's
+//! workspace generator, verified through the CLI.
+
+use std::path::Path;
+
+use crate::support::{Repo, dacli, repo_root};
+
+#[path = "../../bench/mkws.rs"]
+#[allow(dead_code)]
+mod mkws;
+
+const BUILDER: &str = "dacli_a-builder-01KJPX6ZT81TTNRTABC9KBJYTV_21da8978206f5c6671e0c07e9e115e4b9e30691c238642ea126a1e48cc11d357";
+const REVIEWER: &str = "dacli_a-reviewer-01KJPX9WK0VH0D88BH59TARTNH_e5070587f1296ef5a208601616e9c80fc038714786f9c48c2eb333822dcfb45a";
+const PLANNER: &str = "dacli_a-planner-01KJPXBASP11G0W484T2TGEMDX_e077b784fd1cbfedb9ecfbc5634cdf513e3a8b237fca8e910c1623bf36a2ffac";
+
+/// The main read commands, each with the identity it runs as.
+const READS: &[(&[&str], Option<&str>)] = &[
+    (&["status", "--json"], Some(BUILDER)),
+    (&["status"], None),
+    (
+        &["status", "--project", "checkout", "--json"],
+        Some(REVIEWER),
+    ),
+    (&["task", "list", "--json", "--limit", "50"], Some(BUILDER)),
+    (&["task", "list", "--all", "--json"], None),
+    (&["task", "list", "--ready", "--json"], Some(PLANNER)),
+    (&["task", "list", "--mine", "--json"], Some(BUILDER)),
+    (&["task", "list"], Some(REVIEWER)),
+    (&["whoami", "--json"], Some(BUILDER)),
+    (&["whoami"], Some(REVIEWER)),
+    (
+        &["context", "checkout/004-add-rounding-shim"],
+        Some(BUILDER),
+    ),
+    (
+        &["context", "7", "--format", "json", "--explain", "--json"],
+        Some(REVIEWER),
+    ),
+    (&["note", "list", "--json"], None),
+    (&["events", "list", "--json", "--limit", "1000"], None),
+    (&["task", "show", "4", "--json"], Some(BUILDER)),
+    (&["next", "--json"], Some(BUILDER)),
+];
+
+/// Every read's exit code, stdout and stderr, at one pinned clock.
+fn reads(repo: &Repo) -> Vec<String> {
+    READS
+        .iter()
+        .map(|(args, token)| {
+            let mut cmd = dacli();
+            cmd.current_dir(repo.path()).args(*args);
+            if let Some(t) = token {
+                cmd.env("DACLI_AGENT", t);
+            }
+            let out = cmd.output().expect("dacli runs");
+            format!(
+                "$ dacli {}\nexit {:?}\n{}\n--- stderr\n{}",
+                args.join(" "),
+                out.status.code(),
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+        .collect()
+}
+
+/// Reads warm (twice: building, then serving the cache) and with the cache deleted; all three
+/// must be byte-identical. Returns the outputs.
+fn assert_cache_is_only_speed(repo: &Repo, when: &str) -> Vec<String> {
+    // Let every change age past the index's racy window, so the second run really serves
+    // from the cache instead of listing again.
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let building = reads(repo);
+    let served = reads(repo);
+    let cache = repo.ws("cache");
+    assert!(
+        cache.join("events.bin").exists(),
+        "{when}: the index was written"
+    );
+    std::fs::remove_dir_all(&cache).expect("delete cache");
+    let none = reads(repo);
+    for ((a, b), c) in building.iter().zip(&served).zip(&none) {
+        similar_asserts(when, "cold cache vs warm cache", a, b);
+        similar_asserts(when, "warm cache vs no cache", b, c);
+    }
+    none
+}
+
+fn similar_asserts(when: &str, what: &str, a: &str, b: &str) {
+    if a != b {
+        let diff = similar::TextDiff::from_lines(a, b)
+            .unified_diff()
+            .context_radius(2)
+            .to_string();
+        panic!("{when}: {what} differ:\n{diff}");
+    }
+}
+
+fn example() -> Repo {
+    let repo = Repo::new();
+    copy_tree(
+        &repo_root().join(".dacli-example"),
+        &repo.path().join(".dacli"),
+    );
+    repo
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let path = entry.path();
+        if entry.file_name() == "cache" {
+            continue;
+        }
+        if path.is_dir() {
+            copy_tree(&path, &to.join(entry.file_name()));
+        } else {
+            std::fs::copy(&path, to.join(entry.file_name())).unwrap();
+        }
+    }
+}
+
+fn ok(repo: &Repo, token: Option<&str>, args: &[&str]) {
+    let mut cmd = repo.dacli(args);
+    if let Some(t) = token {
+        cmd.env("DACLI_AGENT", t);
+    }
+    let out = cmd.output().expect("runs");
+    assert!(
+        out.status.success(),
+        "dacli {args:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Replaces a file the way git and most editors save: a new file renamed over the old one.
+fn edit_by_rename(path: &Path, edit: impl Fn(&str) -> String) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let tmp = path.with_extension("swp");
+    std::fs::write(&tmp, edit(&text)).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+#[test]
+fn deleting_the_cache_changes_no_output_after_writes_and_hand_edits() {
+    let repo = example();
+    let first = assert_cache_is_only_speed(&repo, "untouched example");
+    // Writes through dacli: a task, a note, a pending claim by an ro agent (folded by every
+    // reader), a question, a check by the assignee.
+    ok(
+        &repo,
+        Some(PLANNER),
+        &[
+            "task",
+            "add",
+            "Reconcile refunds nightly",
+            "--accept",
+            "Report is empty",
+        ],
+    );
+    ok(
+        &repo,
+        Some(BUILDER),
+        &[
+            "note",
+            "add",
+            "finding",
+            "Refunds skip the shim",
+            "--about",
+            "9",
+            "--severity",
+            "minor",
+            "--body",
+            "Seen in refund.rs.",
+        ],
+    );
+    ok(&repo, Some(REVIEWER), &["task", "claim", "3"]);
+    ok(
+        &repo,
+        Some(BUILDER),
+        &["ask", "6", "Which column holds cents?"],
+    );
+    let after_writes = assert_cache_is_only_speed(&repo, "after writes");
+    assert_ne!(first, after_writes, "the writes show in the reads");
+    // Hand edits that rename: a retitle and a checked criterion, a task moved to another
+    // status folder with `mv`, a new note, and a task file made malformed.
+    let tasks = repo.ws("projects/checkout/tasks");
+    edit_by_rename(
+        &tasks.join("open/001-move-checkout-money-to-integer-cents.md"),
+        |t| {
+            t.replace(
+                "# Move checkout money to integer cents",
+                "# Move all checkout money to cents",
+            )
+        },
+    );
+    edit_by_rename(&tasks.join("active/004-add-rounding-shim.md"), |t| {
+        t.replacen("- [ ] ", "- [x] ", 1)
+    });
+    std::fs::rename(
+        tasks.join("open/012-replay-last-quarter-s-orders-through-the-shim.md"),
+        tasks.join("blocked/012-replay-last-quarter-s-orders-through-the-shim.md"),
+    )
+    .unwrap();
+    edit_by_rename(
+        &tasks.join("open/014-show-prices-in-the-visitor-s-currency.md"),
+        |t| t.replace("kind = \"task\"", "kind = \"nonsense\""),
+    );
+    let after_edits = assert_cache_is_only_speed(&repo, "after hand edits");
+    let joined = after_edits.join("\n");
+    assert!(
+        joined.contains("Move all checkout money to cents"),
+        "{joined}"
+    );
+    assert!(
+        joined.contains("014-show-prices-in-the-visitor-s-currency.md"),
+        "the broken file is reported"
+    );
+}
+
+#[test]
+fn concurrent_writers_leave_an_index_equal_to_the_files() {
+    let repo = example();
+    reads(&repo);
+    let dir = repo.path().to_path_buf();
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let dir = dir.clone();
+            std::thread::spawn(move || {
+                for i in 0..5 {
+                    let title = format!("Concurrent task {w}-{i}");
+                    let out = dacli()
+                        .current_dir(&dir)
+                        .env("DACLI_AGENT", PLANNER)
+                        .env("DACLI_TEST_SEED", format!("{}", 100 + w * 10 + i))
+                        .args(["task", "add", &title, "--json"])
+                        .output()
+                        .unwrap();
+                    assert!(
+                        out.status.success(),
+                        "{}",
+                        String::from_utf8_lossy(&out.stdout)
+                    );
+                    // A reader between writes refreshes the index while others write.
+                    dacli()
+                        .current_dir(&dir)
+                        .args(["task", "list", "--json"])
+                        .output()
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    let outputs = assert_cache_is_only_speed(&repo, "after concurrent writers");
+    let list = &outputs[4];
+    for w in 0..4 {
+        for i in 0..5 {
+            assert!(list.contains(&format!("Concurrent task {w}-{i}")), "{list}");
+        }
+    }
+}
+
+/// The benchmark's generator at N = 100: it verifies every count through the CLI itself.
+#[test]
+fn bench_mkws_builds_a_workspace_the_cli_reads_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let dacli = assert_cmd::cargo::cargo_bin("dacli");
+    let built = mkws::build(&dacli, &dir.path().join("ws"), 100).expect("built and verified");
+    let c = &built.counts;
+    assert_eq!(c.open + c.active + c.blocked + c.done, 100);
+    assert_eq!((c.risks, c.terms, c.shortcuts), (5, 10, 4));
+    assert!(c.notes >= 20 && c.events >= 10 && c.pending > 0, "{c:?}");
+    assert!(c.done >= 15 && c.blocked >= 1, "{c:?}");
+    let out = dacli_in(&built.dir, &["lint", "--json"]);
+    assert!(out.contains("\"errors\":0"), "{out}");
+}
+
+fn dacli_in(dir: &Path, args: &[&str]) -> String {
+    let out = dacli().current_dir(dir).args(args).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
