@@ -95,6 +95,9 @@ struct EventRef {
     created: String,
     state: &'static str,
     rejected: Option<String>,
+    /// How the text output names `about`: a task's reference, else the id itself.
+    #[serde(skip)]
+    about_shown: Option<String>,
 }
 
 pub(super) fn command() -> Command {
@@ -237,6 +240,11 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
                 kind: e.kind.clone(),
                 author: e.created_by.clone(),
                 about: e.about.clone(),
+                about_shown: e.about.as_deref().map(|a| {
+                    task_index
+                        .get(a)
+                        .map_or_else(|| a.to_string(), |t| t.reference())
+                }),
                 created: e.created.clone(),
                 state: state.as_str(),
                 rejected: match state {
@@ -338,7 +346,7 @@ fn render(r: &Response, ctx: &Ctx) -> String {
                 ago_text(now, &e.created),
                 e.kind,
                 e.author,
-                e.about.as_deref().unwrap_or("-"),
+                e.about_shown.as_deref().unwrap_or("-"),
                 e.state
             ));
         }
