@@ -732,7 +732,7 @@ fn c3_agent(
 #[test]
 fn c3_mixed_agents_leave_a_clean_workspace_one_winner_per_claim_and_every_event() {
     let agents = soak("DACLI_SOAK_C3_AGENTS", 12);
-    let ops = soak("DACLI_SOAK_C3_OPS", 50);
+    let ops = soak("DACLI_SOAK_C3_OPS", 100);
     let seed = soak("DACLI_SOAK_C3_SEED", 3) as u64;
     let pool: usize = 6;
     // Without a test-only definition of done, `task done` needs nothing but the checked box.
