@@ -2,6 +2,7 @@
 //! one outcome type ([`Outcome`]), one error type ([`Error`]) whose kind maps to the process
 //! exit code in one function ([`exit_code`]), and one JSON envelope ([`envelope`]).
 
+pub mod apply;
 mod command;
 mod ctx;
 mod env;

@@ -5,7 +5,6 @@
 //! (consent to publish, merge authority to land). Any GitHub access problem makes a gate
 //! unknown, and unknown refuses.
 
-mod apply;
 mod consent;
 mod diagnose;
 mod link;

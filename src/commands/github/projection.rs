@@ -12,13 +12,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toml_edit::{InlineTable, value};
 
-use super::apply::{ApplyArgs, Run, Start, start};
 use super::consent::{self, visibility_of};
 use super::diagnose::{str_at, u64_at};
 use super::{
     Notice, announce, as_problem, call_failure, connect, link_of, project_list, project_slug,
     unlinked,
 };
+use crate::dispatch::apply::{ApplyArgs, Run, Start, start};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome};
 use crate::github::{Client, Method};
 use crate::journal::evidence::{self, Evidence, EvidenceItem};
@@ -445,7 +445,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     let digest = contract::plan_digest(&serde_json::to_value(&observed.plan).map_err(internal)?)
         .map_err(|e| Error::internal(e.0))?;
     match how {
-        Start::Fresh => {
+        Start::Fresh { .. } => {
             if let Some(r) = contract::drift(
                 ApplyRequest {
                     command: &command,

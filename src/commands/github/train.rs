@@ -8,12 +8,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use toml_edit::{DocumentMut, InlineTable, value};
 
-use super::apply::{ApplyArgs, Run, Start, start};
 use super::diagnose::{self, Diagnosis, fresh_approvals, short, str_at, u64_at};
 use super::{
     Notice, Session, access_failure, announce, as_problem, call_failure, connect, link_of,
     project_list, project_slug, unlinked,
 };
+use crate::dispatch::apply::{ApplyArgs, Run, Start, start};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, ErrorKind, Mcp, Outcome};
 use crate::github::{CallError, Client, Method, encode};
 use crate::journal::evidence::{self, Evidence, EvidenceItem};

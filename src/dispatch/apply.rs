@@ -1,10 +1,11 @@
-//! The preview/apply contract of GIT_GITHUB.md B0 for the GitHub tools: how an apply starts
-//! (digest required, an already completed digest returns its record, an open transaction is
-//! resumed) and a transaction run holding `txn-<id>.lock` for its whole life.
+//! The preview/apply contract of GIT_GITHUB.md B0, shared by every tool that previews a plan
+//! and applies it under a digest (the repository tools and the GitHub tools): how an apply
+//! starts (digest required, an already completed digest returns its record, an open
+//! transaction is resumed) and a transaction run holding `txn-<id>.lock` for its whole life.
 
 use serde_json::Value;
 
-use crate::dispatch::{Ctx, Error};
+use super::{Ctx, Error};
 use crate::journal::txn::{NewStep, StepStatus, Txn, TxnOutcome};
 use crate::model::Refusal;
 use crate::model::id::parse_ulid;
@@ -13,10 +14,10 @@ use crate::store::LockGuard;
 
 /// `--apply`, `--digest`, `--txn` of one call.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct ApplyArgs<'a> {
-    /// The previewing command, as typed (`github projection p`).
+pub struct ApplyArgs<'a> {
+    /// The previewing command, as typed (`repo cleanup`, `github projection p`).
     pub command: &'a str,
-    /// The transaction and evidence tool name (`github-projection`).
+    /// The transaction and evidence tool name (`cleanup`, `github-projection`).
     pub tool: &'a str,
     pub apply: bool,
     pub digest: Option<&'a str>,
@@ -24,7 +25,7 @@ pub(super) struct ApplyArgs<'a> {
 }
 
 /// How a call proceeds.
-pub(super) enum Start {
+pub enum Start {
     /// No `--apply`: observe and return the plan; write nothing.
     Preview,
     /// The apply is refused before anything is observed.
@@ -34,11 +35,11 @@ pub(super) enum Start {
     /// A transaction with this digest is open (interrupted or partial): finish it.
     Resume(Txn),
     /// Re-observe; run the plan only if its digest is the one given.
-    Fresh,
+    Fresh { digest: String },
 }
 
 /// Decides how an apply starts, before anything is observed.
-pub(super) fn start(ctx: &Ctx, args: ApplyArgs<'_>) -> Result<Start, Error> {
+pub fn start(ctx: &Ctx, args: ApplyArgs<'_>) -> Result<Start, Error> {
     if !args.apply {
         if args.digest.is_some() || args.txn.is_some() {
             return Err(
@@ -95,18 +96,56 @@ pub(super) fn start(ctx: &Ctx, args: ApplyArgs<'_>) -> Result<Start, Error> {
     if let Some(open) = found.items.into_iter().last() {
         return Ok(Start::Resume(open));
     }
-    Ok(Start::Fresh)
+    Ok(Start::Fresh {
+        digest: digest.to_string(),
+    })
 }
 
 /// A transaction being applied: holds `txn-<id>.lock` for its whole life, so a concurrent
 /// resume waits and then finds the outcome.
-pub(super) struct Run<'c, 't> {
+pub struct Run<'c, 't> {
     ctx: &'c Ctx<'t>,
     pub txn: Txn,
     _lock: LockGuard,
 }
 
+/// A transaction id minted and locked before anything else is locked (FORMAT §4.3 orders
+/// `txn-<ULID>.lock` before `archive.lock`); its plan is written by [`Reserved::begin`].
+pub struct Reserved {
+    id: ulid::Ulid,
+    lock: LockGuard,
+}
+
+impl Reserved {
+    /// Opens the transaction with the frozen plan.
+    pub fn begin<'c, 't>(
+        self,
+        ctx: &'c Ctx<'t>,
+        tool: &str,
+        digest: &str,
+        plan: &Value,
+    ) -> Result<Run<'c, 't>, Error> {
+        let ws = ctx.ws()?;
+        let who = ctx.identity()?.agent.id.clone();
+        let txn = Txn::begin(ws, tool, self.id, &who, digest, plan)?;
+        pause_if_asked(ctx, 1);
+        Ok(Run {
+            ctx,
+            txn,
+            _lock: self.lock,
+        })
+    }
+}
+
 impl<'c, 't> Run<'c, 't> {
+    /// Mints and locks a transaction id.
+    pub fn reserve(ctx: &Ctx) -> Result<Reserved, Error> {
+        let ws = ctx.ws()?;
+        let id = ctx.new_ulid();
+        let lock = ws.fs.lock(&ws.lock_path(&format!("txn-{id}")))?;
+        Ok(Reserved { id, lock })
+    }
+
     /// Opens a new transaction with the frozen plan.
     pub fn begin(
         ctx: &'c Ctx<'t>,
@@ -114,16 +153,7 @@ impl<'c, 't> Run<'c, 't> {
         digest: &str,
         plan: &Value,
     ) -> Result<Run<'c, 't>, Error> {
-        let ws = ctx.ws()?;
-        let id = ctx.new_ulid();
-        let lock = ws.fs.lock(&ws.lock_path(&format!("txn-{id}")))?;
-        let who = ctx.identity()?.agent.id.clone();
-        let txn = Txn::begin(ws, tool, id, &who, digest, plan)?;
-        Ok(Run {
-            ctx,
-            txn,
-            _lock: lock,
-        })
+        Run::reserve(ctx)?.begin(ctx, tool, digest, plan)
     }
 
     /// Takes the lock of an open transaction and reads it again (a concurrent run may have
@@ -149,7 +179,7 @@ impl<'c, 't> Run<'c, 't> {
         guard: Value,
         observed: Value,
     ) -> Result<(), Error> {
-        self.txn.record(
+        let seq = self.txn.record(
             self.ctx.ws()?,
             NewStep {
                 fresh: self.ctx.new_ulid(),
@@ -159,6 +189,7 @@ impl<'c, 't> Run<'c, 't> {
                 observed,
             },
         )?;
+        pause_if_asked(self.ctx, seq);
         Ok(())
     }
 
@@ -167,5 +198,21 @@ impl<'c, 't> Run<'c, 't> {
         let fresh = self.ctx.new_ulid();
         self.txn.finish(self.ctx.ws()?, fresh, outcome, observed)?;
         Ok(())
+    }
+}
+
+/// The test hook `DACLI_TEST_PAUSE_AFTER_STEP=<n>`: after writing step file `n`, stop and
+/// wait to be killed (a test sends SIGKILL), so a crash can be placed between any two steps.
+/// Left alone, the process aborts after two minutes: it never goes on as if nothing happened.
+fn pause_if_asked(ctx: &Ctx, seq: i64) {
+    let wanted = ctx
+        .env()
+        .get("DACLI_TEST_PAUSE_AFTER_STEP")
+        .and_then(|v| v.parse::<i64>().ok());
+    if wanted == Some(seq) {
+        for _ in 0..1200 {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        std::process::abort();
     }
 }
