@@ -3,9 +3,11 @@
 //! starts (digest required, an already completed digest returns its record, an open
 //! transaction is resumed) and a transaction run holding `txn-<id>.lock` for its whole life.
 
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Ctx, Error};
+use super::{Ctx, Error, ErrorKind};
 use crate::journal::txn::{NewStep, StepStatus, Txn, TxnOutcome};
 use crate::model::Refusal;
 use crate::model::id::parse_ulid;
@@ -214,5 +216,49 @@ fn pause_if_asked(ctx: &Ctx, seq: i64) {
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
         std::process::abort();
+    }
+}
+
+/// The digest of a plan as previewed (GIT_GITHUB.md B0): what `--digest` must repeat.
+pub fn digest_of<T: Serialize>(plan: &T) -> Result<String, Error> {
+    let v = serde_json::to_value(plan)
+        .map_err(|e| Error::internal(format!("cannot serialize the plan: {e}")))?;
+    apply::plan_digest(&v).map_err(|e| Error::internal(e.0))
+}
+
+/// The plan a transaction froze when it began, read back as the tool's own type.
+pub fn frozen<T: DeserializeOwned>(txn: &Txn) -> Result<T, Error> {
+    serde_json::from_value(txn.plan().clone()).map_err(|e| {
+        Error::new(
+            ErrorKind::Operational,
+            "E_MALFORMED",
+            format!(
+                "the frozen plan of transaction {} does not read back: {e}",
+                txn.id()
+            ),
+        )
+    })
+}
+
+/// A notice for `data.notices` (and stderr): a precise warning that changed nothing.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Notice {
+    pub code: String,
+    pub message: String,
+}
+
+impl Notice {
+    pub fn new(code: &str, message: impl Into<String>) -> Notice {
+        Notice {
+            code: code.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Prints notices on stderr (they are also in `data.notices`).
+pub fn announce(ctx: &Ctx, notices: &[Notice]) {
+    for n in notices {
+        ctx.notice(format!("[{}] {}", n.code, n.message));
     }
 }

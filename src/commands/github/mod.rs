@@ -14,6 +14,7 @@ mod train;
 
 use std::time::Duration;
 
+pub(super) use crate::dispatch::apply::{Notice, announce};
 use crate::dispatch::{Command, Ctx, Error, ErrorKind, Outcome};
 use crate::github::{self, AccessProblem, CallError, Client, Connect, Token, TokenSource};
 use crate::model::Refusal;
@@ -295,29 +296,6 @@ pub(super) fn project_list(ctx: &Ctx, slug: &str, path: &[&str]) -> Result<Vec<S
                 .collect()
         })
         .unwrap_or_default())
-}
-
-/// A notice for `data.notices` and stderr.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, PartialEq, Eq)]
-pub(super) struct Notice {
-    pub code: String,
-    pub message: String,
-}
-
-impl Notice {
-    pub fn new(code: &str, message: impl Into<String>) -> Notice {
-        Notice {
-            code: code.into(),
-            message: message.into(),
-        }
-    }
-}
-
-/// Prints notices on stderr (they are also in `data.notices`).
-pub(super) fn announce(ctx: &Ctx, notices: &[Notice]) {
-    for n in notices {
-        ctx.notice(format!("notice [{}]: {}", n.code, n.message));
-    }
 }
 
 /// The access block of a GitHub result (GIT_GITHUB.md B4 `access`).

@@ -13,7 +13,7 @@ use super::{
     Notice, Session, access_failure, announce, as_problem, call_failure, connect, link_of,
     project_list, project_slug, unlinked,
 };
-use crate::dispatch::apply::{ApplyArgs, Run, Start, start};
+use crate::dispatch::apply::{ApplyArgs, Run, Start, digest_of, start};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, ErrorKind, Mcp, Outcome};
 use crate::github::{CallError, Client, Method, encode};
 use crate::journal::evidence::{self, Evidence, EvidenceItem};
@@ -557,12 +557,6 @@ fn pr_number(subject: &str) -> Option<u64> {
     subject[at + 2..]
         .ends_with(')')
         .then(|| digits(&subject[at + 2..]))?
-}
-
-fn digest_of<T: Serialize>(plan: &T) -> Result<String, Error> {
-    let v = serde_json::to_value(plan)
-        .map_err(|e| Error::internal(format!("the train plan does not serialize: {e}")))?;
-    contract::plan_digest(&v).map_err(|e| Error::internal(e.0))
 }
 
 // ---------------------------------------------------------------------------------------

@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::common::{
-    self, ApplyArgs, Base, Notice, Run, Start, announce, observe_base, project_slug, refused,
-    relative, root_refusal, state_owner, task_of_branch,
+    self, ApplyArgs, Base, Notice, Run, Start, announce, digest_of, frozen, observe_base,
+    project_slug, refused, relative, root_refusal, state_owner, task_of_branch,
 };
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome};
 use crate::git::{self, Head, Repo};
@@ -299,7 +299,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         Start::Refused(r) => refused(r),
         Start::Completed(txn) => recorded(ctx, &txn),
         Start::Resume(txn) => {
-            let plan: Plan = frozen_plan(&txn)?;
+            let plan: Plan = frozen(&txn)?;
             if let Some(r) = root_refusal(ctx, COMMAND, &others(ctx, &plan)?)? {
                 return refused(r);
             }
@@ -344,25 +344,6 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
             execute(ctx, &mut run, plan, notices)
         }
     }
-}
-
-fn digest_of(plan: &Plan) -> Result<String, Error> {
-    let v = serde_json::to_value(plan)
-        .map_err(|e| Error::internal(format!("cannot serialize the plan: {e}")))?;
-    contract::plan_digest(&v).map_err(|e| Error::internal(e.0))
-}
-
-fn frozen_plan(txn: &Txn) -> Result<Plan, Error> {
-    serde_json::from_value(txn.plan().clone()).map_err(|e| {
-        Error::new(
-            crate::dispatch::ErrorKind::Operational,
-            "E_MALFORMED",
-            format!(
-                "the frozen plan of transaction {} does not read back: {e}",
-                txn.id()
-            ),
-        )
-    })
 }
 
 /// Identities other than the caller whose state a retire action of the plan touches.
@@ -1690,7 +1671,7 @@ fn response(
 
 /// The recorded outcome of a completed transaction: nothing is observed or done again.
 fn recorded(ctx: &Ctx, txn: &Txn) -> Result<Outcome<Response>, Error> {
-    let plan = frozen_plan(txn)?;
+    let plan = frozen(txn)?;
     let id = txn.id().to_string();
     let digest = txn.plan_digest().to_string();
     let evidence: Vec<String> = txn

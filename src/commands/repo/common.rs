@@ -6,35 +6,14 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-pub(super) use crate::dispatch::apply::{ApplyArgs, Run, Start, start};
+pub(super) use crate::dispatch::apply::{
+    ApplyArgs, Notice, Run, Start, announce, digest_of, frozen, start,
+};
 use crate::dispatch::{Ctx, Error, Outcome};
 use crate::git::{self, Head, Repo};
 use crate::model::Refusal;
 use crate::model::id::ROOT_AGENT;
 use crate::objects::tasks::{self, Located};
-
-/// A notice for `data.notices` (and stderr): a precise warning that changed nothing.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub(super) struct Notice {
-    pub code: String,
-    pub message: String,
-}
-
-impl Notice {
-    pub fn new(code: &str, message: impl Into<String>) -> Notice {
-        Notice {
-            code: code.into(),
-            message: message.into(),
-        }
-    }
-}
-
-/// Prints notices on stderr (they are also in `data.notices`).
-pub(super) fn announce(ctx: &Ctx, notices: &[Notice]) {
-    for n in notices {
-        ctx.notice(format!("[{}] {}", n.code, n.message));
-    }
-}
 
 /// The base branch as observed: its name, commit, and where the commit came from. The commit
 /// is part of every plan, so a base that moves between preview and apply is drift.

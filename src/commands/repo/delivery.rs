@@ -12,10 +12,10 @@ use serde_json::{Value, json};
 use toml_edit::value;
 
 use super::common::{
-    self, ApplyArgs, Base, Notice, Run, Start, announce, delivery_of, observe_base, project_slug,
-    refused, task_of_branch,
+    self, ApplyArgs, Base, Notice, Run, Start, announce, delivery_of, digest_of, frozen,
+    observe_base, project_slug, refused, task_of_branch,
 };
-use crate::dispatch::{Class, Classify, Command, Ctx, Error, ErrorKind, Mcp, Outcome};
+use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome};
 use crate::git::Repo;
 use crate::journal::evidence::{self, Evidence, EvidenceItem};
 use crate::journal::sync::{Scope, sync_all};
@@ -293,25 +293,6 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
             execute(ctx, &mut run, plan, notices)
         }
     }
-}
-
-fn digest_of(plan: &Plan) -> Result<String, Error> {
-    let v = serde_json::to_value(plan)
-        .map_err(|e| Error::internal(format!("cannot serialize the plan: {e}")))?;
-    contract::plan_digest(&v).map_err(|e| Error::internal(e.0))
-}
-
-fn frozen(txn: &Txn) -> Result<Plan, Error> {
-    serde_json::from_value(txn.plan().clone()).map_err(|e| {
-        Error::new(
-            ErrorKind::Operational,
-            "E_MALFORMED",
-            format!(
-                "the frozen plan of transaction {} does not read back: {e}",
-                txn.id()
-            ),
-        )
-    })
 }
 
 // ----- observation -----------------------------------------------------------------------

@@ -10,8 +10,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::common::{self, ApplyArgs, Notice, Run, Start, announce, refused};
-use crate::dispatch::{Class, Classify, Command, Ctx, Error, ErrorKind, Mcp, Outcome};
+use super::common::{self, ApplyArgs, Notice, Run, Start, announce, frozen, refused};
+use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome};
 use crate::journal::archive::{self, Entry, History, Manifest, SegmentState};
 use crate::journal::evidence::{self, Evidence, EvidenceItem};
 use crate::journal::txn::{StepStatus, Txn, TxnOutcome};
@@ -1419,19 +1419,6 @@ fn digest_of<T: Serialize>(plan: &T, volatile: &[&str]) -> Result<String, Error>
         }
     }
     contract::plan_digest(&v).map_err(|e| Error::internal(e.0))
-}
-
-fn frozen<T: serde::de::DeserializeOwned>(txn: &Txn) -> Result<T, Error> {
-    serde_json::from_value(txn.plan().clone()).map_err(|e| {
-        Error::new(
-            ErrorKind::Operational,
-            "E_MALFORMED",
-            format!(
-                "the frozen plan of transaction {} does not read back: {e}",
-                txn.id()
-            ),
-        )
-    })
 }
 
 fn recorded_evidence(txn: &Txn) -> Vec<String> {
