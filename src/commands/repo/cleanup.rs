@@ -1778,18 +1778,12 @@ fn render(r: &Response, ctx: &Ctx) -> String {
             r.plan_digest, r.plan_digest
         )),
         (_, Some(o)) => {
-            let again = if r.already_applied {
-                " (already applied; nothing done)"
-            } else {
-                ""
-            };
-            out.push_str(&format!(
-                "{o}: transaction {}{again}\n",
-                r.txn.as_deref().unwrap_or("-")
+            out.push_str(&common::applied_text(
+                o,
+                r.txn.as_deref(),
+                r.already_applied,
+                &r.evidence,
             ));
-            for e in &r.evidence {
-                out.push_str(&format!("evidence: {e}\n"));
-            }
         }
         _ => {}
     }

@@ -15,6 +15,26 @@ use crate::model::Refusal;
 use crate::model::id::ROOT_AGENT;
 use crate::objects::tasks::{self, Located};
 
+/// The text lines of an applied (or replayed) transaction: its outcome, its id, and the
+/// evidence files it wrote.
+pub(super) fn applied_text(
+    outcome: &str,
+    txn: Option<&str>,
+    already_applied: bool,
+    evidence: &[String],
+) -> String {
+    let again = if already_applied {
+        " (already applied; nothing done)"
+    } else {
+        ""
+    };
+    let mut out = format!("{outcome}: transaction {}{again}\n", txn.unwrap_or("-"));
+    for e in evidence {
+        out.push_str(&format!("evidence: {e}\n"));
+    }
+    out
+}
+
 /// The base branch as observed: its name, commit, and where the commit came from. The commit
 /// is part of every plan, so a base that moves between preview and apply is drift.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]

@@ -1387,18 +1387,12 @@ fn render_moves(r: &MoveResponse, ctx: &Ctx) -> String {
     if r.mode == "preview" {
         out.push_str(&format!("plan_digest: {}\n", r.plan_digest));
     } else if let Some(o) = &r.outcome {
-        let again = if r.already_applied {
-            " (already applied; nothing done)"
-        } else {
-            ""
-        };
-        out.push_str(&format!(
-            "{o}: transaction {}{again}\n",
-            r.txn.as_deref().unwrap_or("-")
+        out.push_str(&common::applied_text(
+            o,
+            r.txn.as_deref(),
+            r.already_applied,
+            &r.evidence,
         ));
-        for e in &r.evidence {
-            out.push_str(&format!("evidence: {e}\n"));
-        }
     }
     out
 }
