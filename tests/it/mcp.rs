@@ -808,6 +808,8 @@ fn capabilities_come_from_the_registry_that_serves_tools_list() {
         assert_eq!(cap["schema_sha256"], digest, "{name}");
         assert_eq!(cap["schema_version"], 1);
         assert_eq!(cap["server_version"], env!("CARGO_PKG_VERSION"));
+        // Every served tool's command is in this build's table.
+        assert_eq!(cap["available"], true, "{name}");
     }
     assert_eq!(caps["mcp.tool.get_context"]["wraps"], "context");
     assert_eq!(caps["mcp.tool.get_context"]["available"], true);

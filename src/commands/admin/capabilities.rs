@@ -31,8 +31,8 @@ fn run(ctx: &Ctx, _req: Request) -> Result<Outcome<Response>, Error> {
     let table = ctx.table();
     let mut caps = Map::new();
     for tool in tools::registry() {
-        // A tool is served either way; `available` says whether its command exists in this
-        // build (a missing one answers E_NOT_IMPLEMENTED).
+        // `available` says whether the tool's command is in this build's table (a missing
+        // one would be a build bug, answered E_INTERNAL; the MCP suite checks every tool).
         let available =
             tool.commands.is_empty() || tool.commands.iter().any(|c| table.get(c).is_some());
         caps.insert(
