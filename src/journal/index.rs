@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::Grant;
 use crate::model::event::{EventHead, is_journal, is_mailbox};
 use crate::model::id::{ROOT_AGENT, parse_ulid, ulid_time};
-use crate::objects::index::FileCache;
+use crate::objects::index::{FileCache, settled_pass};
 use crate::objects::{self, field_problem};
 use crate::store::{Document, Problem, Reason};
 use crate::workspace::Workspace;
@@ -97,8 +97,16 @@ impl Events {
 /// the events they list (the earliest receipt counts). Bad files become warnings, exactly as
 /// [`super::read`] reports them.
 pub fn read(ws: &Workspace) -> Result<Events, objects::Error> {
+    let (mut out, cache) = settled_pass(ws, "events", |cache| scan(ws, cache))?;
+    cache.save(ws);
+    out.entries.sort_by(|a, b| a.id.cmp(&b.id));
+    settle(ws, &mut out);
+    Ok(out)
+}
+
+/// One pass over the live log and the unsealed archive segments, unsorted and unsettled.
+fn scan(ws: &Workspace, cache: &mut FileCache<EventEntry>) -> Result<Events, objects::Error> {
     let mut out = Events::default();
-    let mut cache: FileCache<EventEntry> = FileCache::load(ws, "events");
     // The files of an unsealed archive segment are part of the live log (FORMAT §20), as in
     // `super::read`; a copy of an id already read is skipped.
     let mut roots = vec![ws.path(&["events"])];
@@ -143,9 +151,6 @@ pub fn read(ws: &Workspace) -> Result<Events, objects::Error> {
                 .extend(found.into_iter().filter(|e| seen.insert(e.id.clone())));
         }
     }
-    cache.save(ws);
-    out.entries.sort_by(|a, b| a.id.cmp(&b.id));
-    settle(ws, &mut out);
     Ok(out)
 }
 

@@ -49,6 +49,22 @@ impl Snapshot {
         ws: &Workspace,
         passes: &dyn Fn(&DodFacts) -> bool,
     ) -> Result<Snapshot, objects::Error> {
+        // A task moved by a writer between the listing and its fold is gone from where it
+        // was listed: the snapshot is made again from a fresh listing.
+        const ATTEMPTS: usize = 5;
+        let mut attempt = 1;
+        loop {
+            match Snapshot::load_once(ws, passes) {
+                Err(e) if e.is_vanished() && attempt < ATTEMPTS => attempt += 1,
+                other => return other,
+            }
+        }
+    }
+
+    fn load_once(
+        ws: &Workspace,
+        passes: &dyn Fn(&DodFacts) -> bool,
+    ) -> Result<Snapshot, objects::Error> {
         let listing = projects::list(ws)?;
         let mut warnings = listing.warnings;
         let mut all = Vec::new();

@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::task::{TaskHead, parse_task_filename};
 use crate::model::taskdoc::strip_wikilink;
-use crate::store::{DirEntryKind, Document, Problem, Reason, TEMP_PREFIX};
+use crate::store::{Document, Problem, Reason, TEMP_PREFIX};
 use crate::workspace::{STATUS_FOLDERS, Workspace};
 
 use super::{Error, Listing, field_problem, warn_or_fail};
@@ -181,6 +181,11 @@ pub struct FileCache<T> {
     listing_ns: i128,
     started: Instant,
     dirty: bool,
+    /// Each directory scanned: its path, its stamp before it was looked at, and the names it
+    /// was found to hold, so that [`FileCache::unsettled`] can tell whether it moved since.
+    scanned: Vec<(PathBuf, Option<Stamp>, Vec<String>)>,
+    /// A listed file was gone by the time it was read: a writer moved or removed it.
+    vanished: bool,
 }
 
 impl<T: Serialize + DeserializeOwned + Send + Sync + 'static> FileCache<T> {
@@ -206,6 +211,8 @@ impl<T: Serialize + DeserializeOwned + Send + Sync + 'static> FileCache<T> {
             listing_ns,
             started,
             dirty: false,
+            scanned: Vec::new(),
+            vanished: false,
         }
     }
 
@@ -229,6 +236,8 @@ impl<T: Serialize + DeserializeOwned + Send + Sync + 'static> FileCache<T> {
             && old.files.iter().all(|(_, c)| c.is_some())
         {
             self.new.insert(key, old.clone());
+            let names = old.files.iter().map(|(n, _)| n.clone()).collect();
+            self.scanned.push((dir.to_path_buf(), Some(stamp), names));
             return Ok(old
                 .files
                 .iter()
@@ -244,7 +253,13 @@ impl<T: Serialize + DeserializeOwned + Send + Sync + 'static> FileCache<T> {
             .collect();
         let mut files = Vec::new();
         let mut out = Vec::new();
-        for (name, path) in md_files(ws, dir)? {
+        let listed = md_files(ws, dir)?;
+        self.scanned.push((
+            dir.to_path_buf(),
+            stamp,
+            listed.iter().map(|(n, _)| n.clone()).collect(),
+        ));
+        for (name, path) in listed {
             let file_stamp = Stamp::of(&path);
             let hit = previous
                 .get(name.as_str())
@@ -252,9 +267,18 @@ impl<T: Serialize + DeserializeOwned + Send + Sync + 'static> FileCache<T> {
             let cached = match hit {
                 Some(c) => Some((*c).clone()),
                 None => {
-                    let value = extract(ws, &path, warnings, |doc, bytes| {
+                    let value = match extract(ws, &path, warnings, |doc, bytes| {
                         parse(&name, &path, doc, bytes)
-                    })?;
+                    }) {
+                        // Listed, then moved or removed by a writer before it was read: not
+                        // an error of the workspace; the caller decides whether to look again.
+                        Err(e) if e.is_vanished() => {
+                            self.vanished = true;
+                            self.dirty = true;
+                            continue;
+                        }
+                        other => other?,
+                    };
                     self.dirty = true;
                     match (value, file_stamp) {
                         (Some(v), Some(s)) => Some(Cached {
@@ -297,6 +321,30 @@ impl<T: Serialize + DeserializeOwned + Send + Sync + 'static> FileCache<T> {
                 .iter()
                 .all(|(k, d)| self.old.get(k).is_some_and(|o| Arc::ptr_eq(o, d)));
         (self.new.values().cloned().collect(), unchanged)
+    }
+
+    /// True when what [`FileCache::scan`] saw may not be one state of the scanned set: a listed
+    /// file vanished before it was read, or a scanned directory changed since it was looked at
+    /// (a task moved from a folder not yet scanned to one already scanned is otherwise missed).
+    /// A directory whose stamp is too recent to prove it unchanged (a change within the same
+    /// clock tick keeps it) is listed again and its names compared.
+    pub fn unsettled(&self, ws: &Workspace) -> Result<bool, Error> {
+        if self.vanished {
+            return Ok(true);
+        }
+        for (dir, before, names) in &self.scanned {
+            let now = Stamp::of_dir(dir);
+            if now != *before {
+                return Ok(true);
+            }
+            if now.is_none_or(|s| !self.trusted(&s)) {
+                let again: Vec<String> = md_files(ws, dir)?.into_iter().map(|(n, _)| n).collect();
+                if again != *names {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
     }
 
     fn trusted(&self, stamp: &Stamp) -> bool {
@@ -405,6 +453,32 @@ fn extract<T>(
 /// several times faster than JSON (no keys to match, no escapes to scan).
 fn cache_file(ws: &Workspace, name: &str) -> std::path::PathBuf {
     ws.path(&["cache", &format!("{name}.bin")])
+}
+
+/// Runs `pass` over the cache `cache/<name>.bin` until one pass saw a single state of the
+/// directories it scanned ([`FileCache::unsettled`]), five passes at most; the last is served
+/// as found. Writers move and remove files while readers list (a task changing status, an
+/// event archived): without this, a reader fails on a file listed then gone, or misses one
+/// moved from a directory not yet scanned to one already scanned.
+pub fn settled_pass<T, R, E>(
+    ws: &Workspace,
+    name: &str,
+    mut pass: impl FnMut(&mut FileCache<T>) -> Result<R, E>,
+) -> Result<(R, FileCache<T>), E>
+where
+    T: Serialize + DeserializeOwned + Send + Sync + 'static,
+    E: From<Error>,
+{
+    const ATTEMPTS: usize = 5;
+    let mut attempt = 1;
+    loop {
+        let mut cache = FileCache::load(ws, name);
+        let found = pass(&mut cache)?;
+        if attempt >= ATTEMPTS || !cache.unsettled(ws)? {
+            return Ok((found, cache));
+        }
+        attempt += 1;
+    }
 }
 
 fn key_of(ws: &Workspace, path: &Path) -> String {
@@ -521,37 +595,10 @@ impl super::tasks::TaskKey for Arc<TaskEntry> {
 /// a listing reports (FORMAT §4.4), exactly as [`super::tasks::list`] reports them; of two
 /// copies of one id the greater `rev` is used.
 pub fn tasks(ws: &Workspace, slug: &str) -> Result<Listing<Arc<TaskEntry>>, Error> {
-    let mut out = Listing::default();
-    let mut cache: FileCache<TaskEntry> = FileCache::load(ws, &format!("tasks-{slug}"));
-    let tasks_dir = ws.path(&["projects", slug, "tasks"]);
-    for (name, path) in ws.fs.list_dir(&tasks_dir)? {
-        if name.starts_with('.') || STATUS_FOLDERS.contains(&name.as_str()) {
-            continue;
-        }
-        if ws.fs.entry_kind(&path)? == DirEntryKind::Dir {
-            for (inner, p) in ws.fs.list_dir(&path)? {
-                if inner.ends_with(".md") && !inner.starts_with('.') {
-                    out.warnings.push(Problem {
-                        path: ws.display(&p),
-                        reason: Reason::UnknownFolder,
-                        detail: format!("`{name}` is not one of open, active, blocked, done"),
-                    });
-                }
-            }
-        }
-    }
-    let mut found: Vec<Arc<TaskEntry>> = Vec::new();
-    for folder in STATUS_FOLDERS {
-        found.extend(cache.scan(
-            ws,
-            &tasks_dir.join(folder),
-            &mut out.warnings,
-            |name, path, doc, _| {
-                task_entry(doc, slug, folder, name, key_of(ws, path))
-                    .map_err(|e| field_problem(ws, path, e))
-            },
-        )?);
-    }
+    let (mut out, cache) = settled_pass(ws, &format!("tasks-{slug}"), |cache| {
+        scan_tasks(ws, slug, cache)
+    })?;
+    let found = std::mem::take(&mut out.items);
     let (dirs, unchanged) = cache.served();
     cache.save(ws);
     let memo_key = cache_file(ws, &format!("tasks-{slug}"));
@@ -614,6 +661,32 @@ pub fn tasks(ws: &Workspace, slug: &str) -> Result<Listing<Arc<TaskEntry>>, Erro
             },
         );
     }
+    Ok(out)
+}
+
+/// One pass over the task folders of project `slug`: the entries found, unsorted and with
+/// copies of one id not yet resolved, and the listing's warnings so far.
+fn scan_tasks(
+    ws: &Workspace,
+    slug: &str,
+    cache: &mut FileCache<TaskEntry>,
+) -> Result<Listing<Arc<TaskEntry>>, Error> {
+    let mut out = Listing::default();
+    let tasks_dir = ws.path(&["projects", slug, "tasks"]);
+    super::tasks::unknown_folders(ws, &tasks_dir, &mut out.warnings)?;
+    let mut found: Vec<Arc<TaskEntry>> = Vec::new();
+    for folder in STATUS_FOLDERS {
+        found.extend(cache.scan(
+            ws,
+            &tasks_dir.join(folder),
+            &mut out.warnings,
+            |name, path, doc, _| {
+                task_entry(doc, slug, folder, name, key_of(ws, path))
+                    .map_err(|e| field_problem(ws, path, e))
+            },
+        )?);
+    }
+    out.items = found;
     Ok(out)
 }
 
@@ -734,9 +807,19 @@ pub struct NoteEntry {
 /// Every note of the projects `projects` (directory names, as [`super::projects::list`]
 /// gives them) and of the workspace scope, sorted by id, with the warnings of the listing.
 pub fn notes(ws: &Workspace, projects: &[String]) -> Result<Listing<Arc<NoteEntry>>, Error> {
+    let (mut out, cache) = settled_pass(ws, "notes", |cache| scan_notes(ws, projects, cache))?;
+    cache.save(ws);
+    out.items.sort_by(|a, b| a.id.cmp(&b.id));
+    Ok(out)
+}
+
+fn scan_notes(
+    ws: &Workspace,
+    projects: &[String],
+    cache: &mut FileCache<NoteEntry>,
+) -> Result<Listing<Arc<NoteEntry>>, Error> {
     use crate::model::note::{NOTE_KINDS, NoteHead};
     let mut out = Listing::default();
-    let mut cache: FileCache<NoteEntry> = FileCache::load(ws, "notes");
     let mut scopes: Vec<Option<String>> = projects.iter().cloned().map(Some).collect();
     scopes.push(None);
     for project in &scopes {
@@ -772,7 +855,5 @@ pub fn notes(ws: &Workspace, projects: &[String]) -> Result<Listing<Arc<NoteEntr
             out.items.extend(found);
         }
     }
-    cache.save(ws);
-    out.items.sort_by(|a, b| a.id.cmp(&b.id));
     Ok(out)
 }

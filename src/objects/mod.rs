@@ -40,6 +40,13 @@ impl Error {
     pub fn malformed(problem: Problem) -> Error {
         Error::Store(store::Error::Malformed(problem))
     }
+
+    /// True for a file that was gone when opened: one a writer moved or removed after a
+    /// reader listed it, which the reader answers by looking again.
+    pub fn is_vanished(&self) -> bool {
+        matches!(self, Error::Store(store::Error::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound)
+    }
 }
 
 /// The result of a listing: every good object, and one problem per file that was skipped.

@@ -83,19 +83,21 @@ fn folder_names(ws: &Workspace, slug: &str) -> Result<Vec<String>, Error> {
     Ok(names)
 }
 
-/// One pass over the folders; `true` when a listed file was gone by the time it was read.
-fn list_once(ws: &Workspace, slug: &str) -> Result<(Listing<Located>, bool), Error> {
-    let mut vanished = false;
-    let mut out = Listing::default();
-    let tasks_dir = ws.path(&["projects", slug, "tasks"]);
-    for (name, path) in ws.fs.list_dir(&tasks_dir)? {
+/// Warns of each task file in a folder of `tasks_dir` that is not a status folder (FORMAT
+/// §4.4 `unknown_folder`): it is no task of any listing.
+pub(crate) fn unknown_folders(
+    ws: &Workspace,
+    tasks_dir: &std::path::Path,
+    warnings: &mut Vec<Problem>,
+) -> Result<(), Error> {
+    for (name, path) in ws.fs.list_dir(tasks_dir)? {
         if name.starts_with('.') || STATUS_FOLDERS.contains(&name.as_str()) {
             continue;
         }
         if ws.fs.entry_kind(&path)? == DirEntryKind::Dir {
             for (inner, p) in ws.fs.list_dir(&path)? {
                 if inner.ends_with(".md") && !inner.starts_with('.') {
-                    out.warnings.push(Problem {
+                    warnings.push(Problem {
                         path: ws.display(&p),
                         reason: Reason::UnknownFolder,
                         detail: format!("`{name}` is not one of open, active, blocked, done"),
@@ -104,6 +106,15 @@ fn list_once(ws: &Workspace, slug: &str) -> Result<(Listing<Located>, bool), Err
             }
         }
     }
+    Ok(())
+}
+
+/// One pass over the folders; `true` when a listed file was gone by the time it was read.
+fn list_once(ws: &Workspace, slug: &str) -> Result<(Listing<Located>, bool), Error> {
+    let mut vanished = false;
+    let mut out = Listing::default();
+    let tasks_dir = ws.path(&["projects", slug, "tasks"]);
+    unknown_folders(ws, &tasks_dir, &mut out.warnings)?;
     let mut by_id: BTreeMap<String, Vec<Located>> = BTreeMap::new();
     for folder in STATUS_FOLDERS {
         for (name, path) in ws.fs.list_dir(&tasks_dir.join(folder))? {

@@ -868,3 +868,73 @@ fn c3_mixed_agents_leave_a_clean_workspace_one_winner_per_claim_and_every_event(
     let lint = repo.json(&["lint"]);
     assert_eq!(lint.0, 0, "{}", lint.1);
 }
+
+/// A writer moves task files between status folders while readers list: every listing is
+/// made of one state of the folders. Before, a file listed in `open/` and moved before it was
+/// read failed the whole command with `E_IO`, and a task moved from a folder not yet scanned
+/// to one already scanned was missing from the answer.
+#[test]
+fn listings_while_a_task_moves_between_folders_see_it_exactly_once() {
+    let repo = Repo::initialized();
+    ok(&repo, &["project", "add", "Checkout", "--slug", "checkout"]);
+    for k in 0..6 {
+        ok(
+            &repo,
+            &["task", "add", &format!("task {k}"), "--accept", "holds"],
+        );
+    }
+    let tasks = repo.ws("projects/checkout/tasks");
+    let name = std::fs::read_dir(tasks.join("open"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .find(|n| n.to_string_lossy().starts_with("006-"))
+        .expect("task 6 is open");
+    std::fs::create_dir_all(tasks.join("blocked")).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // The mover does what a status change does: one atomic rename to the other folder. The
+    // two folders are the first and third scanned, so a reader's pass can span the move.
+    let mover = {
+        let stop = std::sync::Arc::clone(&stop);
+        let (open, blocked) = (
+            tasks.join("open").join(&name),
+            tasks.join("blocked").join(&name),
+        );
+        std::thread::spawn(move || {
+            let mut moves = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                std::fs::rename(&open, &blocked).unwrap();
+                std::thread::sleep(Duration::from_micros(300));
+                std::fs::rename(&blocked, &open).unwrap();
+                std::thread::sleep(Duration::from_micros(300));
+                moves += 2;
+            }
+            moves
+        })
+    };
+    let mut failures = Vec::new();
+    for _ in 0..40 {
+        let out = real(repo.path(), &["task", "list", "--all", "--json"], None)
+            .output()
+            .unwrap();
+        let doc = one_json(&out.stdout);
+        let numbers: Vec<u64> = doc["data"]["tasks"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|t| t["number"].as_u64()).collect())
+            .unwrap_or_default();
+        if out.status.code() != Some(0) || numbers != [1, 2, 3, 4, 5, 6] {
+            failures.push(format!("{:?}: {numbers:?} {doc}", out.status.code()));
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let moves = mover.join().unwrap();
+    assert!(
+        moves > 40,
+        "the mover ran alongside the readers ({moves} moves)"
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of 40 listings:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
