@@ -246,8 +246,11 @@ impl<T: Serialize + DeserializeOwned + Send + Sync + 'static> FileCache<T> {
         }
         // A changed directory, or one holding files that could not be cached (reported again
         // on every call): list it and reuse the extract of every file whose stamp is unchanged.
+        // Not when it is no real directory now (a symlink, perhaps leading out of `.dacli/`):
+        // every file is then read, and the read enforces where files may be.
         let previous: HashMap<&str, &Cached<T>> = old
             .iter()
+            .filter(|_| stamp.is_some())
             .flat_map(|d| d.files.iter())
             .filter_map(|(n, c)| c.as_ref().map(|c| (n.as_str(), c)))
             .collect();
