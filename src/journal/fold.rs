@@ -315,12 +315,18 @@ pub fn fold_all(
     passes: &dyn Fn(&DodFacts) -> bool,
 ) -> BTreeMap<String, Folded> {
     let mut out = BTreeMap::new();
+    // One pass over the log: asking the journal per task would walk every event once per task.
+    let mut by_about: BTreeMap<&str, Vec<&EventHead>> = BTreeMap::new();
+    for e in journal.pending() {
+        if let Some(about) = e.about.as_deref() {
+            by_about.entry(about).or_default().push(e);
+        }
+    }
     for task in tasks.iter_mut() {
         let id = task.task.id.clone();
-        let pending: Vec<&EventHead> = journal.pending_about(&id).collect();
-        if pending.is_empty() {
+        let Some(pending) = by_about.get(id.as_str()).cloned() else {
             continue;
-        }
+        };
         let snapshot = task.clone();
         let mut doc = task.doc.clone();
         let folded = fold_task(&mut doc, &pending, journal, &mut |d: &TaskDoc| {

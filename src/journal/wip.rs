@@ -9,6 +9,7 @@ use crate::model::task::Status;
 use crate::objects::{self, agents, roles};
 use crate::workspace::Workspace;
 
+use super::snapshot::Snapshot;
 use super::view::World;
 
 /// The role the guard applies to `agent`: `None` for root (exempt from role checks), for an
@@ -49,15 +50,42 @@ pub fn active_for_role(
     roles_of: &BTreeMap<String, String>,
     role: &str,
 ) -> Vec<String> {
-    world
-        .tasks
-        .iter()
-        .filter(|t| t.doc.status == Status::Active)
-        .filter(|t| {
-            t.doc
-                .assignee()
-                .is_some_and(|a| roles_of.get(a).is_some_and(|r| r == role))
-        })
-        .map(|t| t.reference())
+    of_role(
+        world
+            .tasks
+            .iter()
+            .filter(|t| t.doc.status == Status::Active)
+            .map(|t| (t.doc.assignee(), t.reference())),
+        roles_of,
+        role,
+    )
+}
+
+/// [`active_for_role`] from the index's snapshot: the same answer without parsing any task
+/// that no pending event changes.
+pub fn active_for_role_in(
+    snap: &Snapshot,
+    roles_of: &BTreeMap<String, String>,
+    role: &str,
+) -> Vec<String> {
+    of_role(
+        snap.tasks
+            .iter()
+            .filter(|t| snap.status(t) == Status::Active)
+            .map(|t| (snap.assignee(t), t.reference())),
+        roles_of,
+        role,
+    )
+}
+
+/// The references of the active tasks, given with their assignees, whose assignee has `role`.
+fn of_role<'a>(
+    active: impl Iterator<Item = (Option<&'a str>, String)>,
+    roles_of: &BTreeMap<String, String>,
+    role: &str,
+) -> Vec<String> {
+    active
+        .filter(|(a, _)| a.is_some_and(|a| roles_of.get(a).is_some_and(|r| r == role)))
+        .map(|(_, r)| r)
         .collect()
 }

@@ -456,24 +456,80 @@ pub fn write(ws: &Workspace, at: &Located, doc: &TaskDoc) -> Result<PathBuf, Err
     Ok(dest)
 }
 
+/// Every copy of task `id` among the files of project `slug` bearing the number the index
+/// gives it; `None` when the index knows no such task or none of those files holds it.
+fn numbered_copies(ws: &Workspace, slug: &str, id: &str) -> Result<Option<Vec<Located>>, Error> {
+    let index = super::index::tasks(ws, slug)?;
+    let Some(number) = index.items.iter().find(|e| e.id == id).map(|e| e.number) else {
+        return Ok(None);
+    };
+    let mut copies = Vec::new();
+    for folder in STATUS_FOLDERS {
+        let dir = ws.path(&["projects", slug, "tasks", folder]);
+        for name in ws.fs.names(&dir)? {
+            if name.starts_with('.')
+                || name.starts_with(TEMP_PREFIX)
+                || parse_task_filename(&name).map(|(n, _)| n) != Some(number)
+            {
+                continue;
+            }
+            match read_one(ws, slug, folder, dir.join(&name)) {
+                Ok(t) if t.task.id == id => copies.push(t),
+                Ok(_) => {}
+                // Another task's file, moved or broken: not this task's concern.
+                Err(e) if e.is_vanished() => {}
+                Err(Error::Store(crate::store::Error::Malformed(_))) => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok((!copies.is_empty()).then_some(copies))
+}
+
 /// Re-reads one task by id from disk (after taking its lock), removing stale lower-`rev`
 /// copies left by an interrupted move.
+///
+/// The index says which display number the task has; only the files with that number are
+/// read (a copy left by an interrupted move keeps its name), so a mutation costs one listing
+/// of names, not a parse of every task. When the index knows no such task, or none of those
+/// files holds it (renumbered by hand since the index last saw it), every file is read.
 pub fn reload(ws: &Workspace, project: &str, id: &str) -> Result<Located, Error> {
-    let listing = list(ws, project)?;
-    let found = by_id(&listing.items, id)
-        .cloned()
-        .ok_or_else(|| Error::NotFound {
-            what: "task",
-            id: id.to_string(),
-        })?;
-    let stale: Vec<PathBuf> = listing
-        .warnings
-        .iter()
-        .filter(|w| {
-            w.reason == Reason::DuplicateId && w.path != found.path && w.detail.starts_with(id)
-        })
-        .map(|w| ws.root().join(Path::new(&w.path)))
-        .collect();
+    let mut copies = match numbered_copies(ws, project, id)? {
+        Some(copies) => copies,
+        None => {
+            let listing = list(ws, project)?;
+            let Some(found) = by_id(&listing.items, id).cloned() else {
+                return Err(Error::NotFound {
+                    what: "task",
+                    id: id.to_string(),
+                });
+            };
+            let mut copies: Vec<Located> = listing
+                .warnings
+                .iter()
+                .filter(|w| {
+                    w.reason == Reason::DuplicateId
+                        && w.path != found.path
+                        && w.detail.starts_with(id)
+                })
+                .filter_map(|w| {
+                    let file = ws.root().join(Path::new(&w.path));
+                    let folder = Path::new(&w.path)
+                        .parent()?
+                        .file_name()?
+                        .to_str()?
+                        .to_string();
+                    read_one(ws, project, &folder, file).ok()
+                })
+                .collect();
+            copies.insert(0, found);
+            copies
+        }
+    };
+    // The order `list` keeps copies in: the greatest rev first, then by path.
+    copies.sort_by(|a, b| b.task.rev.cmp(&a.task.rev).then(a.path.cmp(&b.path)));
+    let found = copies.remove(0);
+    let stale: Vec<PathBuf> = copies.into_iter().map(|c| c.file).collect();
     for copy in &stale {
         // Equal revs cannot be ordered: deleting either could drop a hand edit.
         let rev = read_document(ws, copy).ok().and_then(|d| {

@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use toml_edit::{Array, InlineTable, Item, Value, value};
 
-use super::common::{Locked, acts_as_owner, append_event, now_text, own_stamp, world};
+use super::common::{Locked, acts_as_owner, append_event, locate, now_text, own_stamp};
 use super::task::is_done;
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome, Refusal};
 use crate::journal::view::Acceptance;
@@ -82,9 +82,8 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     {
         return Err(Error::usage("--evidence must be one non-empty line"));
     }
-    let world = world(ctx)?;
-    let t = world.resolve(&req.reference)?;
-    let mut locked = Locked::take(ctx, t)?;
+    let (project, id) = locate(ctx, &req.reference)?;
+    let mut locked = Locked::take_id(ctx, &project, &id)?;
     let (view, _) = locked.folded(ws);
     let r = locked.task.reference();
     let criteria = view.criteria();

@@ -27,6 +27,32 @@ pub(super) fn world(ctx: &Ctx) -> Result<World, Error> {
     Ok(world)
 }
 
+/// Resolves a task reference (any FORMAT §3.3 form) to its project directory and id through
+/// the index, parsing no task: what a command that then locks and re-reads the one task needs.
+/// It answers as [`World::resolve`] does, an unreadable file included, and reports the
+/// listing's skipped files.
+pub(super) fn locate(ctx: &Ctx, reference: &str) -> Result<(String, String), Error> {
+    let ws = ctx.ws()?;
+    let listing = objects::projects::list(ws)?;
+    let mut warnings = listing.warnings;
+    let mut entries = Vec::new();
+    for p in &listing.items {
+        let t = objects::index::tasks(ws, &p.slug)?;
+        warnings.extend(t.warnings);
+        entries.extend(t.items);
+    }
+    ctx.warn_all(warnings.clone());
+    match tasks::resolve_keys(&entries, reference) {
+        Ok(t) => Ok((t.project.clone(), t.id.clone())),
+        Err(tasks::ResolveError::NotFound { .. } | tasks::ResolveError::NoProject { .. })
+            if let Some(p) = tasks::unreadable_match(&warnings, reference) =>
+        {
+            Err(crate::store::Error::Malformed(p).into())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// The formatted "now" for Log lines.
 pub(super) fn now_text(ctx: &Ctx) -> String {
     format_time(ctx.now())
@@ -61,10 +87,15 @@ pub(super) struct Locked {
 impl Locked {
     /// Takes `task-<ULID>.lock` and re-reads the task and the journal.
     pub(super) fn take(ctx: &Ctx, t: &tasks::Located) -> Result<Locked, Error> {
+        Locked::take_id(ctx, &t.project, &t.task.id)
+    }
+
+    /// [`Locked::take`] for the task `id` of project `project` (a directory name).
+    pub(super) fn take_id(ctx: &Ctx, project: &str, id: &str) -> Result<Locked, Error> {
         let ws = ctx.ws()?;
-        let ulid = t.task.id.trim_start_matches("t-");
+        let ulid = id.trim_start_matches("t-");
         let guard = ws.fs.lock(&ws.lock_path(&format!("task-{ulid}")))?;
-        let task = tasks::reload(ws, &t.project, &t.task.id)?;
+        let task = tasks::reload(ws, project, id)?;
         let journal = journal::read(ws)?;
         let notes = notes::list(ws)?.items;
         Ok(Locked {
@@ -254,9 +285,8 @@ pub(super) fn run_dual(
     use crate::model::taskdoc::Change;
     let ws = ctx.ws()?;
     let me = ctx.identity()?.agent.id.clone();
-    let world = world(ctx)?;
-    let t = world.resolve(reference)?;
-    let mut locked = Locked::take(ctx, t)?;
+    let (project, id) = locate(ctx, reference)?;
+    let mut locked = Locked::take_id(ctx, &project, &id)?;
     let (view, _) = locked.folded(ws);
     let task_ref = locked.task.task_ref_folded();
     match precheck(&view, &locked.task) {

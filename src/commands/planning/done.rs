@@ -1,6 +1,6 @@
 //! `task done`: finish through the definition of done, or close without it (owner only).
 
-use super::common::{Locked, acts_as_owner, append_event, now_text, own_stamp, world};
+use super::common::{Locked, acts_as_owner, append_event, locate, now_text, own_stamp};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome, Refusal};
 use crate::journal::fold::dod_facts;
 use crate::model::Grant;
@@ -53,9 +53,8 @@ pub struct Response {
 fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     let ws = ctx.ws()?;
     let me = ctx.identity()?.agent.clone();
-    let world = world(ctx)?;
-    let t = world.resolve(&req.reference)?;
-    let mut locked = Locked::take(ctx, t)?;
+    let (project, id) = locate(ctx, &req.reference)?;
+    let mut locked = Locked::take_id(ctx, &project, &id)?;
     let (view, _) = locked.folded(ws);
     let r = locked.task.reference();
     let facts = dod_facts(ws, &locked.journal, &locked.notes, &locked.task, &view);

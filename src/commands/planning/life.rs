@@ -6,12 +6,13 @@ use serde::{Deserialize, Serialize};
 use toml_edit::value;
 
 use super::common::{
-    Dual, DualResult, Locked, acts_as_owner, append_event, now_text, own_stamp, reaches, run_dual,
-    world,
+    Dual, DualResult, Locked, acts_as_owner, append_event, locate, now_text, own_stamp, reaches,
+    run_dual, world,
 };
 use super::task::{cycle_refusal, is_done, not_owner};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome, Refusal};
-use crate::journal::wip::{active_for_role, agent_roles, guard_role};
+use crate::journal::snapshot::Snapshot;
+use crate::journal::wip::{active_for_role_in, agent_roles, guard_role};
 use crate::model::Grant;
 use crate::model::agent::AgentStatus;
 use crate::model::role::Role;
@@ -89,7 +90,9 @@ impl RoleGate {
             )
         })?;
         let active = if role.wip > 0 {
-            active_for_role(&world(ctx)?, &agent_roles(ws)?, &role.name)
+            let snap = Snapshot::load(ws, &|f| crate::policy::dod::evaluate(f).passed)?;
+            ctx.warn_all(snap.warnings.clone());
+            active_for_role_in(&snap, &agent_roles(ws)?, &role.name)
         } else {
             Vec::new()
         };
@@ -455,11 +458,12 @@ pub struct AssignResponse {
 fn assign(ctx: &Ctx, req: AssignRequest) -> Result<Outcome<AssignResponse>, Error> {
     let ws = ctx.ws()?;
     let me = ctx.identity()?.agent.id.clone();
-    let world = world(ctx)?;
-    let t = world.resolve(&req.reference)?;
-    let r = t.reference();
-    if !acts_as_owner(ctx, t.doc.owner())? {
-        let mut refusal = not_owner(&r, t.doc.owner(), "assign it");
+    let (project, id) = locate(ctx, &req.reference)?;
+    let mut locked = Locked::take_id(ctx, &project, &id)?;
+    let (view, _) = locked.folded(ws);
+    let r = locked.task.reference();
+    if !acts_as_owner(ctx, view.owner())? {
+        let mut refusal = not_owner(&r, view.owner(), "assign it");
         refusal.next = format!("Claim it yourself with `dacli task claim {r}`.");
         return Ok(Outcome::Refused(refusal));
     }
@@ -476,11 +480,9 @@ fn assign(ctx: &Ctx, req: AssignRequest) -> Result<Outcome<AssignResponse>, Erro
     }
     // The target's role applies (its WIP cap and scope), unless it already holds the task.
     let gate = match &req.agent {
-        Some(a) if t.doc.assignee() != Some(a.as_str()) => RoleGate::of(ctx, a)?,
+        Some(a) if view.assignee() != Some(a.as_str()) => RoleGate::of(ctx, a)?,
         _ => None,
     };
-    let mut locked = Locked::take(ctx, t)?;
-    let (view, _) = locked.folded(ws);
     if view.status == Status::Done {
         return Ok(Outcome::Refused(is_done(&r, view.resolution())));
     }
@@ -570,10 +572,10 @@ pub struct HandoverResponse {
 fn handover(ctx: &Ctx, req: HandoverRequest) -> Result<Outcome<HandoverResponse>, Error> {
     let ws = ctx.ws()?;
     let me = ctx.identity()?.agent.id.clone();
-    let world = world(ctx)?;
-    let t = world.resolve(&req.reference)?;
-    let r = t.reference();
-    let previous = t.doc.owner().to_string();
+    let (project, id) = locate(ctx, &req.reference)?;
+    let mut locked = Locked::take_id(ctx, &project, &id)?;
+    let r = locked.task.reference();
+    let previous = locked.folded(ws).0.owner().to_string();
     if !acts_as_owner(ctx, &previous)? {
         return Ok(Outcome::Refused(not_owner(&r, &previous, "hand it over")));
     }
@@ -594,7 +596,6 @@ fn handover(ctx: &Ctx, req: HandoverRequest) -> Result<Outcome<HandoverResponse>
             ),
         )));
     }
-    let mut locked = Locked::take(ctx, t)?;
     locked.sync_first(ctx)?;
     let mut doc = locked.task.doc.clone();
     let at = now_text(ctx);
