@@ -140,47 +140,9 @@ impl Snapshot {
             ws.dir().join(&entry.file),
         )?;
         let id = entry.id.as_str();
-        let entries = &self.events.entries;
-        let mine: Vec<&EventEntry> = index
-            .pending
-            .get(id)
-            .map_or(&[][..], Vec::as_slice)
-            .iter()
-            .map(|&i| &entries[i])
-            .collect();
-        // Answers to its questions and its runs, in log order as a scan would meet them.
-        let mut related: Vec<usize> = mine
-            .iter()
-            .filter(|e| e.kind == "help")
-            .filter_map(|e| index.answers.get(e.id.as_str()))
-            .chain(index.runs.get(id))
-            .flatten()
-            .copied()
-            .collect();
-        related.sort_unstable();
-        related.dedup();
-        let related = related.into_iter().map(|i| &entries[i]);
-        let mut heads: Vec<EventHead> = Vec::new();
-        for e in mine.iter().copied().chain(related) {
-            match self.events.load(ws, e) {
-                Ok(head) => heads.push(head),
-                Err(objects::Error::Store(crate::store::Error::Malformed(p))) => {
-                    self.warnings.push(p);
-                }
-                Err(err) => return Err(err),
-            }
-        }
-        heads.sort_by(|a, b| a.id.cmp(&b.id));
-        heads.dedup_by(|a, b| a.id == b.id);
-        let journal = Journal {
-            events: heads,
-            ..Journal::default()
-        };
-        let pending: Vec<&EventHead> = journal
-            .events
-            .iter()
-            .filter(|h| mine.iter().any(|m| m.id == h.id))
-            .collect();
+        let mut journal = journal_with(ws, &self.events, index, id)?;
+        self.warnings.append(&mut journal.warnings);
+        let pending: Vec<&EventHead> = journal.pending_about(id).collect();
         let notes = &self.notes;
         let has_note = |about: &str, kind: &str| {
             notes
@@ -358,6 +320,58 @@ impl Snapshot {
 }
 
 /// The address of an entry, which identifies it among the entries of one snapshot.
+/// The part of the log that folding task `id` and judging its definition of done look at,
+/// read in full through the index: its pending events, the answers to its pending questions
+/// and its runs. Files that no longer parse are in the journal's `warnings`. A per-task
+/// command needs this much, not every event of the log.
+pub fn task_journal(ws: &Workspace, events: &Events, id: &str) -> Result<Journal, objects::Error> {
+    journal_with(ws, events, &Related::of(events), id)
+}
+
+fn journal_with(
+    ws: &Workspace,
+    events: &Events,
+    index: &Related,
+    id: &str,
+) -> Result<Journal, objects::Error> {
+    let entries = &events.entries;
+    let mine: Vec<&EventEntry> = index
+        .pending
+        .get(id)
+        .map_or(&[][..], Vec::as_slice)
+        .iter()
+        .map(|&i| &entries[i])
+        .collect();
+    // Answers to its questions and its runs, in log order as a scan would meet them.
+    let mut related: Vec<usize> = mine
+        .iter()
+        .filter(|e| e.kind == "help")
+        .filter_map(|e| index.answers.get(e.id.as_str()))
+        .chain(index.runs.get(id))
+        .flatten()
+        .copied()
+        .collect();
+    related.sort_unstable();
+    related.dedup();
+    let related = related.into_iter().map(|i| &entries[i]);
+    let mut heads: Vec<EventHead> = Vec::new();
+    let mut warnings = Vec::new();
+    for e in mine.iter().copied().chain(related) {
+        match events.load(ws, e) {
+            Ok(head) => heads.push(head),
+            Err(objects::Error::Store(crate::store::Error::Malformed(p))) => warnings.push(p),
+            Err(err) => return Err(err),
+        }
+    }
+    heads.sort_by(|a, b| a.id.cmp(&b.id));
+    heads.dedup_by(|a, b| a.id == b.id);
+    Ok(Journal {
+        events: heads,
+        warnings,
+        ..Journal::default()
+    })
+}
+
 /// The events a fold looks at, by what they concern, as positions in the event listing (in
 /// log order): found in one pass over the log instead of one pass per folded task.
 struct Related {

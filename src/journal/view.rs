@@ -151,23 +151,32 @@ impl World {
 
     /// The summary of a (folded) task.
     pub fn summary(&self, t: &tasks::Located) -> TaskSummary {
-        let criteria = t.doc.criteria();
-        let fold = self.folds.get(&t.task.id);
-        TaskSummary {
-            task: t.task_ref_folded(),
-            status: t.doc.status,
-            priority: t.doc.priority().to_string(),
-            owner: t.doc.owner().to_string(),
-            assignee: t.doc.assignee().map(str::to_string),
-            acceptance: Acceptance {
-                checked: criteria.iter().filter(|c| c.checked).count(),
-                total: criteria.len(),
-            },
-            estimate: t.doc.estimate().ok().flatten().map(EstimateView::of),
-            tags: t.doc.tags(),
-            pending: self.journal.pending_about(&t.task.id).count(),
-            finish_requested: fold.is_some_and(Folded::finish_requested),
-        }
+        summary_of(
+            t,
+            self.folds.get(&t.task.id),
+            self.journal.pending_about(&t.task.id).count(),
+        )
+    }
+}
+
+/// The summary of a folded task, given what its fold did and how many events are pending
+/// about it.
+pub fn summary_of(t: &tasks::Located, fold: Option<&Folded>, pending: usize) -> TaskSummary {
+    let criteria = t.doc.criteria();
+    TaskSummary {
+        task: t.task_ref_folded(),
+        status: t.doc.status,
+        priority: t.doc.priority().to_string(),
+        owner: t.doc.owner().to_string(),
+        assignee: t.doc.assignee().map(str::to_string),
+        acceptance: Acceptance {
+            checked: criteria.iter().filter(|c| c.checked).count(),
+            total: criteria.len(),
+        },
+        estimate: t.doc.estimate().ok().flatten().map(EstimateView::of),
+        tags: t.doc.tags(),
+        pending,
+        finish_requested: fold.is_some_and(Folded::finish_requested),
     }
 }
 

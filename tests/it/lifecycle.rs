@@ -663,3 +663,41 @@ fn a_proposal_to_done_is_a_finish_request_not_a_bad_transition() {
     let status = ok(&repo, &["status"]);
     assert_eq!(status["data"]["pending"]["events"], 0, "{status}");
 }
+
+/// Edges that would close a cycle are refused with the cycle spelled in references, for
+/// dependencies and parents alike (the walk follows both kinds of edge), and nothing is
+/// written.
+#[test]
+fn edges_closing_a_cycle_are_refused_with_the_cycle_named() {
+    let repo = Repo::initialized();
+    ok(&repo, &["project", "add", "Checkout", "--slug", "checkout"]);
+    for title in ["alpha", "beta", "gamma"] {
+        ok(&repo, &["task", "add", title, "--accept", "holds"]);
+    }
+    ok(&repo, &["task", "depend", "checkout/2", "--on", "checkout/1"]);
+    ok(&repo, &["task", "edit", "checkout/3", "--parent", "checkout/2"]);
+    let refused = |args: &[&str]| {
+        let (code, doc) = repo.json(args);
+        assert_eq!(code, 3, "{args:?}: {doc}");
+        assert_eq!(doc["refused"]["policy"], "task.cycle", "{doc}");
+        doc["refused"]["reason"].as_str().unwrap().to_string()
+    };
+    assert_eq!(
+        refused(&["task", "depend", "checkout/1", "--on", "checkout/3"]),
+        "checkout/001-alpha → checkout/003-gamma → checkout/002-beta → checkout/001-alpha would be a cycle"
+    );
+    assert_eq!(
+        refused(&["task", "edit", "checkout/1", "--parent", "checkout/3"]),
+        "checkout/001-alpha → checkout/003-gamma → checkout/002-beta → checkout/001-alpha would be a cycle"
+    );
+    assert_eq!(
+        refused(&["task", "depend", "checkout/2", "--on", "checkout/2"]),
+        "checkout/002-beta → checkout/002-beta would be a cycle"
+    );
+    // Nothing was written by the refusals: 1 still depends on nothing and has no parent.
+    let (_, show) = repo.json(&["task", "show", "checkout/1"]);
+    assert_eq!(show["data"]["depends_on"], serde_json::json!([]), "{show}");
+    assert_eq!(show["data"]["parent"], Value::Null, "{show}");
+    let (_, show) = repo.json(&["task", "show", "checkout/3"]);
+    assert_eq!(show["data"]["parent"]["ref"], "checkout/002-beta", "{show}");
+}

@@ -10,7 +10,6 @@ use super::check::verify_all;
 use super::common::{Locked, acts_as_owner, now_text, own_stamp, world};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, ErrorKind, Outcome, Refusal};
 use crate::exec::{DirError, Spawn, resolve_dir, run_captured};
-use crate::journal::fold::dod_facts;
 use crate::journal::runs::{Run, append_run};
 use crate::journal::sync::{Scope, sync_all};
 use crate::journal::wip::guard_role;
@@ -167,7 +166,7 @@ fn accept_one(
     let mut doc = locked.task.doc.clone();
     let at = now_text(ctx);
     let st = own_stamp(&at, me);
-    let facts = dod_facts(ws, &locked.journal, &locked.notes, &locked.task, &doc);
+    let facts = locked.facts(ws, &doc);
     if !req.no_verify {
         let commands: Vec<(u32, String)> = facts
             .criteria
@@ -206,7 +205,7 @@ fn accept_one(
             Err(refused) => return Ok(Err(refused)),
         }
         // The definition of done reads the run just recorded.
-        locked.journal = crate::journal::read(ws)?;
+        locked.reread_events(ws)?;
     }
     if req.check_remaining {
         let plain: Vec<(u32, String)> = doc
@@ -224,7 +223,7 @@ fn accept_one(
             }
         }
     }
-    let facts = dod_facts(ws, &locked.journal, &locked.notes, &locked.task, &doc);
+    let facts = locked.facts(ws, &doc);
     let report = evaluate(&facts);
     if let Some(refused) = refusal(&report) {
         // Keep what was verified or checked: that work is real even if the task cannot close.

@@ -2,20 +2,23 @@
 //! as owner (sync first, then the transition, one write), and appending events.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use toml_edit::Item;
 
 use crate::dispatch::{Ctx, Error};
-use crate::journal::fold::{Folded, dod_facts, fold_task};
+use crate::journal::fold::{Folded, dod_facts_with, fold_task};
+use crate::journal::snapshot::Snapshot;
 use crate::journal::sync::{Synced, sync_task};
 use crate::journal::view::World;
 use crate::journal::{self, Journal, NewEvent};
 use crate::model::agent::AgentStatus;
+use crate::model::dod::DodFacts;
 use crate::model::event::EventHead;
 use crate::model::format_time;
 use crate::model::id::ROOT_AGENT;
 use crate::model::taskdoc::{Stamp, TaskDoc};
-use crate::objects::{self, notes, tasks};
+use crate::objects::{self, tasks};
 use crate::store::LockGuard;
 use crate::workspace::Workspace;
 
@@ -53,6 +56,79 @@ pub(super) fn locate(ctx: &Ctx, reference: &str) -> Result<(String, String), Err
     }
 }
 
+/// One task read in full and folded with its own events, beside every other task as the
+/// index knows it: what a read about one task needs, without parsing the workspace.
+pub(super) struct OneTask {
+    /// Every task as index entries (folded where pending events change them), the event
+    /// listing and the notes.
+    pub snap: Snapshot,
+    /// The task, folded.
+    pub task: tasks::Located,
+    /// What folding its pending events did.
+    pub fold: Folded,
+    /// Its events ([`journal::snapshot::task_journal`]).
+    pub journal: Journal,
+}
+
+impl OneTask {
+    /// Resolves `reference` (any FORMAT §3.3 form, answering as [`World::resolve`] does) and
+    /// folds that task; reports skipped files. A task moved by a writer between the listing
+    /// and its read is looked up again.
+    pub(super) fn load(ctx: &Ctx, reference: &str) -> Result<OneTask, Error> {
+        const ATTEMPTS: usize = 5;
+        let ws = ctx.ws()?;
+        let passes = |f: &DodFacts| crate::policy::dod::evaluate(f).passed;
+        let mut attempt = 1;
+        loop {
+            let snap = Snapshot::load(ws, &passes)?;
+            let entry = match snap.resolve(reference) {
+                Ok(e) => Arc::clone(e),
+                Err(
+                    tasks::ResolveError::NotFound { .. } | tasks::ResolveError::NoProject { .. },
+                ) if let Some(p) = tasks::unreadable_match(&snap.warnings, reference) => {
+                    return Err(crate::store::Error::Malformed(p).into());
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let file = ws.dir().join(&entry.file);
+            let mut task = match tasks::read_one(ws, &entry.project, &entry.folder, file) {
+                Err(e) if e.is_vanished() && attempt < ATTEMPTS => {
+                    attempt += 1;
+                    continue;
+                }
+                other => other?,
+            };
+            ctx.warn_all(snap.warnings.clone());
+            let journal = journal::snapshot::task_journal(ws, &snap.events, &entry.id)?;
+            ctx.warn_all(journal.warnings.clone());
+            let pending: Vec<&EventHead> = journal.pending_about(&entry.id).collect();
+            let before = task.clone();
+            let mut doc = task.doc.clone();
+            let fold = fold_task(&mut doc, &pending, &journal, &mut |d: &TaskDoc| {
+                passes(&facts_of(ws, &journal, &snap.notes, &before, d))
+            });
+            task.doc = doc;
+            return Ok(OneTask {
+                snap,
+                task,
+                fold,
+                journal,
+            });
+        }
+    }
+
+    /// The definition-of-done facts of the folded task.
+    pub(super) fn facts(&self, ws: &Workspace) -> DodFacts {
+        facts_of(
+            ws,
+            &self.journal,
+            &self.snap.notes,
+            &self.task,
+            &self.task.doc,
+        )
+    }
+}
+
 /// The formatted "now" for Log lines.
 pub(super) fn now_text(ctx: &Ctx) -> String {
     format_time(ctx.now())
@@ -81,7 +157,8 @@ pub(super) struct Locked {
     _guard: LockGuard,
     pub task: tasks::Located,
     pub journal: Journal,
-    pub notes: Vec<notes::Located>,
+    /// The notes as the index knows them (what the definition of done asks of notes).
+    pub notes: Vec<std::sync::Arc<objects::index::NoteEntry>>,
 }
 
 impl Locked {
@@ -96,8 +173,7 @@ impl Locked {
         let ulid = id.trim_start_matches("t-");
         let guard = ws.fs.lock(&ws.lock_path(&format!("task-{ulid}")))?;
         let task = tasks::reload(ws, project, id)?;
-        let journal = journal::read(ws)?;
-        let notes = notes::list(ws)?.items;
+        let (journal, notes) = Locked::records(ws, id)?;
         Ok(Locked {
             _guard: guard,
             task,
@@ -106,14 +182,40 @@ impl Locked {
         })
     }
 
+    /// The events and notes a fold of task `id` and its definition of done look at: read
+    /// through the index, only the task's own events in full (not the whole log).
+    fn records(
+        ws: &Workspace,
+        id: &str,
+    ) -> Result<(Journal, Vec<std::sync::Arc<objects::index::NoteEntry>>), Error> {
+        let events = journal::index::read(ws)?;
+        let journal = journal::snapshot::task_journal(ws, &events, id)?;
+        let slugs: Vec<String> = objects::projects::list(ws)?
+            .items
+            .into_iter()
+            .map(|p| p.slug)
+            .collect();
+        let notes = objects::index::notes(ws, &slugs)?.items;
+        Ok((journal, notes))
+    }
+
+    /// Reads the task's events again (after the caller appended some).
+    pub(super) fn reread_events(&mut self, ws: &Workspace) -> Result<(), Error> {
+        (self.journal, self.notes) = Locked::records(ws, &self.task.task.id)?;
+        Ok(())
+    }
+
+    /// The definition-of-done facts of the locked task in the state `doc`.
+    pub(super) fn facts(&self, ws: &Workspace, doc: &TaskDoc) -> DodFacts {
+        facts_of(ws, &self.journal, &self.notes, &self.task, doc)
+    }
+
     /// The folded view of the locked task.
     pub(super) fn folded(&self, ws: &Workspace) -> (TaskDoc, Folded) {
         let mut doc = self.task.doc.clone();
         let pending: Vec<&EventHead> = self.journal.pending_about(&self.task.task.id).collect();
-        let snapshot = self.task.clone();
         let folded = fold_task(&mut doc, &pending, &self.journal, &mut |d: &TaskDoc| {
-            crate::policy::dod::evaluate(&dod_facts(ws, &self.journal, &self.notes, &snapshot, d))
-                .passed
+            crate::policy::dod::evaluate(&self.facts(ws, d)).passed
         });
         (doc, folded)
     }
@@ -124,25 +226,22 @@ impl Locked {
         let ws = ctx.ws()?;
         let me = ctx.identity()?.agent.id.clone();
         let mint = || ctx.new_ulid();
-        let snapshot = self.task.clone();
-        let journal = &self.journal;
-        let notes = &self.notes;
+        let (journal, notes, task) = (&self.journal, &self.notes, &self.task);
         let (_, synced) = sync_task(
             ws,
             journal,
-            &self.task,
+            task,
             &me,
             &mint,
             &mut |d: &TaskDoc| {
-                crate::policy::dod::evaluate(&dod_facts(ws, journal, notes, &snapshot, d)).passed
+                crate::policy::dod::evaluate(&facts_of(ws, journal, notes, task, d)).passed
             },
             &[],
             false,
         )?;
         if synced.receipt.is_some() || !synced.applied.is_empty() {
             self.task = tasks::reload(ws, &self.task.project, &self.task.task.id)?;
-            self.journal = journal::read(ws)?;
-            self.notes = notes::list(ws)?.items;
+            self.reread_events(ws)?;
         }
         Ok(synced)
     }
@@ -154,6 +253,22 @@ impl Locked {
         let path = tasks::write(ws, &self.task, &doc)?;
         Ok(ws.display(&path))
     }
+}
+
+/// The definition-of-done facts of `task` in the state `doc`, notes known from the index.
+fn facts_of(
+    ws: &Workspace,
+    journal: &Journal,
+    notes: &[std::sync::Arc<objects::index::NoteEntry>],
+    task: &tasks::Located,
+    doc: &TaskDoc,
+) -> DodFacts {
+    let has_note = |about: &str, kind: &str| {
+        notes
+            .iter()
+            .any(|n| n.about.as_deref() == Some(about) && (kind == "any" || n.kind == kind))
+    };
+    dod_facts_with(ws, journal, &has_note, task, doc)
 }
 
 /// A stamp for the caller's own direct act (no event).
@@ -213,7 +328,7 @@ pub(super) fn project_slug(ws: &Workspace, input: &str) -> Result<String, Error>
 
 /// Ids of every task that (transitively) has `id` as parent or dependency target, used for
 /// cycle checks: adding an edge `from -> to` closes a cycle when `from` is reachable from `to`.
-pub(super) fn reaches(world: &World, from: &str, target: &str) -> Option<Vec<String>> {
+pub(super) fn reaches(snap: &Snapshot, from: &str, target: &str) -> Option<Vec<String>> {
     // Depth-first over parent and dependency edges from `from`, looking for `target`.
     let mut stack = vec![(from.to_string(), vec![from.to_string()])];
     let mut seen = BTreeSet::new();
@@ -224,9 +339,22 @@ pub(super) fn reaches(world: &World, from: &str, target: &str) -> Option<Vec<Str
         if !seen.insert(id.clone()) {
             continue;
         }
-        let Some(t) = world.task(&id) else { continue };
-        let mut next: Vec<String> = t.doc.depends_on().into_iter().map(|d| d.on).collect();
-        next.extend(t.doc.parent().map(str::to_string));
+        let Some(t) = snap.task(&id) else { continue };
+        // Folded edges where pending events change the task, else the index's.
+        let next: Vec<String> = match snap.doc(&id) {
+            Some(doc) => doc
+                .depends_on()
+                .into_iter()
+                .map(|d| d.on)
+                .chain(doc.parent().map(str::to_string))
+                .collect(),
+            None => t
+                .depends_on
+                .iter()
+                .map(|(on, _)| on.clone())
+                .chain(t.parent.clone())
+                .collect(),
+        };
         for n in next {
             let mut p = path.clone();
             p.push(n.clone());
@@ -237,9 +365,9 @@ pub(super) fn reaches(world: &World, from: &str, target: &str) -> Option<Vec<Str
 }
 
 /// The refusal text for a cycle `a → … → a`, with task references.
-pub(super) fn cycle_text(world: &World, path: &[String]) -> String {
+pub(super) fn cycle_text(snap: &Snapshot, path: &[String]) -> String {
     path.iter()
-        .map(|id| world.task(id).map_or(id.clone(), |t| t.reference()))
+        .map(|id| snap.task(id).map_or(id.clone(), |t| t.reference()))
         .collect::<Vec<_>>()
         .join(" → ")
 }

@@ -2,7 +2,6 @@
 
 use super::common::{Locked, acts_as_owner, append_event, locate, now_text, own_stamp};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome, Refusal};
-use crate::journal::fold::dod_facts;
 use crate::model::Grant;
 use crate::model::dod::DodReport;
 use crate::model::task::{Status, TaskRef};
@@ -57,7 +56,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     let mut locked = Locked::take_id(ctx, &project, &id)?;
     let (view, _) = locked.folded(ws);
     let r = locked.task.reference();
-    let facts = dod_facts(ws, &locked.journal, &locked.notes, &locked.task, &view);
+    let facts = locked.facts(ws, &view);
     let report = evaluate(&facts);
     if view.status == Status::Done {
         return Ok(Outcome::Done(Response {
@@ -103,7 +102,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
                 report,
             )
         } else {
-            let facts = dod_facts(ws, &locked.journal, &locked.notes, &locked.task, &doc);
+            let facts = locked.facts(ws, &doc);
             let report = evaluate(&facts);
             if let Some(refused) = refusal(&report) {
                 return Ok(Outcome::Refused(refused));

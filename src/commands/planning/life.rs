@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 use toml_edit::value;
 
 use super::common::{
-    Dual, DualResult, Locked, acts_as_owner, append_event, locate, now_text, own_stamp, reaches,
-    run_dual, world,
+    Dual, DualResult, Locked, OneTask, acts_as_owner, append_event, locate, now_text, own_stamp,
+    reaches, run_dual, world,
 };
 use super::task::{cycle_refusal, is_done, not_owner};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome, Refusal};
@@ -653,8 +653,8 @@ pub struct DependResponse {
 }
 
 fn depend(ctx: &Ctx, req: DependRequest) -> Result<Outcome<DependResponse>, Error> {
-    let world = world(ctx)?;
-    let t = world.resolve(&req.reference)?;
+    let one = OneTask::load(ctx, &req.reference)?;
+    let (snap, t) = (&one.snap, &one.task);
     let r = t.reference();
     if !acts_as_owner(ctx, t.doc.owner())? {
         let mut refusal = not_owner(&r, t.doc.owner(), "change its dependencies");
@@ -666,8 +666,8 @@ fn depend(ctx: &Ctx, req: DependRequest) -> Result<Outcome<DependResponse>, Erro
     }
     let mut deps = t.doc.depends_on();
     for rm in &req.remove {
-        let target = world.resolve(rm)?;
-        deps.retain(|d| d.on != target.task.id);
+        let target = snap.resolve(rm)?;
+        deps.retain(|d| d.on != target.id);
     }
     for spec in &req.on {
         let (dref, kind) = match spec.rsplit_once(':') {
@@ -679,21 +679,21 @@ fn depend(ctx: &Ctx, req: DependRequest) -> Result<Outcome<DependResponse>, Erro
             }
             _ => (spec.as_str(), "FS"),
         };
-        let target = world.resolve(dref)?;
-        if target.task.id == t.task.id {
+        let target = snap.resolve(dref)?;
+        if target.id == t.task.id {
             return Ok(Outcome::Refused(cycle_refusal(
-                &world,
+                snap,
                 &[t.task.id.clone(), t.task.id.clone()],
             )));
         }
-        if let Some(path) = reaches(&world, &target.task.id, &t.task.id) {
+        if let Some(path) = reaches(snap, &target.id, &t.task.id) {
             let mut cycle = vec![t.task.id.clone()];
             cycle.extend(path);
-            return Ok(Outcome::Refused(cycle_refusal(&world, &cycle)));
+            return Ok(Outcome::Refused(cycle_refusal(snap, &cycle)));
         }
-        deps.retain(|d| d.on != target.task.id);
+        deps.retain(|d| d.on != target.id);
         deps.push(Dependency {
-            on: target.task.id.clone(),
+            on: target.id.clone(),
             kind: kind.to_string(),
         });
     }

@@ -3,11 +3,11 @@
 use serde::{Deserialize, Serialize};
 use toml_edit::{Array, DocumentMut, InlineTable, Value, value};
 
-use super::common::{Locked, acts_as_owner, cycle_text, project_slug, reaches, world};
+use super::common::{Locked, OneTask, acts_as_owner, cycle_text, project_slug, reaches};
 use crate::dispatch::text::table;
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, ErrorKind, Mcp, Outcome, Refusal};
 use crate::journal::snapshot::Snapshot;
-use crate::journal::view::{Acceptance, EstimateView, TaskSummary, World};
+use crate::journal::view::{Acceptance, EstimateView, TaskSummary, World, summary_of};
 use crate::model::body::{
     append_to_section, replace_section, replace_title, section_items, section_text,
 };
@@ -694,13 +694,13 @@ pub struct ShowResponse {
 
 fn show(ctx: &Ctx, req: ShowRequest) -> Result<Outcome<ShowResponse>, Error> {
     let ws = ctx.ws()?;
-    let world = world(ctx)?;
-    let t = world.resolve(&req.reference)?;
+    let one = OneTask::load(ctx, &req.reference)?;
+    let (snap, t) = (&one.snap, &one.task);
     let doc = &t.doc;
-    let status_of = |id: &str| world.task(id).map(|x| x.doc.status);
-    let facts = crate::journal::fold::dod_facts(ws, &world.journal, &world.notes, t, doc);
+    let status_of = |id: &str| snap.task(id).map(|x| snap.status(x));
+    let facts = one.facts(ws);
     let dod = crate::policy::dod::evaluate(&facts);
-    let fold = world.folds.get(&t.task.id);
+    let fold = Some(&one.fold);
     let waiting_why = |id: &str| {
         fold.and_then(|f| {
             f.waiting
@@ -717,7 +717,7 @@ fn show(ctx: &Ctx, req: ShowRequest) -> Result<Outcome<ShowResponse>, Error> {
             })
         })
     };
-    let pending_events: Vec<PendingView> = world
+    let pending_events: Vec<PendingView> = one
         .journal
         .pending_about(&t.task.id)
         .map(|e| PendingView {
@@ -729,7 +729,7 @@ fn show(ctx: &Ctx, req: ShowRequest) -> Result<Outcome<ShowResponse>, Error> {
             why: waiting_why(&e.id),
         })
         .collect();
-    let pending_checks: Vec<(u32, String)> = world
+    let pending_checks: Vec<(u32, String)> = one
         .journal
         .pending_about(&t.task.id)
         .filter(|e| e.kind == "check")
@@ -770,12 +770,12 @@ fn show(ctx: &Ctx, req: ShowRequest) -> Result<Outcome<ShowResponse>, Error> {
         })
     };
     Ok(Outcome::Done(ShowResponse {
-        summary: world.summary(t),
+        summary: summary_of(t, fold, pending_events.len()),
         path: t.path.clone(),
         parent: doc
             .parent()
-            .and_then(|p| world.task(p))
-            .map(|p| p.task_ref_folded()),
+            .and_then(|p| snap.task(p))
+            .map(|p| snap.task_ref(p)),
         depends_on: doc
             .depends_on()
             .into_iter()
@@ -785,9 +785,9 @@ fn show(ctx: &Ctx, req: ShowRequest) -> Result<Outcome<ShowResponse>, Error> {
                     _ => matches!(status_of(&d.on), Some(Status::Active | Status::Done)),
                 };
                 DepView {
-                    on: world
+                    on: snap
                         .task(&d.on)
-                        .map(|x| x.task_ref_folded())
+                        .map(|x| snap.task_ref(x))
                         .unwrap_or(TaskRef {
                             id: d.on.clone(),
                             reference: d.on.clone(),
@@ -957,9 +957,8 @@ pub struct EditResponse {
 }
 
 fn edit(ctx: &Ctx, req: EditRequest) -> Result<Outcome<EditResponse>, Error> {
-    let ws = ctx.ws()?;
-    let world = world(ctx)?;
-    let t = world.resolve(&req.reference)?;
+    let one = OneTask::load(ctx, &req.reference)?;
+    let (snap, t) = (&one.snap, &one.task);
     let reference = t.reference();
     if !acts_as_owner(ctx, t.doc.owner())? {
         return Ok(Outcome::Refused(not_owner(
@@ -975,7 +974,7 @@ fn edit(ctx: &Ctx, req: EditRequest) -> Result<Outcome<EditResponse>, Error> {
         None => None,
         Some("none") => Some(None),
         Some(r) => {
-            let p = world.resolve(r)?;
+            let p = snap.resolve(r)?;
             if p.project != t.project {
                 return Err(Error::usage(format!(
                     "--parent {} is in project {}: a parent must be in the same project",
@@ -983,14 +982,14 @@ fn edit(ctx: &Ctx, req: EditRequest) -> Result<Outcome<EditResponse>, Error> {
                     p.project
                 )));
             }
-            if let Some(path) = reaches(&world, &p.task.id, &t.task.id)
-                .or_else(|| (p.task.id == t.task.id).then(|| vec![t.task.id.clone()]))
+            if let Some(path) = reaches(snap, &p.id, &t.task.id)
+                .or_else(|| (p.id == t.task.id).then(|| vec![t.task.id.clone()]))
             {
                 let mut cycle = vec![t.task.id.clone()];
                 cycle.extend(path);
-                return Ok(Outcome::Refused(cycle_refusal(&world, &cycle)));
+                return Ok(Outcome::Refused(cycle_refusal(snap, &cycle)));
             }
-            Some(Some(p.task.id.clone()))
+            Some(Some(p.id.clone()))
         }
     };
     let estimate = match &req.estimate {
@@ -1080,11 +1079,14 @@ fn edit(ctx: &Ctx, req: EditRequest) -> Result<Outcome<EditResponse>, Error> {
     if !changed.is_empty() {
         locked.write(ctx, doc)?;
     }
-    let world = World::load(ws, &|f| crate::policy::dod::evaluate(f).passed)?;
-    let task = world
-        .task(&locked.task.task.id)
-        .map(|x| world.summary(x))
-        .ok_or_else(|| Error::internal("the edited task vanished"))?;
+    let id = locked.task.task.id.clone();
+    drop(locked);
+    let after = OneTask::load(ctx, &id)?;
+    let task = summary_of(
+        &after.task,
+        Some(&after.fold),
+        after.journal.pending_about(&id).count(),
+    );
     Ok(Outcome::Done(EditResponse {
         task,
         effect: if changed.is_empty() {
@@ -1144,8 +1146,8 @@ pub(super) fn is_done(reference: &str, resolution: Option<&str>) -> Refusal {
 }
 
 /// `task.cycle` naming the loop.
-pub(super) fn cycle_refusal(world: &World, cycle: &[String]) -> Refusal {
-    let text = cycle_text(world, cycle);
+pub(super) fn cycle_refusal(snap: &Snapshot, cycle: &[String]) -> Refusal {
+    let text = cycle_text(snap, cycle);
     Refusal::new(
         "task.cycle",
         format!("{text} would be a cycle"),
