@@ -674,8 +674,14 @@ fn edges_closing_a_cycle_are_refused_with_the_cycle_named() {
     for title in ["alpha", "beta", "gamma"] {
         ok(&repo, &["task", "add", title, "--accept", "holds"]);
     }
-    ok(&repo, &["task", "depend", "checkout/2", "--on", "checkout/1"]);
-    ok(&repo, &["task", "edit", "checkout/3", "--parent", "checkout/2"]);
+    ok(
+        &repo,
+        &["task", "depend", "checkout/2", "--on", "checkout/1"],
+    );
+    ok(
+        &repo,
+        &["task", "edit", "checkout/3", "--parent", "checkout/2"],
+    );
     let refused = |args: &[&str]| {
         let (code, doc) = repo.json(args);
         assert_eq!(code, 3, "{args:?}: {doc}");

@@ -7,7 +7,7 @@ use super::common::{Locked, OneTask, acts_as_owner, cycle_text, project_slug, re
 use crate::dispatch::text::table;
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, ErrorKind, Mcp, Outcome, Refusal};
 use crate::journal::snapshot::Snapshot;
-use crate::journal::view::{Acceptance, EstimateView, TaskSummary, World, summary_of};
+use crate::journal::view::{TaskSummary, summary_of};
 use crate::model::body::{
     append_to_section, replace_section, replace_title, section_items, section_text,
 };
@@ -175,26 +175,16 @@ fn created_summary(
     before: &Snapshot,
     created: &tasks::Located,
 ) -> Result<TaskSummary, Error> {
-    if before.pending_count(&created.task.id) > 0 {
-        let world = World::load(ctx.ws()?, &|f| crate::policy::dod::evaluate(f).passed)?;
-        return Ok(world.summary(world.task(&created.task.id).unwrap_or(created)));
+    let id = &created.task.id;
+    if before.pending_count(id) > 0 {
+        let one = OneTask::load(ctx, id)?;
+        return Ok(summary_of(
+            &one.task,
+            Some(&one.fold),
+            one.journal.pending_about(id).count(),
+        ));
     }
-    let criteria = created.doc.criteria();
-    Ok(TaskSummary {
-        task: created.task_ref_folded(),
-        status: created.doc.status,
-        priority: created.doc.priority().to_string(),
-        owner: created.doc.owner().to_string(),
-        assignee: created.doc.assignee().map(str::to_string),
-        acceptance: Acceptance {
-            checked: criteria.iter().filter(|c| c.checked).count(),
-            total: criteria.len(),
-        },
-        estimate: created.doc.estimate().ok().flatten().map(EstimateView::of),
-        tags: created.doc.tags(),
-        pending: 0,
-        finish_requested: false,
-    })
+    Ok(summary_of(created, None, 0))
 }
 
 fn dep_array(deps: &[Dependency]) -> Array {
