@@ -8,6 +8,7 @@ mod ctx;
 mod env;
 mod error;
 mod identity;
+pub mod one_task;
 mod progress;
 pub mod text;
 pub mod tools;

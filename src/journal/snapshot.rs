@@ -182,6 +182,28 @@ impl Snapshot {
         tasks::resolve_keys(&self.tasks, reference)
     }
 
+    /// [`Snapshot::resolve`], except that a reference only an unreadable task file answers is
+    /// that file's problem ([`tasks::ResolveError::Malformed`]), as [`super::view::World`]
+    /// answers it.
+    pub fn resolve_reported(
+        &self,
+        reference: &str,
+    ) -> Result<&Arc<TaskEntry>, tasks::ResolveError> {
+        match self.resolve(reference) {
+            Err(tasks::ResolveError::NotFound { .. } | tasks::ResolveError::NoProject { .. })
+                if let Some(p) = tasks::unreadable_match(&self.warnings, reference) =>
+            {
+                Err(tasks::ResolveError::Malformed(p))
+            }
+            other => other,
+        }
+    }
+
+    /// The folded owner.
+    pub fn owner<'a>(&'a self, t: &'a TaskEntry) -> &'a str {
+        self.doc_of(t).map_or(t.owner.as_str(), |d| d.owner())
+    }
+
     /// The folded status.
     pub fn status(&self, t: &TaskEntry) -> Status {
         self.doc_of(t).map_or_else(|| t.status(), |d| d.status)

@@ -32,6 +32,9 @@ pub enum FaultOp {
     Link,
     Remove,
     Mkdir,
+    /// A write or rename of a derived file (`cache/`), whose failure a command shrugs off:
+    /// counted apart so that `write:<n>` and `rename:<n>` reach the durable steps alone.
+    Derived,
 }
 
 impl FaultOp {
@@ -43,6 +46,7 @@ impl FaultOp {
             "link" => FaultOp::Link,
             "remove" => FaultOp::Remove,
             "mkdir" => FaultOp::Mkdir,
+            "derived" => FaultOp::Derived,
             _ => return None,
         })
     }
@@ -94,7 +98,7 @@ pub struct Fs {
     fault: Option<Fault>,
     /// A file every durable step is appended to, for the fsync-order audit (tests only).
     trace: Option<PathBuf>,
-    counts: Cell<[u32; 6]>,
+    counts: Cell<[u32; 7]>,
     /// The directory [`Fs::contain`] verified last: a listing reads many files of one folder.
     contained: RefCell<Option<PathBuf>>,
 }
@@ -117,7 +121,7 @@ impl Fs {
             lock_timeout,
             fault: None,
             trace: None,
-            counts: Cell::new([0; 6]),
+            counts: Cell::new([0; 7]),
             contained: RefCell::new(None),
         }
     }
@@ -360,7 +364,7 @@ impl Fs {
         let dir = parent(path);
         self.create_dir_all(dir)?;
         let tmp = self.temp_name(dir);
-        self.hit(FaultOp::Write, &tmp)?;
+        self.hit(FaultOp::Derived, &tmp)?;
         #[allow(clippy::disallowed_methods, reason = "store owns file creation")]
         let written = OpenOptions::new()
             .write(true)
@@ -369,7 +373,7 @@ impl Fs {
             .and_then(|mut file| file.write_all(bytes))
             .map_err(|e| Error::io("write", self.display(&tmp), e));
         let renamed = written
-            .and_then(|()| self.hit(FaultOp::Rename, path))
+            .and_then(|()| self.hit(FaultOp::Derived, path))
             .and_then(|()| {
                 #[allow(clippy::disallowed_methods, reason = "store owns renames")]
                 fs::rename(&tmp, path).map_err(|e| Error::io("rename", self.display(path), e))
@@ -582,5 +586,6 @@ fn op_name(op: FaultOp) -> &'static str {
         FaultOp::Link => "link",
         FaultOp::Remove => "remove",
         FaultOp::Mkdir => "create directory",
+        FaultOp::Derived => "write derived",
     }
 }

@@ -628,3 +628,33 @@ fn the_k3_audit_catches_a_missing_flush() {
         "d before e, and d never"
     );
 }
+
+/// The derived index is best effort: a failed write of `cache/` (the `derived` fault point,
+/// counted apart from the durable steps K2 walks) changes no command's result, and the next
+/// run without the fault answers the same.
+#[test]
+fn a_failed_cache_write_changes_no_result() {
+    let (repo, _token) = base();
+    let run = |fault: Option<&str>| {
+        let mut cmd = dacli();
+        cmd.current_dir(repo.path())
+            .args(["task", "list", "--all", "--json"])
+            .env("DACLI_TEST_CLOCK", "2026-03-02T12:00:00Z");
+        if let Some(f) = fault {
+            cmd.env("DACLI_TEST_FAULT", f);
+        }
+        let out = cmd.output().unwrap();
+        (out.status.code(), String::from_utf8(out.stdout).unwrap())
+    };
+    std::fs::remove_dir_all(repo.ws("cache")).ok();
+    let failed = run(Some("derived:1"));
+    assert!(
+        !repo.ws("cache/tasks-checkout.bin").exists(),
+        "the fault hit the task index"
+    );
+    let clean = run(None);
+    assert!(repo.ws("cache/tasks-checkout.bin").exists());
+    assert_eq!(failed.0, Some(0), "{}", failed.1);
+    assert_eq!(failed, clean);
+    assert_eq!(run(None), clean);
+}

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use toml_edit::value;
 
+use crate::dispatch::one_task::OneTask;
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, ErrorKind, Mcp, Outcome, Refusal};
 use crate::journal::sync::{Scope, sync_all};
 use crate::journal::view::World;
@@ -75,8 +76,8 @@ fn ask(ctx: &Ctx, req: AskRequest) -> Result<Outcome<AskResponse>, Error> {
     {
         objects::roles::load(ws, to)?;
     }
-    let world = load(ctx)?;
-    let (about_id, task) = match req.reference.as_str() {
+    // A question about one task needs that task, folded, not the whole workspace.
+    let (about_id, one) = match req.reference.as_str() {
         "workspace" => ("workspace".to_string(), None),
         p if p.starts_with("p-") => {
             let slug = &p[2..];
@@ -90,10 +91,11 @@ fn ask(ctx: &Ctx, req: AskRequest) -> Result<Outcome<AskResponse>, Error> {
             (p.to_string(), None)
         }
         r => {
-            let t = world.resolve(r)?;
-            (t.task.id.clone(), Some(t))
+            let one = OneTask::load(ctx, r)?;
+            (one.task.task.id.clone(), Some(one))
         }
     };
+    let task = one.as_ref().map(|o| &o.task);
     if let Some(t) = task
         && t.doc.status == Status::Done
     {

@@ -7,10 +7,11 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::check::verify_all;
-use super::common::{Locked, acts_as_owner, now_text, own_stamp, world};
+use super::common::{Locked, acts_as_owner, now_text, own_stamp};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, ErrorKind, Outcome, Refusal};
 use crate::exec::{DirError, Spawn, resolve_dir, run_captured};
 use crate::journal::runs::{Run, append_run};
+use crate::journal::snapshot::Snapshot;
 use crate::journal::sync::{Scope, sync_all};
 use crate::journal::wip::guard_role;
 use crate::model::id::ROOT_AGENT;
@@ -86,24 +87,25 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     {
         return Err(Error::usage("--evidence must be one non-empty line"));
     }
-    let world = world(ctx)?;
+    let ws = ctx.ws()?;
+    let snap = Snapshot::load(ws, &|f| crate::policy::dod::evaluate(f).passed)?;
+    ctx.warn_all(snap.warnings.clone());
     let ids: Vec<String> = if req.all {
-        world
-            .tasks
+        snap.tasks
             .iter()
             .filter(|t| {
-                t.doc.owner() == me
-                    && world
-                        .folds
-                        .get(&t.task.id)
-                        .is_some_and(|f| f.finish_requested())
+                snap.owner(t) == me
+                    && snap
+                        .folded
+                        .get(&t.id)
+                        .is_some_and(|(_, f)| f.finish_requested())
             })
-            .map(|t| t.task.id.clone())
+            .map(|t| t.id.clone())
             .collect()
     } else {
         let mut v = Vec::new();
         for r in &req.references {
-            v.push(world.resolve(r)?.task.id.clone());
+            v.push(snap.resolve_reported(r)?.id.clone());
         }
         v
     };
@@ -114,20 +116,15 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         ran: Vec::new(),
     };
     for id in ids {
-        let Some(t) = world.task(&id) else { continue };
+        let Some(t) = snap.task(&id) else { continue };
         let r = t.reference();
-        let task_ref = t.task_ref_folded();
-        if !acts_as_owner(ctx, t.doc.owner())? {
+        let task_ref = snap.task_ref(t);
+        let owner = snap.owner(t);
+        if !acts_as_owner(ctx, owner)? {
             let refused = Refusal::new(
                 "task.not_owner",
-                format!(
-                    "{r} belongs to {}; only its owner accepts it",
-                    t.doc.owner()
-                ),
-                format!(
-                    "To request completion run `dacli task done {r}`; {} accepts it.",
-                    t.doc.owner()
-                ),
+                format!("{r} belongs to {owner}; only its owner accepts it"),
+                format!("To request completion run `dacli task done {r}`; {owner} accepts it."),
             );
             if single {
                 return Ok(Outcome::Refused(refused));
@@ -138,7 +135,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
             });
             continue;
         }
-        match accept_one(ctx, t, &req, &me, &mut out.ran)? {
+        match accept_one(ctx, (&t.project, &t.id), &req, &me, &mut out.ran)? {
             Ok(()) => out.accepted.push(task_ref),
             Err(refused) if single => return Ok(Outcome::Refused(refused)),
             Err(refused) => out.refused.push(RefusedTask {
@@ -152,13 +149,13 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
 
 fn accept_one(
     ctx: &Ctx,
-    t: &crate::objects::tasks::Located,
+    (project, id): (&str, &str),
     req: &Request,
     me: &str,
     ran: &mut Vec<Ran>,
 ) -> Result<Result<(), Refusal>, Error> {
     let ws = ctx.ws()?;
-    let mut locked = Locked::take(ctx, t)?;
+    let mut locked = Locked::take_id(ctx, project, id)?;
     locked.sync_first(ctx)?;
     if locked.task.doc.status == Status::Done {
         return Ok(Ok(()));
@@ -244,7 +241,7 @@ fn accept_one(
         &mint,
         &|f| evaluate(f).passed,
         &Scope {
-            about: Some(t.task.id.clone()),
+            about: Some(id.to_string()),
             decline: Vec::new(),
             dry_run: false,
         },

@@ -1,16 +1,16 @@
-//! What the planning commands share: loading the folded world, resolving references, acting
-//! as owner (sync first, then the transition, one write), and appending events.
+//! What the planning commands share: resolving references through the index, locking and
+//! re-reading one task, acting as owner (sync first, then the transition, one write), and
+//! appending events.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
 use toml_edit::Item;
 
+use crate::dispatch::one_task::facts_of;
 use crate::dispatch::{Ctx, Error};
-use crate::journal::fold::{Folded, dod_facts_with, fold_task};
+use crate::journal::fold::{Folded, fold_task};
 use crate::journal::snapshot::Snapshot;
 use crate::journal::sync::{Synced, sync_task};
-use crate::journal::view::World;
 use crate::journal::{self, Journal, NewEvent};
 use crate::model::agent::AgentStatus;
 use crate::model::dod::DodFacts;
@@ -21,14 +21,6 @@ use crate::model::taskdoc::{Stamp, TaskDoc};
 use crate::objects::{self, tasks};
 use crate::store::LockGuard;
 use crate::workspace::Workspace;
-
-/// Loads the folded world and reports skipped files.
-pub(super) fn world(ctx: &Ctx) -> Result<World, Error> {
-    let ws = ctx.ws()?;
-    let world = World::load(ws, &|f| crate::policy::dod::evaluate(f).passed)?;
-    ctx.warn_all(world.warnings.clone());
-    Ok(world)
-}
 
 /// Resolves a task reference (any FORMAT §3.3 form) to its project directory and id through
 /// the index, parsing no task: what a command that then locks and re-reads the one task needs.
@@ -53,79 +45,6 @@ pub(super) fn locate(ctx: &Ctx, reference: &str) -> Result<(String, String), Err
             Err(crate::store::Error::Malformed(p).into())
         }
         Err(e) => Err(e.into()),
-    }
-}
-
-/// One task read in full and folded with its own events, beside every other task as the
-/// index knows it: what a read about one task needs, without parsing the workspace.
-pub(super) struct OneTask {
-    /// Every task as index entries (folded where pending events change them), the event
-    /// listing and the notes.
-    pub snap: Snapshot,
-    /// The task, folded.
-    pub task: tasks::Located,
-    /// What folding its pending events did.
-    pub fold: Folded,
-    /// Its events ([`journal::snapshot::task_journal`]).
-    pub journal: Journal,
-}
-
-impl OneTask {
-    /// Resolves `reference` (any FORMAT §3.3 form, answering as [`World::resolve`] does) and
-    /// folds that task; reports skipped files. A task moved by a writer between the listing
-    /// and its read is looked up again.
-    pub(super) fn load(ctx: &Ctx, reference: &str) -> Result<OneTask, Error> {
-        const ATTEMPTS: usize = 5;
-        let ws = ctx.ws()?;
-        let passes = |f: &DodFacts| crate::policy::dod::evaluate(f).passed;
-        let mut attempt = 1;
-        loop {
-            let snap = Snapshot::load(ws, &passes)?;
-            let entry = match snap.resolve(reference) {
-                Ok(e) => Arc::clone(e),
-                Err(
-                    tasks::ResolveError::NotFound { .. } | tasks::ResolveError::NoProject { .. },
-                ) if let Some(p) = tasks::unreadable_match(&snap.warnings, reference) => {
-                    return Err(crate::store::Error::Malformed(p).into());
-                }
-                Err(e) => return Err(e.into()),
-            };
-            let file = ws.dir().join(&entry.file);
-            let mut task = match tasks::read_one(ws, &entry.project, &entry.folder, file) {
-                Err(e) if e.is_vanished() && attempt < ATTEMPTS => {
-                    attempt += 1;
-                    continue;
-                }
-                other => other?,
-            };
-            ctx.warn_all(snap.warnings.clone());
-            let journal = journal::snapshot::task_journal(ws, &snap.events, &entry.id)?;
-            ctx.warn_all(journal.warnings.clone());
-            let pending: Vec<&EventHead> = journal.pending_about(&entry.id).collect();
-            let before = task.clone();
-            let mut doc = task.doc.clone();
-            let fold = fold_task(&mut doc, &pending, &journal, &mut |d: &TaskDoc| {
-                passes(&facts_of(ws, &journal, &snap.notes, &before, d))
-            });
-            task.doc = doc;
-            return Ok(OneTask {
-                snap,
-                task,
-                fold,
-                journal,
-            });
-        }
-    }
-
-    /// The definition-of-done facts of the folded task.
-    pub(super) fn facts(&self, ws: &Workspace) -> DodFacts {
-        facts_of(
-            ws,
-            &self.journal,
-            &self.snap.notes,
-            &self.task,
-            &self.task.doc,
-        )
     }
 }
 
@@ -253,22 +172,6 @@ impl Locked {
         let path = tasks::write(ws, &self.task, &doc)?;
         Ok(ws.display(&path))
     }
-}
-
-/// The definition-of-done facts of `task` in the state `doc`, notes known from the index.
-fn facts_of(
-    ws: &Workspace,
-    journal: &Journal,
-    notes: &[std::sync::Arc<objects::index::NoteEntry>],
-    task: &tasks::Located,
-    doc: &TaskDoc,
-) -> DodFacts {
-    let has_note = |about: &str, kind: &str| {
-        notes
-            .iter()
-            .any(|n| n.about.as_deref() == Some(about) && (kind == "any" || n.kind == kind))
-    };
-    dod_facts_with(ws, journal, &has_note, task, doc)
 }
 
 /// A stamp for the caller's own direct act (no event).

@@ -6,10 +6,11 @@ use serde::{Deserialize, Serialize};
 use toml_edit::value;
 
 use super::common::{
-    Dual, DualResult, Locked, OneTask, acts_as_owner, append_event, locate, now_text, own_stamp,
-    reaches, run_dual, world,
+    Dual, DualResult, Locked, acts_as_owner, append_event, locate, now_text, own_stamp, reaches,
+    run_dual,
 };
 use super::task::{cycle_refusal, is_done, not_owner};
+use crate::dispatch::one_task::OneTask;
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome, Refusal};
 use crate::journal::snapshot::Snapshot;
 use crate::journal::wip::{active_for_role_in, agent_roles, guard_role};
@@ -231,16 +232,21 @@ fn block(ctx: &Ctx, req: BlockRequest) -> Result<Outcome<DualResult>, Error> {
     }
     let by = match &req.on {
         None => None,
-        Some(on) => {
-            let world = world(ctx)?;
-            match world.resolve(on) {
-                Ok(t) => Some(t.task.id.clone()),
-                Err(e) => match crate::model::id::parse_ulid(on) {
-                    Some(u) if world.journal.get(&u.to_string()).is_some() => Some(u.to_string()),
-                    _ => return Err(e.into()),
-                },
-            }
-        }
+        // A task, or else an event (a question, say) by its ULID.
+        Some(on) => match locate(ctx, on) {
+            Ok((_, id)) => Some(id),
+            Err(e) => match crate::model::id::parse_ulid(on) {
+                Some(u)
+                    if crate::journal::index::read(ctx.ws()?)?
+                        .entries
+                        .binary_search_by(|x| x.id.as_str().cmp(&u.to_string()))
+                        .is_ok() =>
+                {
+                    Some(u.to_string())
+                }
+                _ => return Err(e),
+            },
+        },
     };
     let mut fields = vec![("reason", value(reason.as_str()))];
     if let Some(b) = &by {

@@ -3,7 +3,8 @@
 use serde::{Deserialize, Serialize};
 use toml_edit::{Array, DocumentMut, InlineTable, Value, value};
 
-use super::common::{Locked, OneTask, acts_as_owner, cycle_text, project_slug, reaches};
+use super::common::{Locked, acts_as_owner, cycle_text, project_slug, reaches};
+use crate::dispatch::one_task::OneTask;
 use crate::dispatch::text::table;
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, ErrorKind, Mcp, Outcome, Refusal};
 use crate::journal::snapshot::Snapshot;
