@@ -15,6 +15,32 @@ use crate::workspace::Workspace;
 
 use super::{Ctx, Error};
 
+/// Resolves a task reference (any FORMAT §3.3 form) to its project directory and id through
+/// the index, parsing no task: what a command that then locks and re-reads the one task needs.
+/// It answers as [`World::resolve`] does, an unreadable file included, and reports the
+/// listing's skipped files.
+pub fn locate(ctx: &Ctx, reference: &str) -> Result<(String, String), Error> {
+    let ws = ctx.ws()?;
+    let listing = objects::projects::list(ws)?;
+    let mut warnings = listing.warnings;
+    let mut entries = Vec::new();
+    for p in &listing.items {
+        let t = objects::index::tasks(ws, &p.slug)?;
+        warnings.extend(t.warnings);
+        entries.extend(t.items);
+    }
+    ctx.warn_all(warnings.clone());
+    match tasks::resolve_keys(&entries, reference) {
+        Ok(t) => Ok((t.project.clone(), t.id.clone())),
+        Err(tasks::ResolveError::NotFound { .. } | tasks::ResolveError::NoProject { .. })
+            if let Some(p) = tasks::unreadable_match(&warnings, reference) =>
+        {
+            Err(crate::store::Error::Malformed(p).into())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// One task read in full and folded with its own events, beside every other task as the
 /// index knows it: what a read about one task needs, without parsing the workspace.
 pub struct OneTask {

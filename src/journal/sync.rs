@@ -276,20 +276,34 @@ pub fn sync_all(
             Err(_) => true,
         }
     };
-    let journal = super::read(ws)?;
+    // Which objects have pending events, and who owns each task, come from the indexes: a
+    // sync reads in full only the tasks it syncs and their own events.
+    let events = super::index::read(ws)?;
     let mut out = Vec::new();
     let mut not_owned = 0;
-    let tasks = tasks::list_all(ws)?.items;
-    let mut pending_abouts: Vec<String> =
-        journal.pending().filter_map(|e| e.about.clone()).collect();
+    let slugs: Vec<String> = objects::projects::list(ws)?
+        .items
+        .into_iter()
+        .map(|p| p.slug)
+        .collect();
+    let mut entries = Vec::new();
+    for slug in &slugs {
+        entries.extend(objects::index::tasks(ws, slug)?.items);
+    }
+    let mut pending_abouts: Vec<String> = events
+        .entries
+        .iter()
+        .filter(|e| events.is_pending(e))
+        .filter_map(|e| e.about.clone())
+        .collect();
     pending_abouts.sort();
     pending_abouts.dedup();
     for about in pending_abouts {
         if scope.about.as_ref().is_some_and(|a| a != &about) {
             continue;
         }
-        if let Some(t) = tasks::by_id(&tasks, &about) {
-            let owner = t.doc.owner();
+        if let Some(t) = entries.iter().find(|e| e.id == about) {
+            let owner = t.owner.as_str();
             if owner != me && !(is_root && owner_gone(owner)) {
                 not_owned += 1;
                 continue;
@@ -297,8 +311,15 @@ pub fn sync_all(
             let ulid = about.trim_start_matches("t-");
             let _lock = ws.fs.lock(&ws.lock_path(&format!("task-{ulid}")))?;
             let task = tasks::reload(ws, &t.project, &about)?;
-            let journal = super::read(ws)?;
-            let notes = notes::list(ws)?.items;
+            // Read again under the lock: events appended since the listing count.
+            let events = super::index::read(ws)?;
+            let journal = super::snapshot::task_journal(ws, &events, &about)?;
+            let notes = objects::index::notes(ws, &slugs)?.items;
+            let has_note = |about: &str, kind: &str| {
+                notes
+                    .iter()
+                    .any(|n| n.about.as_deref() == Some(about) && (kind == "any" || n.kind == kind))
+            };
             let snapshot = task.clone();
             let (_, report) = sync_task(
                 ws,
@@ -307,7 +328,9 @@ pub fn sync_all(
                 me,
                 mint,
                 &mut |d: &TaskDoc| {
-                    passes(&super::fold::dod_facts(ws, &journal, &notes, &snapshot, d))
+                    passes(&super::fold::dod_facts_with(
+                        ws, &journal, &has_note, &snapshot, d,
+                    ))
                 },
                 &scope.decline,
                 scope.dry_run,

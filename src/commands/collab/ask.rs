@@ -5,10 +5,10 @@ use toml_edit::value;
 
 use crate::dispatch::one_task::OneTask;
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, ErrorKind, Mcp, Outcome, Refusal};
+use crate::journal::index::{EventEntry, Events};
 use crate::journal::sync::{Scope, sync_all};
 use crate::journal::view::World;
 use crate::journal::{self, NewEvent};
-use crate::model::event::EventHead;
 use crate::model::format_time;
 use crate::model::id::ROOT_AGENT;
 use crate::model::task::{Status, TaskRef};
@@ -346,21 +346,17 @@ pub struct AnswerResponse {
     effect: &'static str,
 }
 
-/// Finds a help event by full id or unique prefix of at least 8 characters.
-fn find_question<'w>(world: &'w World, input: &str) -> Result<&'w EventHead, Error> {
+/// Finds a help event by full id or unique prefix of at least 8 characters, in the event
+/// index (no event parsed).
+fn find_question<'e>(events: &'e Events, input: &str) -> Result<&'e EventEntry, Error> {
     let want = input.trim().to_ascii_uppercase();
-    let helps: Vec<&EventHead> = world
-        .journal
-        .events
-        .iter()
-        .filter(|e| e.kind == "help")
-        .collect();
+    let helps: Vec<&EventEntry> = events.entries.iter().filter(|e| e.kind == "help").collect();
     if want.len() == 26
         && let Some(e) = helps.iter().find(|e| e.id == want)
     {
         return Ok(e);
     }
-    let matches: Vec<&&EventHead> = helps.iter().filter(|e| e.id.starts_with(&want)).collect();
+    let matches: Vec<&&EventEntry> = helps.iter().filter(|e| e.id.starts_with(&want)).collect();
     let ambiguous = |cands: Vec<String>| {
         let mut err = Error::new(
             ErrorKind::Usage,
@@ -393,24 +389,38 @@ fn find_question<'w>(world: &'w World, input: &str) -> Result<&'w EventHead, Err
     }
 }
 
+/// The task a question is about, folded; `None` when it is about a project, the workspace
+/// or a task that no longer exists.
+fn about_task(ctx: &Ctx, about: &str) -> Result<Option<OneTask>, Error> {
+    if !about.starts_with("t-") {
+        return Ok(None);
+    }
+    match OneTask::load(ctx, about) {
+        Ok(one) => Ok(Some(one)),
+        Err(e) if e.kind == crate::dispatch::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 fn answer(ctx: &Ctx, req: AnswerRequest) -> Result<Outcome<AnswerResponse>, Error> {
     let ws = ctx.ws()?;
     let me = ctx.identity()?.agent.clone();
     if req.text.trim().is_empty() {
         return Err(Error::usage("TEXT must not be empty"));
     }
-    let world = load(ctx)?;
-    let q = find_question(&world, &req.question)?;
+    let events = journal::index::read(ws)?;
+    ctx.warn_all(events.warnings.clone());
+    let q = events.load(ws, find_question(&events, &req.question)?)?;
     let about = q.about.clone().unwrap_or_else(|| "workspace".into());
-    let task = world.task(&about);
-    if let Some(prev) = world
-        .journal
-        .events
+    let before = about_task(ctx, &about)?;
+    let task = before.as_ref().map(|o| &o.task);
+    if let Some(prev) = events
+        .entries
         .iter()
-        .find(|e| e.kind == "answer" && e.field_str("question") == Some(q.id.as_str()))
+        .find(|e| e.kind == "answer" && e.question.as_deref() == Some(q.id.as_str()))
     {
         let r = task.map_or(about.clone(), |t| t.reference());
-        let note = if prev.field_str("as") == Some("none") {
+        let note = if prev.answer_as.as_deref() == Some("none") {
             "no note".to_string()
         } else {
             format!("note n-{}", prev.id)
@@ -504,8 +514,9 @@ fn answer(ctx: &Ctx, req: AnswerRequest) -> Result<Outcome<AnswerResponse>, Erro
         )?;
         effect = "applied";
     }
-    let after = load(ctx)?;
-    let unblocked = match (task, after.task(&about)) {
+    let after = about_task(ctx, &about)?;
+    let now = after.as_ref().map(|o| &o.task);
+    let unblocked = match (task, now) {
         (Some(before), Some(now)) => {
             before.doc.status == Status::Blocked && now.doc.status != Status::Blocked
         }
@@ -514,7 +525,7 @@ fn answer(ctx: &Ctx, req: AnswerRequest) -> Result<Outcome<AnswerResponse>, Erro
     Ok(Outcome::Done(AnswerResponse {
         question: q.id.clone(),
         answer: ev.id.clone(),
-        about: after.task(&about).map(|t| t.task_ref_folded()),
+        about: now.map(|t| t.task_ref_folded()),
         unblocked,
         note: (req.as_ != AnswerAs::None).then(|| format!("n-{}", ev.id)),
         effect,

@@ -4,7 +4,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Outcome};
 use crate::journal::sync::{Scope, Synced, sync_all};
-use crate::journal::view::World;
 
 /// Apply the pending events about everything you own (root: also what retired or missing
 /// owners left, and `workspace`): each object is rewritten once, notes are materialised, and
@@ -51,14 +50,18 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         None => None,
         Some("workspace") => Some("workspace".to_string()),
         Some(p) if p.starts_with("p-") => Some(p.to_string()),
-        Some(r) => {
-            let world = World::load(ws, &|f| crate::policy::dod::evaluate(f).passed)?;
-            Some(world.resolve(r)?.task.id.clone())
-        }
+        // Resolving reports the task listing's skipped files.
+        Some(r) => Some(crate::dispatch::one_task::locate(ctx, r)?.1),
     };
     // A hole in the log or an unreadable task is skipped, never silently (FORMAT §4.4).
-    ctx.warn_all(crate::journal::read(ws)?.warnings);
-    ctx.warn_all(crate::objects::tasks::list_all(ws)?.warnings);
+    ctx.warn_all(crate::journal::index::read(ws)?.warnings);
+    if about.is_none() {
+        let projects = crate::objects::projects::list(ws)?;
+        ctx.warn_all(projects.warnings);
+        for p in &projects.items {
+            ctx.warn_all(crate::objects::index::tasks(ws, &p.slug)?.warnings);
+        }
+    }
     let decline = req.decline.iter().map(|d| d.to_ascii_uppercase()).collect();
     let mint = || ctx.new_ulid();
     let (objects, not_owned) = sync_all(

@@ -5,8 +5,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use toml_edit::{Array, InlineTable, Item, Value, value};
 
-use super::common::{Locked, acts_as_owner, append_event, locate, now_text, own_stamp};
+use super::common::{Locked, acts_as_owner, append_event, now_text, own_stamp};
 use super::task::is_done;
+use crate::dispatch::one_task::locate;
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome, Refusal};
 use crate::journal::view::Acceptance;
 use crate::model::Grant;

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use toml_edit::Item;
 
-use crate::dispatch::one_task::facts_of;
+use crate::dispatch::one_task::{facts_of, locate};
 use crate::dispatch::{Ctx, Error};
 use crate::journal::fold::{Folded, fold_task};
 use crate::journal::snapshot::Snapshot;
@@ -21,32 +21,6 @@ use crate::model::taskdoc::{Stamp, TaskDoc};
 use crate::objects::{self, tasks};
 use crate::store::LockGuard;
 use crate::workspace::Workspace;
-
-/// Resolves a task reference (any FORMAT §3.3 form) to its project directory and id through
-/// the index, parsing no task: what a command that then locks and re-reads the one task needs.
-/// It answers as [`World::resolve`] does, an unreadable file included, and reports the
-/// listing's skipped files.
-pub(super) fn locate(ctx: &Ctx, reference: &str) -> Result<(String, String), Error> {
-    let ws = ctx.ws()?;
-    let listing = objects::projects::list(ws)?;
-    let mut warnings = listing.warnings;
-    let mut entries = Vec::new();
-    for p in &listing.items {
-        let t = objects::index::tasks(ws, &p.slug)?;
-        warnings.extend(t.warnings);
-        entries.extend(t.items);
-    }
-    ctx.warn_all(warnings.clone());
-    match tasks::resolve_keys(&entries, reference) {
-        Ok(t) => Ok((t.project.clone(), t.id.clone())),
-        Err(tasks::ResolveError::NotFound { .. } | tasks::ResolveError::NoProject { .. })
-            if let Some(p) = tasks::unreadable_match(&warnings, reference) =>
-        {
-            Err(crate::store::Error::Malformed(p).into())
-        }
-        Err(e) => Err(e.into()),
-    }
-}
 
 /// The formatted "now" for Log lines.
 pub(super) fn now_text(ctx: &Ctx) -> String {

@@ -1,6 +1,7 @@
 //! `task done`: finish through the definition of done, or close without it (owner only).
 
-use super::common::{Locked, acts_as_owner, append_event, locate, now_text, own_stamp};
+use super::common::{Locked, acts_as_owner, append_event, now_text, own_stamp};
+use crate::dispatch::one_task::locate;
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome, Refusal};
 use crate::model::Grant;
 use crate::model::dod::DodReport;

@@ -6,11 +6,11 @@ use serde::{Deserialize, Serialize};
 use toml_edit::value;
 
 use super::common::{
-    Dual, DualResult, Locked, acts_as_owner, append_event, locate, now_text, own_stamp, reaches,
-    run_dual,
+    Dual, DualResult, Locked, acts_as_owner, append_event, now_text, own_stamp, reaches, run_dual,
 };
 use super::task::{cycle_refusal, is_done, not_owner};
 use crate::dispatch::one_task::OneTask;
+use crate::dispatch::one_task::locate;
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome, Refusal};
 use crate::journal::snapshot::Snapshot;
 use crate::journal::wip::{active_for_role_in, agent_roles, guard_role};
