@@ -12,7 +12,7 @@ use crate::dispatch::text::table;
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, ErrorKind, Mcp, Outcome, Refusal};
 use crate::exec::{Captured, DirError, Spawn, resolve_dir, run_captured};
 use crate::journal::runs::{ADHOC, Run, append_run};
-use crate::journal::view::World;
+use crate::journal::snapshot::Snapshot;
 use crate::model::Grant;
 use crate::model::shortcut::Effect;
 use crate::model::task::{Status, TaskRef};
@@ -233,9 +233,9 @@ fn named(ctx: &Ctx, name: &str, req: &Request) -> Result<Outcome<Response>, Erro
         .expand(&located.shortcut.params, &values(&req.param)?)
         .map_err(|e| Error::usage(format!("{name}: {e}")))?;
     let dir = located.shortcut.dir.clone();
-    let world = World::load(ws, &|f| crate::policy::dod::evaluate(f).passed)?;
-    ctx.warn_all(world.warnings.clone());
-    let task = task_for(ctx, &world, req.task.as_deref())?;
+    let snap = Snapshot::load(ws, &|f| crate::policy::dod::evaluate(f).passed)?;
+    ctx.warn_all(snap.warnings.clone());
+    let task = task_for(ctx, &snap, req.task.as_deref())?;
     if req.dry_run {
         // A dry run needs no directory yet, but never one that leaves the work tree.
         if let Some(d) = dir.as_deref() {
@@ -295,9 +295,9 @@ fn adhoc(ctx: &Ctx, cmd: &str, req: &Request) -> Result<Outcome<Response>, Error
         return Ok(Outcome::Refused(r));
     }
     let cwd = working_dir(ctx, "--cmd", None)?;
-    let world = World::load(ws, &|f| crate::policy::dod::evaluate(f).passed)?;
-    ctx.warn_all(world.warnings.clone());
-    let task = task_for(ctx, &world, req.task.as_deref())?;
+    let snap = Snapshot::load(ws, &|f| crate::policy::dod::evaluate(f).passed)?;
+    ctx.warn_all(snap.warnings.clone());
+    let task = task_for(ctx, &snap, req.task.as_deref())?;
     if req.dry_run {
         return Ok(Outcome::Done(Response::DryRun(DryRun {
             dry_run: true,
@@ -356,21 +356,21 @@ fn working_dir(ctx: &Ctx, file: &str, dir: Option<&str>) -> Result<std::path::Pa
 /// The task of the run: `--task`, else the caller's single active task (folded), else none.
 fn task_for(
     ctx: &Ctx,
-    world: &World,
+    snap: &Snapshot,
     reference: Option<&str>,
 ) -> Result<Option<(String, TaskRef)>, Error> {
     if let Some(r) = reference {
-        let t = world.resolve(r)?;
-        return Ok(Some((t.task.id.clone(), t.task_ref_folded())));
+        let t = snap.resolve_reported(r)?;
+        return Ok(Some((t.id.clone(), snap.task_ref(t))));
     }
     let me = &ctx.identity()?.agent.id;
-    let mine: Vec<_> = world
+    let mine: Vec<_> = snap
         .tasks
         .iter()
-        .filter(|t| t.doc.status == Status::Active && t.doc.assignee() == Some(me.as_str()))
+        .filter(|t| snap.status(t) == Status::Active && snap.assignee(t) == Some(me.as_str()))
         .collect();
     Ok(match mine.as_slice() {
-        [one] => Some((one.task.id.clone(), one.task_ref_folded())),
+        [one] => Some((one.id.clone(), snap.task_ref(one))),
         _ => None,
     })
 }
