@@ -203,3 +203,70 @@ fn walk(dir: &std::path::Path) -> Vec<String> {
     }
     out
 }
+
+/// `threads` lists open questions first (oldest first), then answered ones (newest first),
+/// counts the open ones before `--limit` cuts, and filters by `--open` and `--about`; an
+/// answered thread carries its answers' texts.
+#[test]
+fn threads_order_count_cut_and_filter() {
+    let repo = setup();
+    ok(&repo, &["task", "add", "Other", "--accept", "works"]);
+    let ask = |about: &str, text: &str| {
+        ok(&repo, &["ask", about, text, "--no-block"])["data"]["question"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let q1 = ask("1", "first?");
+    let q2 = ask("2", "second?");
+    let q3 = ask("1", "third?");
+    let q4 = ask("workspace", "fourth?");
+    ok(&repo, &["answer", &q2, "yes to two"]);
+    ok(&repo, &["answer", &q4, "yes to four", "--as", "none"]);
+    let ids = |doc: &Value| -> Vec<String> {
+        doc["data"]["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["question"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let all = ok(&repo, &["threads"]);
+    assert_eq!(
+        ids(&all),
+        [q1.clone(), q3.clone(), q4.clone(), q2.clone()],
+        "{all}"
+    );
+    assert_eq!(all["data"]["open"], 2);
+    assert_eq!(all["data"]["truncated"], false);
+    assert_eq!(all["data"]["threads"][0]["text"], "first?");
+    assert_eq!(
+        all["data"]["threads"][0]["about"]["ref"],
+        "checkout/001-shim"
+    );
+    assert_eq!(
+        all["data"]["threads"][2]["answers"][0]["text"],
+        "# Answer: fourth?\n\nyes to four"
+    );
+    assert_eq!(all["data"]["threads"][2]["answers"][0]["note"], Value::Null);
+    assert_eq!(
+        all["data"]["threads"][3]["answers"][0]["text"],
+        "# Answer: second?\n\nyes to two"
+    );
+    let cut = ok(&repo, &["threads", "--limit", "1"]);
+    assert_eq!(ids(&cut), std::slice::from_ref(&q1));
+    assert_eq!(cut["data"]["open"], 2);
+    assert_eq!(cut["data"]["truncated"], true);
+    assert_eq!(
+        ids(&ok(&repo, &["threads", "--open"])),
+        [q1.clone(), q3.clone()]
+    );
+    assert_eq!(
+        ids(&ok(&repo, &["threads", "--about", "checkout/1"])),
+        [q1.clone(), q3.clone()]
+    );
+    assert_eq!(
+        ids(&ok(&repo, &["threads", "--about", "workspace"])),
+        std::slice::from_ref(&q4)
+    );
+}

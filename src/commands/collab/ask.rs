@@ -6,21 +6,14 @@ use toml_edit::value;
 use crate::dispatch::one_task::OneTask;
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, ErrorKind, Mcp, Outcome, Refusal};
 use crate::journal::index::{EventEntry, Events};
+use crate::journal::snapshot::Snapshot;
 use crate::journal::sync::{Scope, sync_all};
-use crate::journal::view::World;
 use crate::journal::{self, NewEvent};
 use crate::model::format_time;
 use crate::model::id::ROOT_AGENT;
 use crate::model::task::{Status, TaskRef};
 use crate::model::taskdoc::{Stamp, one_line};
 use crate::objects::{self, tasks};
-
-fn load(ctx: &Ctx) -> Result<World, Error> {
-    let ws = ctx.ws()?;
-    let world = World::load(ws, &|f| crate::policy::dod::evaluate(f).passed)?;
-    ctx.warn_all(world.warnings.clone());
-    Ok(world)
-}
 
 /// Ask a question about a task, a project (`p-<slug>`) or the `workspace`. A question about a
 /// task blocks it (unless `--no-block`) for every reader at once, until it is answered.
@@ -616,73 +609,82 @@ pub struct ThreadsResponse {
 }
 
 fn threads(ctx: &Ctx, req: ThreadsRequest) -> Result<Outcome<ThreadsResponse>, Error> {
+    let ws = ctx.ws()?;
     let me = ctx.identity()?.agent.clone();
-    let world = load(ctx)?;
+    let snap = Snapshot::load(ws, &|f| crate::policy::dod::evaluate(f).passed)?;
+    ctx.warn_all(snap.warnings.clone());
     let about = match req.about.as_deref() {
         None => None,
         Some(a) if a == "workspace" || a.starts_with("p-") => Some(a.to_string()),
-        Some(r) => Some(world.resolve(r)?.task.id.clone()),
+        Some(r) => Some(snap.resolve_reported(r)?.id.clone()),
     };
-    let mut list: Vec<Thread> = world
-        .journal
-        .events
+    let events = &snap.events;
+    // Chosen, ordered and cut from the event index; only the questions shown, and their
+    // answers, are read in full.
+    let mut picked: Vec<(&EventEntry, bool)> = events
+        .entries
         .iter()
         .filter(|e| e.kind == "help")
         .filter(|e| about.as_ref().is_none_or(|a| e.about.as_ref() == Some(a)))
         .filter(|e| req.to.as_ref().is_none_or(|t| e.to.as_ref() == Some(t)))
         .filter(|e| !req.mine || e.created_by == me.id || (e.to.is_some() && e.to == me.role))
-        .map(|e| {
-            let answers: Vec<AnswerView> = world
-                .journal
-                .events
-                .iter()
-                .filter(|a| a.kind == "answer" && a.field_str("question") == Some(e.id.as_str()))
-                .map(|a| AnswerView {
-                    event: a.id.clone(),
-                    by: a.created_by.clone(),
-                    as_: a.field_str("as").unwrap_or("finding").to_string(),
-                    note: (a.field_str("as") != Some("none")).then(|| format!("n-{}", a.id)),
-                    text: a.body.trim().to_string(),
-                    at: format_time(a.created),
-                })
-                .collect();
-            Thread {
-                question: e.id.clone(),
-                about: e
-                    .about
-                    .as_deref()
-                    .and_then(|a| world.task(a))
-                    .map(tasks::Located::task_ref_folded),
-                about_id: e.about.clone(),
-                asked_by: e.created_by.clone(),
-                to: e.to.clone(),
-                blocks: e.field_bool("blocks").unwrap_or(true),
-                state: if answers.is_empty() {
-                    "open"
-                } else {
-                    "answered"
-                },
-                asked_at: format_time(e.created),
-                text: e.body.trim().to_string(),
-                answers,
-            }
-        })
-        .filter(|t| !req.open || t.state == "open")
+        .map(|e| (e, answers_to(events, &e.id).next().is_none()))
+        .filter(|(_, open)| !req.open || *open)
         .collect();
-    let open = list.iter().filter(|t| t.state == "open").count();
-    list.sort_by(|a, b| match (a.state, b.state) {
-        ("open", "open") => a.question.cmp(&b.question),
-        ("open", _) => std::cmp::Ordering::Less,
-        (_, "open") => std::cmp::Ordering::Greater,
-        _ => b.question.cmp(&a.question),
+    let open = picked.iter().filter(|(_, open)| *open).count();
+    picked.sort_by(|(a, a_open), (b, b_open)| match (a_open, b_open) {
+        (true, true) => a.id.cmp(&b.id),
+        (true, false) => std::cmp::Ordering::Less,
+        (false, true) => std::cmp::Ordering::Greater,
+        (false, false) => b.id.cmp(&a.id),
     });
-    let truncated = list.len() > req.limit;
-    list.truncate(req.limit);
+    let truncated = picked.len() > req.limit;
+    picked.truncate(req.limit);
+    let mut list = Vec::new();
+    for (entry, is_open) in picked {
+        let e = events.load(ws, entry)?;
+        let mut answers = Vec::new();
+        for a in answers_to(events, &entry.id) {
+            let a = events.load(ws, a)?;
+            answers.push(AnswerView {
+                event: a.id.clone(),
+                by: a.created_by.clone(),
+                as_: a.field_str("as").unwrap_or("finding").to_string(),
+                note: (a.field_str("as") != Some("none")).then(|| format!("n-{}", a.id)),
+                text: a.body.trim().to_string(),
+                at: format_time(a.created),
+            });
+        }
+        list.push(Thread {
+            question: e.id.clone(),
+            about: e
+                .about
+                .as_deref()
+                .and_then(|a| snap.task(a))
+                .map(|t| snap.task_ref(t)),
+            about_id: e.about.clone(),
+            asked_by: e.created_by.clone(),
+            to: e.to.clone(),
+            blocks: e.field_bool("blocks").unwrap_or(true),
+            state: if is_open { "open" } else { "answered" },
+            asked_at: format_time(e.created),
+            text: e.body.trim().to_string(),
+            answers,
+        });
+    }
     Ok(Outcome::Done(ThreadsResponse {
         threads: list,
         open,
         truncated,
     }))
+}
+
+/// The answers to question `q`, in log order.
+fn answers_to<'a>(events: &'a Events, q: &'a str) -> impl Iterator<Item = &'a EventEntry> {
+    events
+        .entries
+        .iter()
+        .filter(move |a| a.kind == "answer" && a.question.as_deref() == Some(q))
 }
 
 fn render_threads(r: &ThreadsResponse, _ctx: &Ctx) -> String {
