@@ -231,16 +231,7 @@ impl Snapshot {
     /// When an active task became active: the last Log line that made it so.
     pub fn active_since(&self, t: &TaskEntry) -> Option<String> {
         match self.doc_of(t) {
-            Some(d) => d
-                .log()
-                .iter()
-                .rev()
-                .find(|l| {
-                    l.text == "claimed"
-                        || l.text.starts_with("assigned ")
-                        || l.text.starts_with("status open -> active")
-                })
-                .map(|l| l.at.clone()),
+            Some(d) => crate::model::task::active_since(&d.log()),
             None => t.active_since.clone(),
         }
     }

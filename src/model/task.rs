@@ -29,6 +29,19 @@ pub struct LogLine {
     pub event: Option<String>,
 }
 
+/// When the task last became active: the time of the last Log line that made it so
+/// (`claimed`, `assigned …`, `status open -> active`), if any.
+pub fn active_since(log: &[LogLine]) -> Option<String> {
+    log.iter()
+        .rev()
+        .find(|l| {
+            l.text == "claimed"
+                || l.text.starts_with("assigned ")
+                || l.text.starts_with("status open -> active")
+        })
+        .map(|l| l.at.clone())
+}
+
 /// The parts of a task that status and listings need.
 #[derive(Debug, Clone)]
 pub struct TaskHead {

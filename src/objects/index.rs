@@ -579,21 +579,6 @@ impl super::tasks::TaskKey for TaskEntry {
     }
 }
 
-impl super::tasks::TaskKey for Arc<TaskEntry> {
-    fn key_project(&self) -> &str {
-        &self.project
-    }
-    fn key_id(&self) -> &str {
-        &self.id
-    }
-    fn key_number(&self) -> u32 {
-        self.number
-    }
-    fn key_slug(&self) -> &str {
-        &self.slug
-    }
-}
-
 /// Every task of project `slug` as index entries, sorted by number then id, with the warnings
 /// a listing reports (FORMAT §4.4), exactly as [`super::tasks::list`] reports them; of two
 /// copies of one id the greater `rev` is used.
@@ -747,16 +732,7 @@ fn task_entry(
         .estimate()?
         .map(|e| [e.optimistic, e.probable, e.pessimistic]);
     let criteria = tdoc.criteria();
-    let active_since = head
-        .log
-        .iter()
-        .rev()
-        .find(|l| {
-            l.text == "claimed"
-                || l.text.starts_with("assigned ")
-                || l.text.starts_with("status open -> active")
-        })
-        .map(|l| l.at.clone());
+    let active_since = crate::model::task::active_since(&head.log);
     Ok(TaskEntry {
         project: slug.to_string(),
         id: head.id,

@@ -252,6 +252,22 @@ pub trait TaskKey {
     fn key_slug(&self) -> &str;
 }
 
+/// Shared entries (the index hands out `Arc`s) resolve as what they point to.
+impl<T: TaskKey> TaskKey for std::sync::Arc<T> {
+    fn key_project(&self) -> &str {
+        self.as_ref().key_project()
+    }
+    fn key_id(&self) -> &str {
+        self.as_ref().key_id()
+    }
+    fn key_number(&self) -> u32 {
+        self.as_ref().key_number()
+    }
+    fn key_slug(&self) -> &str {
+        self.as_ref().key_slug()
+    }
+}
+
 impl TaskKey for Located {
     fn key_project(&self) -> &str {
         &self.project
