@@ -3018,3 +3018,68 @@ fn k4_a_sync_killed_mid_create_converges_and_g1_every_request_is_allowlisted() {
     assert_eq!(posts, 1, "exactly one create was ever sent");
     fake.verify();
 }
+
+/// The branch rules of the target cannot be read (a lasting 403): neither a merge queue nor a
+/// check that only a ruleset requires can be ruled out, so the `merge_queue` and `checks`
+/// gates are `unknown`, and `unknown` refuses `github.access` with no merge sent. An access
+/// problem never reads as "no rules".
+#[test]
+fn unreadable_rules_make_the_train_gates_unknown_and_unknown_refuses() {
+    let repo = train_workspace();
+    let train = write_train(&repo);
+    let fake = Fake::start();
+    fake.mount(
+        Mock::given(method("GET"))
+            .and(path(format!("{R}/rules/branches/release")))
+            .respond_with(
+                ResponseTemplate::new(403)
+                    .insert_header("X-Accepted-GitHub-Permissions", "metadata=read")
+                    .set_body_json(fixture("error_forbidden")),
+            ),
+    );
+    landing(&fake, S);
+    fake.get(&format!("{R}/branches/release"), 200, branch(BASE));
+    let pv = run(&repo, &fake, &["release-train", "land", &train]);
+    assert_eq!(pv.code, 0, "{}", pv.doc);
+    let gates = pv.doc["data"]["gates"].as_array().expect("gates");
+    let result = |name: &str| {
+        gates
+            .iter()
+            .find(|g| g["gate"] == name)
+            .map(|g| g["result"].as_str().expect("result").to_string())
+            .unwrap_or_else(|| panic!("no gate {name} in {gates:?}"))
+    };
+    assert_eq!(result("merge_queue"), "unknown", "{gates:?}");
+    assert_eq!(result("checks"), "unknown", "{gates:?}");
+    assert_eq!(result("head_pinned"), "pass", "{gates:?}");
+    let digest = pv.doc["data"]["plan_digest"]
+        .as_str()
+        .expect("digest")
+        .to_string();
+    let r = run(
+        &repo,
+        &fake,
+        &[
+            "release-train",
+            "land",
+            &train,
+            "--apply",
+            "--digest",
+            &digest,
+        ],
+    );
+    assert_eq!(r.code, 3, "{}", r.doc);
+    assert_eq!(r.doc["refused"]["policy"], "github.access", "{}", r.doc);
+    assert!(
+        r.doc["refused"]["next"]
+            .as_str()
+            .expect("next")
+            .contains("metadata=read"),
+        "the remedy names the permission: {}",
+        r.doc
+    );
+    assert!(fake.writes().is_empty(), "{:?}", fake.writes());
+    let text = std::fs::read_to_string(repo.ws(&format!("trains/{train}.toml"))).expect("train");
+    assert!(text.contains("state = \"pr_open\""), "{text}");
+    fake.verify();
+}

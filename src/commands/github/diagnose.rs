@@ -158,6 +158,10 @@ pub(super) struct Requirements {
     pub conversation_resolution: bool,
     pub merge_queue: bool,
     pub unreadable_reason: Option<String>,
+    /// Why the rulesets could not be read. They need only `metadata:read`, so this is a real
+    /// access problem: a landing gate that depends on them is `unknown`, never `pass`.
+    #[serde(skip)]
+    pub rulesets_problem: Option<AccessProblem>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -782,7 +786,11 @@ fn requirements(
                 }
             }
         }
-        Err(e) => unreadable.push(format!("rulesets: {}", as_problem(&e).kind())),
+        Err(e) => {
+            let p = as_problem(&e);
+            unreadable.push(format!("rulesets: {}", p.kind()));
+            r.rulesets_problem = Some(p);
+        }
     }
     match client.get(&format!("/repos/{repo}/branches/{base}/protection")) {
         Ok(p) => {

@@ -1481,6 +1481,14 @@ fn gates(
             "fail",
             format!("`{}` requires a merge queue", train.target),
         ),
+        Some(r) if r.rulesets_problem.is_some() => g(
+            "merge_queue",
+            "unknown",
+            format!(
+                "the rulesets of `{}` could not be read, so a merge queue cannot be ruled out",
+                train.target
+            ),
+        ),
         Some(r) if r.source == "unreadable" => g(
             "merge_queue",
             "pass",
@@ -1520,6 +1528,12 @@ fn checks_gate(d: &Diagnosis) -> Gate {
     if !failing.is_empty() {
         return g("fail", format!("failing: {}", failing.join(", ")));
     }
+    if req.rulesets_problem.is_some() {
+        return g(
+            "unknown",
+            "the rulesets could not be read, so a check only they require may be missing".into(),
+        );
+    }
     if !d.missing_required.is_empty() {
         return g(
             "fail",
@@ -1552,7 +1566,10 @@ fn gate_refusal(gate: &Gate, number: u64, d: &Diagnosis) -> Refusal {
     let (policy, next) = match (gate.gate.as_str(), gate.result.as_str()) {
         (_, "unknown") => (
             "github.access",
-            d.problem.as_ref().map_or("Fix GitHub access and preview again.".into(), |p| p.remedy()),
+            d.problem
+                .as_ref()
+                .or(d.requirements.as_ref().and_then(|r| r.rulesets_problem.as_ref()))
+                .map_or("Fix GitHub access and preview again.".into(), |p| p.remedy()),
         ),
         ("head_pinned", _) => ("train.head_moved", "The train promotes its commit only: close this PR or open a new train for the new head (`dacli release-train plan`).".to_string()),
         ("target_unchanged", _) => ("plan.drifted", "Preview the landing again and review the new plan.".to_string()),
