@@ -3083,3 +3083,237 @@ fn unreadable_rules_make_the_train_gates_unknown_and_unknown_refuses() {
     assert!(text.contains("state = \"pr_open\""), "{text}");
     fake.verify();
 }
+
+/// GitHub answers 405 to the guarded merge (not mergeable): refused `gate.not_mergeable`, the
+/// train is marked failed and nothing else is sent.
+#[test]
+fn a_405_merge_is_not_mergeable() {
+    let repo = train_workspace();
+    let train = write_train(&repo);
+    let fake = Fake::start();
+    landing(&fake, S);
+    fake.get(&format!("{R}/branches/release"), 200, branch(BASE));
+    fake.mount(
+        Mock::given(method("PUT"))
+            .and(path(format!("{R}/pulls/31/merge")))
+            .respond_with(
+                ResponseTemplate::new(405)
+                    .set_body_json(json!({"message": "Pull Request is not mergeable"})),
+            )
+            .expect(1),
+    );
+    let pv = run(&repo, &fake, &["release-train", "land", &train]);
+    let digest = pv.doc["data"]["plan_digest"]
+        .as_str()
+        .expect("digest")
+        .to_string();
+    let r = run(
+        &repo,
+        &fake,
+        &[
+            "release-train",
+            "land",
+            &train,
+            "--apply",
+            "--digest",
+            &digest,
+        ],
+    );
+    assert_eq!(r.code, 3, "{}", r.doc);
+    assert_eq!(r.doc["refused"]["policy"], "gate.not_mergeable");
+    assert!(
+        r.doc["refused"]["next"]
+            .as_str()
+            .expect("next")
+            .contains("dacli pr diagnose --pr 31")
+    );
+    let text = std::fs::read_to_string(repo.ws(&format!("trains/{train}.toml"))).expect("train");
+    assert!(text.contains("state = \"failed\""), "{text}");
+    assert_eq!(fake.writes(), [format!("PUT {R}/pulls/31/merge")]);
+    fake.verify();
+}
+
+/// Closing an issue needs its named authority: a done task's issue in `pr` landing mode
+/// without delivery evidence is withheld `closure_unauthorized` (nothing is sent); in `local`
+/// mode it closes as `dacli_owned_done` (`completed`), and an abandoned task's issue closes as
+/// `task_abandoned` (`not_planned`). An issue without our marker is never touched.
+#[test]
+fn an_issue_is_closed_only_with_its_named_authority() {
+    let (repo, _open, done) = pull_workspace();
+    let ws = ws_id(&repo);
+    let ok = |args: &[&str]| {
+        let (code, doc) = repo.json(args);
+        assert_eq!(code, 0, "{args:?}: {doc}");
+        doc
+    };
+    let t = ok(&[
+        "task",
+        "add",
+        "Drop the legacy rounding",
+        "--project",
+        "checkout",
+        "--accept",
+        "gone",
+    ]);
+    let dropped = t["data"]["task"]["id"].as_str().expect("id").to_string();
+    ok(&[
+        "task",
+        "done",
+        &dropped,
+        "--abandon",
+        "--reason",
+        "superseded by half-even",
+    ]);
+    ok(&["project", "edit", "checkout", "--landing-mode", "pr"]);
+    let fake = Fake::start();
+    fake.get(R, 200, fixture("repo"));
+    let r = run(
+        &repo,
+        &fake,
+        &[
+            "github",
+            "consent",
+            "grant",
+            "--project",
+            "checkout",
+            "--granted-by",
+            "human:mkoenig",
+            "--classes",
+            "tasks",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.doc);
+    fake.get(
+        &format!("{R}/issues"),
+        200,
+        json!([
+            {"number": 13, "state": "open", "body": format!("<!-- dacli:{done} ws:{ws} -->\n")},
+            {"number": 16, "state": "open", "body": format!("<!-- dacli:{dropped} ws:{ws} -->\n")},
+            {"number": 17, "state": "open", "title": "Round once at the boundary",
+             "body": "a person's issue about the same thing"},
+        ]),
+    );
+    let refs = [
+        "github",
+        "projection",
+        "checkout",
+        done.as_str(),
+        dropped.as_str(),
+    ];
+    let pr_mode = run(&repo, &fake, &refs);
+    assert_eq!(pr_mode.code, 0, "{}", pr_mode.doc);
+    let d = item(&pr_mode.doc, &done);
+    assert_eq!(d["action"], "withhold", "{d}");
+    assert_eq!(reasons(d), ["closure_unauthorized"]);
+    assert!(
+        d["withheld"][0]["detail"]
+            .as_str()
+            .expect("detail")
+            .contains("dacli delivery reconcile")
+    );
+    let a = item(&pr_mode.doc, &dropped);
+    assert_eq!(a["action"], "close", "{a}");
+    assert_eq!(
+        a["closure"],
+        json!({"authority": "task_abandoned", "state_reason": "not_planned"})
+    );
+    assert!(fake.writes().is_empty(), "{:?}", fake.writes());
+
+    ok(&["project", "edit", "checkout", "--landing-mode", "local"]);
+    let local = run(&repo, &fake, &refs);
+    let d = item(&local.doc, &done);
+    assert_eq!(d["action"], "close", "{d}");
+    assert_eq!(
+        d["closure"],
+        json!({"authority": "dacli_owned_done", "state_reason": "completed"})
+    );
+    assert_eq!(local.doc["data"]["blast_radius"]["close"], 2);
+    let digest = local.doc["data"]["plan_digest"]
+        .as_str()
+        .expect("digest")
+        .to_string();
+    for (n, reason) in [(13, "completed"), (16, "not_planned")] {
+        fake.mount(
+            Mock::given(method("PATCH"))
+                .and(path(format!("{R}/issues/{n}")))
+                .and(wiremock::matchers::body_json(
+                    json!({"state": "closed", "state_reason": reason}),
+                ))
+                .respond_with(
+                    ResponseTemplate::new(200)
+                        .set_body_json(json!({"number": n, "state": "closed"})),
+                )
+                .expect(1),
+        );
+    }
+    let mut apply = refs.to_vec();
+    apply.extend(["--apply", "--digest", &digest]);
+    let r = run(&repo, &fake, &apply);
+    assert_eq!(r.code, 0, "{}", r.doc);
+    assert_eq!(r.doc["data"]["outcome"], "completed", "{}", r.doc);
+    let mut writes = fake.writes();
+    writes.sort();
+    assert_eq!(
+        writes,
+        [
+            format!("PATCH {R}/issues/13"),
+            format!("PATCH {R}/issues/16")
+        ]
+    );
+    fake.verify();
+}
+
+/// Without GH_TOKEN the token comes from GITHUB_TOKEN (before `gh`), reported only as `env`.
+#[test]
+fn github_token_is_the_second_source() {
+    let repo = linked();
+    let fake = Fake::start();
+    failing_pr(&fake);
+    let r = run_with(
+        &repo,
+        &fake.url(),
+        &["pr", "diagnose", "--pr", "7"],
+        &[("GITHUB_TOKEN", TOKEN)],
+        None,
+    );
+    assert_eq!(r.code, 0, "{}", r.doc);
+    assert_eq!(r.doc["data"]["access"]["token_source"], "env");
+    let sent = fake.requests()[0]
+        .headers
+        .get("authorization")
+        .map(|v| v.to_str().unwrap_or_default().to_string())
+        .unwrap_or_default();
+    assert!(sent.ends_with(TOKEN));
+    assert!(!r.doc.to_string().contains(TOKEN));
+    fake.verify();
+}
+
+/// `--max-api-calls` bounds the diagnosis: no more requests are sent than the budget allows,
+/// and a diagnosis cut short by it is never read as green.
+#[test]
+fn the_diagnosis_sends_no_more_requests_than_its_budget() {
+    let repo = linked();
+    let fake = Fake::start();
+    green_pr(
+        &fake,
+        patched("pull", &[("/mergeable_state", json!("clean"))]),
+    );
+    let r = run(
+        &repo,
+        &fake,
+        &["pr", "diagnose", "--pr", "7", "--max-api-calls", "3"],
+    );
+    assert!(
+        fake.requests().len() <= 3,
+        "{} requests",
+        fake.requests().len()
+    );
+    assert_eq!(r.code, 0, "{}", r.doc);
+    assert_eq!(r.doc["data"]["access"]["calls"], 3);
+    assert_eq!(
+        r.doc["data"]["verdict"]["class"], "access_problem",
+        "{}",
+        r.doc
+    );
+    fake.verify();
+}
