@@ -111,18 +111,16 @@ struct Scope<'a> {
 
 impl Scope<'_> {
     fn project_id(&self) -> String {
-        format!("p-{}", self.task.project)
+        format!("p-{}", self.task.project())
     }
 
     /// The first task listed with this id.
     fn entry(&self, id: &str) -> Option<&TaskEntry> {
-        let at = self
-            .by_id
-            .partition_point(|&i| self.all[i].id.as_str() < id);
+        let at = self.by_id.partition_point(|&i| self.all[i].id() < id);
         self.by_id
             .get(at)
             .map(|&i| &*self.all[i])
-            .filter(|t| t.id == id)
+            .filter(|t| t.id() == id)
     }
 
     /// How an object id is named inside the brief: a task by `<NNN>-<slug>`, anything else
@@ -190,7 +188,7 @@ pub(super) fn gather(ws: &Workspace, reader: &Reader, reference: &str) -> Result
     let ancestors = ancestors_of(&all, &task);
     let mut by_id: Vec<usize> = (0..all.len()).collect();
     // Stable, and linear on the usual input (ids are ULIDs, minted in number order).
-    by_id.sort_by(|&a, &b| all[a].id.cmp(&all[b].id));
+    by_id.sort_by(|&a, &b| all[a].id().cmp(all[b].id()));
     let mut scope = Scope {
         ws,
         reader,
@@ -205,7 +203,7 @@ pub(super) fn gather(ws: &Workspace, reader: &Reader, reference: &str) -> Result
         warnings,
     };
     let doc = folded_task(&mut scope)?;
-    let project_path = ws.path(&["projects", &scope.task.project, "project.md"]);
+    let project_path = ws.path(&["projects", scope.task.project(), "project.md"]);
     let project = objects::read_document(ws, &project_path).map_err(objects::Error::from)?;
     let task_text = searchable(&doc);
     let mut sections = vec![
@@ -228,11 +226,11 @@ pub(super) fn gather(ws: &Workspace, reader: &Reader, reference: &str) -> Result
     sections.push(activity(&scope));
     sections.push(shortcuts(&mut scope)?);
     let mut task_ref = TaskRef {
-        id: scope.task.id.clone(),
+        id: scope.task.id().to_string(),
         reference: scope.task.reference(),
         project: scope.project_id(),
-        number: scope.task.number,
-        title: scope.task.title.clone(),
+        number: scope.task.number(),
+        title: scope.task.title().to_string(),
     };
     if !doc.doc.title().is_empty() {
         task_ref.title = doc.doc.title().to_string();
@@ -247,16 +245,19 @@ pub(super) fn gather(ws: &Workspace, reader: &Reader, reference: &str) -> Result
 
 fn ancestors_of(all: &[Arc<TaskEntry>], task: &TaskEntry) -> Vec<Arc<TaskEntry>> {
     let mut out: Vec<Arc<TaskEntry>> = Vec::new();
-    let mut seen = BTreeSet::from([task.id.clone()]);
-    let mut next = task.parent.clone();
+    let mut seen = BTreeSet::from([task.id().to_string()]);
+    let mut next = task.parent().map(str::to_string);
     while let Some(id) = next {
-        let Some(parent) = all.iter().find(|t| t.id == id && t.project == task.project) else {
+        let Some(parent) = all
+            .iter()
+            .find(|t| t.id() == id && t.project() == task.project())
+        else {
             break;
         };
-        if !seen.insert(parent.id.clone()) {
+        if !seen.insert(parent.id().to_string()) {
             break;
         }
-        next = parent.parent.clone();
+        next = parent.parent().map(str::to_string);
         out.push(parent.clone());
     }
     out
@@ -269,18 +270,18 @@ struct FoldedTask {
 }
 
 fn folded_task(scope: &mut Scope<'_>) -> Result<FoldedTask, Error> {
-    let path = scope.ws.dir().join(&scope.task.file);
+    let path = scope.ws.dir().join(scope.task.file());
     let file = objects::read_document(scope.ws, &path).map_err(objects::Error::from)?;
     let mut doc = TaskDoc {
         front: file.front,
         body: file.body,
-        status: Status::parse(&scope.task.folder).unwrap_or(Status::Open),
+        status: Status::parse(scope.task.folder()).unwrap_or(Status::Open),
     };
     let pending: Vec<&EventEntry> = scope
         .events
         .entries
         .iter()
-        .filter(|e| e.about.as_deref() == Some(scope.task.id.as_str()))
+        .filter(|e| e.about.as_deref() == Some(scope.task.id()))
         .filter(|e| scope.events.is_pending(e))
         .collect();
     if pending.is_empty() {
@@ -310,7 +311,7 @@ fn folded_task(scope: &mut Scope<'_>) -> Result<FoldedTask, Error> {
     journal.events = heads.clone();
     let mine: Vec<_> = heads
         .iter()
-        .filter(|h| h.about.as_deref() == Some(scope.task.id.as_str()))
+        .filter(|h| h.about.as_deref() == Some(scope.task.id()))
         .collect();
     // The brief does not evaluate the definition of done: a finish request stays a request
     // and is shown as such.
@@ -398,7 +399,7 @@ fn why(scope: &Scope<'_>, project: &Document) -> Section {
     let goal = first_line("Goal").unwrap_or_else(|| inert(project.title().unwrap_or("")));
     s.candidates.push(Item {
         id: "goal".into(),
-        text: format!("Project **{}**: {goal}", scope.task.project),
+        text: format!("Project **{}**: {goal}", scope.task.project()),
     });
     if let Some(vision) = first_line("Vision") {
         s.candidates.push(Item {
@@ -455,9 +456,9 @@ fn constraints(scope: &mut Scope<'_>, project: &Document) -> Result<Section, Err
     }
     // Scope groups: this task, its ancestors nearest first, the project, the workspace.
     let mut groups: BTreeMap<String, usize> = BTreeMap::new();
-    groups.insert(scope.task.id.clone(), 0);
+    groups.insert(scope.task.id().to_string(), 0);
     for (i, a) in scope.ancestors.iter().enumerate() {
-        groups.insert(a.id.clone(), i + 1);
+        groups.insert(a.id().to_string(), i + 1);
     }
     let project_group = scope.ancestors.len() + 1;
     let project_id = scope.project_id();
@@ -468,7 +469,7 @@ fn constraints(scope: &mut Scope<'_>, project: &Document) -> Result<Section, Err
         .filter_map(|n| {
             let group = if n.scope == "workspace" {
                 project_group + 1
-            } else if n.project.as_deref() != Some(scope.task.project.as_str()) {
+            } else if n.project.as_deref() != Some(scope.task.project()) {
                 return None;
             } else {
                 match n.about.as_deref() {
@@ -526,7 +527,7 @@ fn risk_section(scope: &mut Scope<'_>) -> Result<Section, Error> {
     let mut s = Section::new("risks", "Risks", "risks")
         .blocks()
         .counted(Some(9));
-    let listing = risks::list(scope.ws, &scope.task.project)?;
+    let listing = risks::list(scope.ws, scope.task.project())?;
     scope.warnings.extend(listing.warnings);
     let mut open: Vec<_> = listing
         .items
@@ -562,7 +563,7 @@ fn risk_section(scope: &mut Scope<'_>) -> Result<Section, Error> {
 
 fn glossary_section(scope: &mut Scope<'_>, task_text: &str) -> Result<Section, Error> {
     let mut s = Section::new("glossary", "Glossary", "glossary terms");
-    let loaded = match glossary::load(scope.ws, &scope.task.project) {
+    let loaded = match glossary::load(scope.ws, scope.task.project()) {
         Ok(g) => g,
         Err(objects::Error::Store(crate::store::Error::Malformed(p))) => {
             scope.warnings.push(p);
@@ -594,8 +595,8 @@ fn answers(scope: &mut Scope<'_>) -> Result<Section, Error> {
     let mut s = Section::new("answers", "Answers", "answers")
         .blocks()
         .counted(None);
-    let mut targets = vec![scope.task.id.clone()];
-    targets.extend(scope.ancestors.iter().map(|a| a.id.clone()));
+    let mut targets = vec![scope.task.id().to_string()];
+    targets.extend(scope.ancestors.iter().map(|a| a.id().to_string()));
     let mut pairs: Vec<(usize, EventEntry, EventEntry)> = Vec::new();
     for help in scope.events.entries.iter().filter(|e| e.kind == "help") {
         let Some(rank) = targets
@@ -702,7 +703,7 @@ fn findings(scope: &mut Scope<'_>) -> Result<Section, Error> {
         .blocks()
         .counted(None);
     let about: BTreeSet<String> = finding_targets(scope);
-    let project = scope.task.project.clone();
+    let project = scope.task.project().to_string();
     let mut found: Vec<Finding> = Vec::new();
     let notes: Vec<Arc<NoteEntry>> = scope
         .notes
@@ -796,22 +797,30 @@ fn findings(scope: &mut Scope<'_>) -> Result<Section, Error> {
 /// project's most recently done tasks, and the project itself.
 fn finding_targets(scope: &Scope<'_>) -> BTreeSet<String> {
     let task = &scope.task;
-    let mut out = BTreeSet::from([task.id.clone(), scope.project_id()]);
-    out.extend(scope.ancestors.iter().map(|a| a.id.clone()));
+    let mut out = BTreeSet::from([task.id().to_string(), scope.project_id()]);
+    out.extend(scope.ancestors.iter().map(|a| a.id().to_string()));
     let project: Vec<&Arc<TaskEntry>> = scope
         .all
         .iter()
-        .filter(|t| t.project == task.project)
+        .filter(|t| t.project() == task.project())
         .collect();
     out.extend(
         project
             .iter()
-            .filter(|t| t.parent == task.parent && t.id != task.id)
-            .map(|t| t.id.clone()),
+            .filter(|t| t.parent() == task.parent() && t.id() != task.id())
+            .map(|t| t.id().to_string()),
     );
-    let mut done: Vec<&&Arc<TaskEntry>> = project.iter().filter(|t| t.folder == "done").collect();
-    done.sort_by(|a, b| b.last_log_at.cmp(&a.last_log_at).then(b.id.cmp(&a.id)));
-    out.extend(done.into_iter().take(RECENT_DONE).map(|t| t.id.clone()));
+    let mut done: Vec<&&Arc<TaskEntry>> = project.iter().filter(|t| t.folder() == "done").collect();
+    done.sort_by(|a, b| {
+        b.last_log_at()
+            .cmp(&a.last_log_at())
+            .then(b.id().cmp(a.id()))
+    });
+    out.extend(
+        done.into_iter()
+            .take(RECENT_DONE)
+            .map(|t| t.id().to_string()),
+    );
     out
 }
 
@@ -875,18 +884,18 @@ fn link_item(
     }
     if let Ok(task) = resolve_keys(&scope.all, target) {
         let task = task.clone();
-        let path = scope.ws.dir().join(&task.file);
+        let path = scope.ws.dir().join(task.file());
         let read = objects::read_document(scope.ws, &path);
         let Some(doc) = warn_or_fail(&mut scope.warnings, read)? else {
             return Ok(None);
         };
-        let details = format!("task {}, {}, linked", task.reference(), task.folder);
+        let details = format!("task {}, {}, linked", task.reference(), task.folder());
         return Ok(Some(Item {
             id: target.to_string(),
             text: scope.block(
-                &task.owner,
+                task.owner(),
                 &details,
-                &titled(&task.title, first_paragraph(&doc.body)),
+                &titled(task.title(), first_paragraph(&doc.body)),
             ),
         }));
     }
@@ -1019,7 +1028,7 @@ fn activity(scope: &Scope<'_>) -> Section {
             ));
         }
         let about = e.about.as_deref().or(e.task.as_deref());
-        if about != Some(scope.task.id.as_str()) {
+        if about != Some(scope.task.id()) {
             line.push_str(&format!(" on {}", scope.name_of(about)));
         }
         if scope.events.is_pending(e) {
@@ -1035,12 +1044,16 @@ fn activity(scope: &Scope<'_>) -> Section {
 
 /// The task and its descendants (ids).
 fn subtree_of(scope: &Scope<'_>) -> BTreeSet<String> {
-    let mut out = BTreeSet::from([scope.task.id.clone()]);
+    let mut out = BTreeSet::from([scope.task.id().to_string()]);
     let mut grew = true;
     while grew {
         grew = false;
-        for t in scope.all.iter().filter(|t| t.project == scope.task.project) {
-            if t.parent.as_ref().is_some_and(|p| out.contains(p)) && out.insert(t.id.clone()) {
+        for t in scope
+            .all
+            .iter()
+            .filter(|t| t.project() == scope.task.project())
+        {
+            if t.parent().is_some_and(|p| out.contains(p)) && out.insert(t.id().to_string()) {
                 grew = true;
             }
         }

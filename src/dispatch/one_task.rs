@@ -31,7 +31,7 @@ pub fn locate(ctx: &Ctx, reference: &str) -> Result<(String, String), Error> {
     }
     ctx.warn_all(warnings.clone());
     match tasks::resolve_keys(&entries, reference) {
-        Ok(t) => Ok((t.project.clone(), t.id.clone())),
+        Ok(t) => Ok((t.project().to_string(), t.id().to_string())),
         Err(tasks::ResolveError::NotFound { .. } | tasks::ResolveError::NoProject { .. })
             if let Some(p) = tasks::unreadable_match(&warnings, reference) =>
         {
@@ -67,8 +67,8 @@ impl OneTask {
         loop {
             let snap = Snapshot::load(ws, &passes)?;
             let entry = Arc::clone(snap.resolve_reported(reference)?);
-            let file = ws.dir().join(&entry.file);
-            let mut task = match tasks::read_one(ws, &entry.project, &entry.folder, file) {
+            let file = ws.dir().join(entry.file());
+            let mut task = match tasks::read_one(ws, entry.project(), entry.folder(), file) {
                 Err(e) if e.is_vanished() && attempt < ATTEMPTS => {
                     attempt += 1;
                     continue;
@@ -76,9 +76,9 @@ impl OneTask {
                 other => other?,
             };
             ctx.warn_all(snap.warnings.clone());
-            let journal = journal::snapshot::task_journal(ws, &snap.events, &entry.id)?;
+            let journal = journal::snapshot::task_journal(ws, &snap.events, entry.id())?;
             ctx.warn_all(journal.warnings.clone());
-            let pending: Vec<&EventHead> = journal.pending_about(&entry.id).collect();
+            let pending: Vec<&EventHead> = journal.pending_about(entry.id()).collect();
             let before = task.clone();
             let mut doc = task.doc.clone();
             let fold = fold_task(&mut doc, &pending, &journal, &mut |d: &TaskDoc| {

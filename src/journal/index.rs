@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 use crate::model::Grant;
 use crate::model::event::{EventHead, is_journal, is_mailbox};
 use crate::model::id::{ROOT_AGENT, parse_ulid, ulid_time};
-use crate::objects::index::{FileCache, settled_pass};
+use crate::objects::codec::{Buf, Input, Output};
+use crate::objects::index::{Extract, FileCache, decode_postcard, encode_postcard, settled_pass};
 use crate::objects::{self, field_problem};
 use crate::store::{Document, Problem, Reason};
 use crate::workspace::Workspace;
@@ -46,6 +47,15 @@ pub struct EventEntry {
     pub scope: Option<String>,
     /// Path relative to the workspace directory.
     pub file: String,
+}
+
+impl Extract for EventEntry {
+    fn encode(&self, out: &mut Output) {
+        encode_postcard(self, out);
+    }
+    fn decode(buf: &Buf, input: &mut Input<'_>) -> Option<EventEntry> {
+        decode_postcard(input, buf)
+    }
 }
 
 /// The live event log as index entries, sorted by id, with what honoured receipts settle.

@@ -103,7 +103,7 @@ impl Snapshot {
         let changed: Vec<Arc<TaskEntry>> = snapshot
             .tasks
             .iter()
-            .filter(|t| to_fold.contains(&t.id))
+            .filter(|t| to_fold.contains(t.id()))
             .cloned()
             .collect();
         let related = Related::of(&snapshot.events);
@@ -111,7 +111,7 @@ impl Snapshot {
             match snapshot.fold(ws, &entry, &related, passes) {
                 Ok(folded) => {
                     snapshot.folded_at.insert(address(&entry));
-                    snapshot.folded.insert(entry.id.clone(), folded);
+                    snapshot.folded.insert(entry.id().to_string(), folded);
                 }
                 // Broken since it was indexed (rewritten in place): reported, shown unfolded.
                 Err(objects::Error::Store(crate::store::Error::Malformed(p))) => {
@@ -135,11 +135,11 @@ impl Snapshot {
     ) -> Result<(tasks::Located, Folded), objects::Error> {
         let mut task = tasks::read_one(
             ws,
-            &entry.project,
-            &entry.folder,
-            ws.dir().join(&entry.file),
+            entry.project(),
+            entry.folder(),
+            ws.dir().join(entry.file()),
         )?;
-        let id = entry.id.as_str();
+        let id = entry.id();
         let mut journal = journal_with(ws, &self.events, index, id)?;
         self.warnings.append(&mut journal.warnings);
         let pending: Vec<&EventHead> = journal.pending_about(id).collect();
@@ -166,7 +166,7 @@ impl Snapshot {
     /// [`Snapshot::doc`] for an entry of `tasks`.
     fn doc_of(&self, t: &TaskEntry) -> Option<&TaskDoc> {
         if self.folded_at.contains(&address(t)) {
-            self.doc(&t.id)
+            self.doc(t.id())
         } else {
             None
         }
@@ -174,7 +174,7 @@ impl Snapshot {
 
     /// The task with this id.
     pub fn task(&self, id: &str) -> Option<&Arc<TaskEntry>> {
-        self.tasks.iter().find(|t| t.id == id)
+        self.tasks.iter().find(|t| t.id() == id)
     }
 
     /// Resolves a task reference in any FORMAT §3.3 form.
@@ -201,7 +201,7 @@ impl Snapshot {
 
     /// The folded owner.
     pub fn owner<'a>(&'a self, t: &'a TaskEntry) -> &'a str {
-        self.doc_of(t).map_or(t.owner.as_str(), |d| d.owner())
+        self.doc_of(t).map_or(t.owner(), |d| d.owner())
     }
 
     /// The folded status.
@@ -213,7 +213,7 @@ impl Snapshot {
     pub fn assignee<'a>(&'a self, t: &'a TaskEntry) -> Option<&'a str> {
         match self.doc_of(t) {
             Some(d) => d.assignee(),
-            None => t.assignee.as_deref(),
+            None => t.assignee(),
         }
     }
 
@@ -232,7 +232,7 @@ impl Snapshot {
     pub fn active_since(&self, t: &TaskEntry) -> Option<String> {
         match self.doc_of(t) {
             Some(d) => crate::model::task::active_since(&d.log()),
-            None => t.active_since.clone(),
+            None => t.active_since().map(str::to_string),
         }
     }
 
@@ -243,7 +243,7 @@ impl Snapshot {
 
     /// The `TaskSummary` of a task, folded.
     pub fn summary(&self, t: &TaskEntry) -> TaskSummary {
-        let folded = self.folded.get(&t.id);
+        let folded = self.folded.get(t.id());
         let (acceptance, estimate, priority) = match folded {
             Some((l, _)) => {
                 let criteria = l.doc.criteria();
@@ -258,15 +258,15 @@ impl Snapshot {
             }
             None => (
                 Acceptance {
-                    checked: t.checked,
-                    total: t.criteria,
+                    checked: t.checked(),
+                    total: t.criteria(),
                 },
-                t.estimate.map(|[o, p, q]| Estimate {
+                t.estimate().map(|[o, p, q]| Estimate {
                     optimistic: o,
                     probable: p,
                     pessimistic: q,
                 }),
-                t.priority.clone(),
+                t.priority().to_string(),
             ),
         };
         TaskSummary {
@@ -275,16 +275,16 @@ impl Snapshot {
             priority,
             owner: match folded {
                 Some((l, _)) => l.doc.owner().to_string(),
-                None => t.owner.clone(),
+                None => t.owner().to_string(),
             },
             assignee: self.assignee(t).map(str::to_string),
             acceptance,
             estimate: estimate.map(EstimateView::of),
             tags: match folded {
                 Some((l, _)) => l.doc.tags(),
-                None => t.tags.clone(),
+                None => t.tags().into_iter().map(str::to_string).collect(),
             },
-            pending: self.pending_count(&t.id),
+            pending: self.pending_count(t.id()),
             finish_requested: folded.is_some_and(|(_, f)| f.finish_requested()),
         }
     }
@@ -293,11 +293,11 @@ impl Snapshot {
     pub fn plan_tasks(&self) -> Vec<PlanTask> {
         self.tasks
             .iter()
-            .map(|t| match self.folded.get(&t.id) {
+            .map(|t| match self.folded.get(t.id()) {
                 Some((l, _)) => PlanTask {
-                    id: t.id.clone(),
-                    project: t.project.clone(),
-                    number: t.number,
+                    id: t.id().to_string(),
+                    project: t.project().to_string(),
+                    number: t.number(),
                     status: l.doc.status,
                     assignee: l.doc.assignee().map(str::to_string),
                     priority: l.doc.priority().to_string(),
@@ -306,22 +306,22 @@ impl Snapshot {
                     estimate: l.doc.estimate().ok().flatten(),
                 },
                 None => PlanTask {
-                    id: t.id.clone(),
-                    project: t.project.clone(),
-                    number: t.number,
+                    id: t.id().to_string(),
+                    project: t.project().to_string(),
+                    number: t.number(),
                     status: t.status(),
-                    assignee: t.assignee.clone(),
-                    priority: t.priority.clone(),
-                    parent: t.parent.clone(),
+                    assignee: t.assignee().map(str::to_string),
+                    priority: t.priority().to_string(),
+                    parent: t.parent().map(str::to_string),
                     depends_on: t
-                        .depends_on
+                        .depends_on()
                         .iter()
                         .map(|(on, kind)| crate::model::task::Dependency {
-                            on: on.clone(),
-                            kind: kind.clone(),
+                            on: on.to_string(),
+                            kind: kind.to_string(),
                         })
                         .collect(),
-                    estimate: t.estimate.map(|[o, p, q]| Estimate {
+                    estimate: t.estimate().map(|[o, p, q]| Estimate {
                         optimistic: o,
                         probable: p,
                         pessimistic: q,

@@ -302,15 +302,15 @@ pub fn sync_all(
         if scope.about.as_ref().is_some_and(|a| a != &about) {
             continue;
         }
-        if let Some(t) = entries.iter().find(|e| e.id == about) {
-            let owner = t.owner.as_str();
+        if let Some(t) = entries.iter().find(|e| e.id() == about) {
+            let owner = t.owner();
             if owner != me && !(is_root && owner_gone(owner)) {
                 not_owned += 1;
                 continue;
             }
             let ulid = about.trim_start_matches("t-");
             let _lock = ws.fs.lock(&ws.lock_path(&format!("task-{ulid}")))?;
-            let task = tasks::reload(ws, &t.project, &about)?;
+            let task = tasks::reload(ws, t.project(), &about)?;
             // Read again under the lock: events appended since the listing count.
             let events = super::index::read(ws)?;
             let journal = super::snapshot::task_journal(ws, &events, &about)?;

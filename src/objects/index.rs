@@ -30,6 +30,8 @@ use std::time::Instant;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use super::codec::{Buf, Input, Output, SharedStr};
+
 use crate::model::task::{TaskHead, parse_task_filename};
 use crate::model::taskdoc::strip_wikilink;
 use crate::store::{Document, Problem, Reason, TEMP_PREFIX};
@@ -38,7 +40,7 @@ use crate::workspace::{STATUS_FOLDERS, Workspace};
 use super::{Error, Listing, field_problem, warn_or_fail};
 
 /// Bumped whenever an extract's shape or meaning changes; older caches are then ignored.
-const FORMAT: &str = "dacli-index/3";
+const FORMAT: &str = "dacli-index/4";
 
 /// The timestamp granularity assumed for file systems with sub-second timestamps: two ticks
 /// of the coarsest kernel clock that stamps files (HZ = 100).
@@ -106,6 +108,22 @@ impl Stamp {
         }
     }
 
+    fn encode(&self, out: &mut Output) {
+        out.var(self.size);
+        out.ivar(self.mtime_ns);
+        out.ivar(self.ctime_ns);
+        out.var(self.ino);
+    }
+
+    fn decode(input: &mut Input<'_>) -> Option<Stamp> {
+        Some(Stamp {
+            size: input.var()?,
+            mtime_ns: input.ivar()?,
+            ctime_ns: input.ivar()?,
+            ino: input.var()?,
+        })
+    }
+
     /// True when this stamp was already old when the cache written at `written_ns` listed it,
     /// `listing_ns` before writing.
     fn settled(&self, written_ns: i128, listing_ns: i128) -> bool {
@@ -118,7 +136,30 @@ impl Stamp {
     }
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+/// An extract kept in a cache file: how it is written, and read back from the buffer the
+/// whole file was read into.
+///
+/// Invariant: `decode` reads back exactly what `encode` wrote, and returns `None` (never a
+/// wrong value) for bytes `encode` did not write.
+pub trait Extract: Send + Sync + Sized + 'static {
+    fn encode(&self, out: &mut Output);
+    fn decode(buf: &Buf, input: &mut Input<'_>) -> Option<Self>;
+}
+
+/// [`Extract::encode`] for extracts stored as postcard.
+pub fn encode_postcard<T: Serialize>(value: &T, out: &mut Output) {
+    // Serialising plain structs of strings and numbers to memory cannot fail.
+    let bytes = postcard::to_allocvec(value).unwrap_or_default();
+    out.bytes(&bytes);
+}
+
+/// [`Extract::decode`] for extracts stored as postcard.
+pub fn decode_postcard<T: DeserializeOwned>(input: &mut Input<'_>, buf: &Buf) -> Option<T> {
+    let span = input.span()?;
+    postcard::from_bytes(buf.get(span)?).ok()
+}
+
+#[derive(Debug)]
 struct Cached<T> {
     stamp: Stamp,
     value: Arc<T>,
@@ -136,20 +177,10 @@ impl<T> Clone for Cached<T> {
 
 /// One listed directory: its stamp when listed and each `.md` file it held, by name, with the
 /// file's extract (`None` for a file that could not be cached and is read on every scan).
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug)]
 struct DirCache<T> {
     stamp: Stamp,
-    files: Vec<(String, Option<Cached<T>>)>,
-}
-
-/// Encoded with postcard, field after field: [`load_dirs`] decodes `format` alone first.
-#[derive(Serialize)]
-struct OnDisk<T> {
-    format: String,
-    /// How long the listing that this cache records took before it was written (ns): stamps
-    /// changed within that span (plus a tick) of the write are not trusted.
-    listing_ns: i128,
-    dirs: BTreeMap<String, Arc<DirCache<T>>>,
+    files: Vec<(SharedStr, Option<Cached<T>>)>,
 }
 
 /// What a process remembers of a cache file it read or wrote: the file's stamp then, and its
@@ -183,12 +214,29 @@ pub struct FileCache<T> {
     dirty: bool,
     /// Each directory scanned: its path, its stamp before it was looked at, and the names it
     /// was found to hold, so that [`FileCache::unsettled`] can tell whether it moved since.
-    scanned: Vec<(PathBuf, Option<Stamp>, Vec<String>)>,
+    scanned: Vec<(PathBuf, Option<Stamp>, Seen<T>)>,
     /// A listed file was gone by the time it was read: a writer moved or removed it.
     vanished: bool,
 }
 
-impl<T: Serialize + DeserializeOwned + Send + Sync + 'static> FileCache<T> {
+/// The names a scan found in a directory: those of its cache entry when it was served whole
+/// (not copied: a trusted directory of thousands of files is the common case), else the
+/// names listed.
+enum Seen<T> {
+    Cached(Arc<DirCache<T>>),
+    Listed(Vec<String>),
+}
+
+impl<T> Seen<T> {
+    fn names(&self) -> Vec<&str> {
+        match self {
+            Seen::Cached(d) => d.files.iter().map(|(n, _)| n.as_str()).collect(),
+            Seen::Listed(names) => names.iter().map(String::as_str).collect(),
+        }
+    }
+}
+
+impl<T: Extract> FileCache<T> {
     /// Loads `cache/<name>.bin` (from memory when this process already holds that version);
     /// a missing, unreadable or outdated cache is an empty one.
     pub fn load(ws: &Workspace, name: &str) -> FileCache<T> {
@@ -236,8 +284,8 @@ impl<T: Serialize + DeserializeOwned + Send + Sync + 'static> FileCache<T> {
             && old.files.iter().all(|(_, c)| c.is_some())
         {
             self.new.insert(key, old.clone());
-            let names = old.files.iter().map(|(n, _)| n.clone()).collect();
-            self.scanned.push((dir.to_path_buf(), Some(stamp), names));
+            self.scanned
+                .push((dir.to_path_buf(), Some(stamp), Seen::Cached(old.clone())));
             return Ok(old
                 .files
                 .iter()
@@ -260,7 +308,7 @@ impl<T: Serialize + DeserializeOwned + Send + Sync + 'static> FileCache<T> {
         self.scanned.push((
             dir.to_path_buf(),
             stamp,
-            listed.iter().map(|(n, _)| n.clone()).collect(),
+            Seen::Listed(listed.iter().map(|(n, _)| n.clone()).collect()),
         ));
         for (name, path) in listed {
             let file_stamp = Stamp::of(&path);
@@ -299,7 +347,7 @@ impl<T: Serialize + DeserializeOwned + Send + Sync + 'static> FileCache<T> {
             if let Some(c) = &cached {
                 out.push(Arc::clone(&c.value));
             }
-            files.push((name, cached));
+            files.push((SharedStr::new(&name), cached));
         }
         match stamp {
             Some(stamp) => {
@@ -342,7 +390,7 @@ impl<T: Serialize + DeserializeOwned + Send + Sync + 'static> FileCache<T> {
             }
             if now.is_none_or(|s| !self.trusted(&s)) {
                 let again: Vec<String> = md_files(ws, dir)?.into_iter().map(|(n, _)| n).collect();
-                if again != *names {
+                if again.iter().map(String::as_str).ne(names.names()) {
                     return Ok(true);
                 }
             }
@@ -364,14 +412,8 @@ impl<T: Serialize + DeserializeOwned + Send + Sync + 'static> FileCache<T> {
         if !self.dirty && !dropped {
             return;
         }
-        let disk = OnDisk {
-            format: FORMAT.to_string(),
-            listing_ns: i128::try_from(self.started.elapsed().as_nanos()).unwrap_or(i128::MAX),
-            dirs: self.new,
-        };
-        let Ok(bytes) = postcard::to_allocvec(&disk) else {
-            return;
-        };
+        let listing_ns = i128::try_from(self.started.elapsed().as_nanos()).unwrap_or(i128::MAX);
+        let bytes = encode_dirs(listing_ns, &self.new);
         if ws.fs.replace_derived(&path, &bytes).is_err() {
             return;
         }
@@ -380,19 +422,84 @@ impl<T: Serialize + DeserializeOwned + Send + Sync + 'static> FileCache<T> {
                 path,
                 Memo {
                     stamp,
-                    listing_ns: disk.listing_ns,
-                    dirs: Box::new(disk.dirs),
+                    listing_ns,
+                    dirs: Box::new(self.new),
                 },
             );
         }
     }
 }
 
+/// The bytes of a cache file: the format first (a cache of another version is not decoded
+/// at all), the listing's duration, then each directory with its files and their extracts.
+fn encode_dirs<T: Extract>(listing_ns: i128, dirs: &Dirs<T>) -> Vec<u8> {
+    let mut out = Output::default();
+    out.str(FORMAT);
+    out.ivar(listing_ns);
+    out.var(dirs.len() as u64);
+    for (key, dir) in dirs {
+        out.str(key);
+        dir.stamp.encode(&mut out);
+        out.var(dir.files.len() as u64);
+        for (name, cached) in &dir.files {
+            out.str(name);
+            match cached {
+                None => out.u8(0),
+                Some(c) => {
+                    out.u8(1);
+                    c.stamp.encode(&mut out);
+                    c.value.encode(&mut out);
+                }
+            }
+        }
+    }
+    let sum = crc32fast::hash(&out.0);
+    out.u32(sum);
+    out.0
+}
+
+/// [`encode_dirs`] read back; `None` for anything it did not write. The checksum at the end
+/// covers everything before it: a cache torn by a crash (it is written without fsync) or
+/// changed by hand is refused whole, which is what lets the extracts skip checking their own
+/// bytes.
+fn decode_dirs<T: Extract>(buf: &Buf) -> Option<(i128, Dirs<T>)> {
+    let body = buf.len().checked_sub(4)?;
+    let sum = u32::from_le_bytes(buf.get(body..)?.try_into().ok()?);
+    if crc32fast::hash(buf.get(..body)?) != sum {
+        return None;
+    }
+    let mut input = Input::new(buf.get(..body)?);
+    if input.str()? != FORMAT {
+        return None;
+    }
+    let listing_ns = input.ivar()?;
+    let mut dirs = BTreeMap::new();
+    for _ in 0..input.count()? {
+        let key = input.str()?.to_string();
+        let stamp = Stamp::decode(&mut input)?;
+        let n = input.count()?;
+        // Every file takes more than one byte: a count beyond what is left is a torn file.
+        let mut files = Vec::with_capacity(n.min(buf.len()));
+        for _ in 0..n {
+            let name = input.shared(buf)?;
+            let cached = match input.u8()? {
+                0 => None,
+                1 => Some(Cached {
+                    stamp: Stamp::decode(&mut input)?,
+                    value: Arc::new(T::decode(buf, &mut input)?),
+                }),
+                _ => return None,
+            };
+            files.push((name, cached));
+        }
+        dirs.insert(key, Arc::new(DirCache { stamp, files }));
+    }
+    input.at_end().then_some((listing_ns, dirs))
+}
+
 /// The directories of a cache file: from this process's memory when the file is the version
 /// it last saw, else parsed from disk.
-fn load_dirs<T: DeserializeOwned + Send + Sync + 'static>(
-    path: &Path,
-) -> Option<(Stamp, i128, Dirs<T>)> {
+fn load_dirs<T: Extract>(path: &Path) -> Option<(Stamp, i128, Dirs<T>)> {
     let stamp = Stamp::of(path)?;
     if let Ok(memos) = memos().lock()
         && let Some(m) = memos.get(path)
@@ -403,13 +510,8 @@ fn load_dirs<T: DeserializeOwned + Send + Sync + 'static>(
     }
     // Not `Fs::read`: the cache is dacli's own derived file, and an index of ten thousand
     // tasks is far over the object-file size limit.
-    let bytes = std::fs::read(path).ok()?;
-    // The format comes first: a cache of another version is not decoded at all.
-    let (format, rest): (String, &[u8]) = postcard::take_from_bytes(&bytes).ok()?;
-    if format != FORMAT {
-        return None;
-    }
-    let (listing_ns, dirs): (i128, Dirs<T>) = postcard::from_bytes(rest).ok()?;
+    let buf: Buf = Arc::new(std::fs::read(path).ok()?);
+    let (listing_ns, dirs) = decode_dirs::<T>(&buf)?;
     // Remembered for the rest of the process: a server's next call skips the parse, and a
     // short-lived command never pays for freeing thousands of extracts one by one.
     if let Ok(mut memos) = memos().lock() {
@@ -452,27 +554,29 @@ fn extract<T>(
     }
 }
 
-/// `cache/<name>.bin` in the workspace: postcard, a positional binary encoding that loads
-/// several times faster than JSON (no keys to match, no escapes to scan).
+/// `cache/<name>.bin` in the workspace, in the layout of [`encode_dirs`].
 fn cache_file(ws: &Workspace, name: &str) -> std::path::PathBuf {
     ws.path(&["cache", &format!("{name}.bin")])
 }
 
 /// Runs `pass` over the cache `cache/<name>.bin` until one pass saw a single state of the
-/// directories it scanned ([`FileCache::unsettled`]), five passes at most; the last is served
+/// directories it scanned ([`FileCache::unsettled`]), fifty passes at most; the last is served
 /// as found. Writers move and remove files while readers list (a task changing status, an
 /// event archived): without this, a reader fails on a file listed then gone, or misses one
-/// moved from a directory not yet scanned to one already scanned.
+/// moved from a directory not yet scanned to one already scanned. Five passes were not
+/// enough against a writer moving one task every 0.3 ms: about one listing in seven used
+/// them all, and some of those missed the task. A pass over directories served from the cache
+/// costs a few `stat`s, so the bound costs nothing unless writers never stop.
 pub fn settled_pass<T, R, E>(
     ws: &Workspace,
     name: &str,
     mut pass: impl FnMut(&mut FileCache<T>) -> Result<R, E>,
 ) -> Result<(R, FileCache<T>), E>
 where
-    T: Serialize + DeserializeOwned + Send + Sync + 'static,
+    T: Extract,
     E: From<Error>,
 {
-    const ATTEMPTS: usize = 5;
+    const ATTEMPTS: usize = 50;
     let mut attempt = 1;
     loop {
         let mut cache = FileCache::load(ws, name);
@@ -504,8 +608,21 @@ pub fn md_files(ws: &Workspace, dir: &Path) -> Result<Vec<(String, std::path::Pa
 
 /// The fields of a task that listings, status and briefs need of tasks they do not show in
 /// full: enough to count, filter, sort, resolve references and summarise without the file.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+///
+/// A view into the bytes of its cache file (or a buffer of its own for a task just parsed):
+/// reading ten thousand entries allocates nothing per string. Layout, after a fixed head of
+/// number, checked and total criteria (`u32` each), a flag byte and the three estimates
+/// (`f64` each): the strings of [`TaskField`] in order, then the tags, then the dependencies.
+#[derive(Clone)]
 pub struct TaskEntry {
+    buf: Buf,
+    at: u32,
+    len: u32,
+}
+
+/// The owned fields a [`TaskEntry`] is made from.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TaskFields {
     /// The project's directory name.
     pub project: String,
     pub id: String,
@@ -536,46 +653,313 @@ pub struct TaskEntry {
     pub file: String,
 }
 
+/// The strings of a task entry, in the order they are stored.
+#[derive(Clone, Copy)]
+enum TaskField {
+    Project,
+    Id,
+    Slug,
+    Title,
+    Folder,
+    Parent,
+    Owner,
+    Assignee,
+    Rev,
+    Priority,
+    LastLogAt,
+    ActiveSince,
+    File,
+}
+
+const TASK_STRINGS: usize = 13;
+/// number, checked, criteria, flags, estimate.
+const TASK_HEAD: usize = 4 + 4 + 4 + 1 + 3 * 8;
+const HAS_ESTIMATE: u8 = 1;
+const HAS_PARENT: u8 = 2;
+const HAS_ASSIGNEE: u8 = 4;
+const HAS_LAST_LOG: u8 = 8;
+const HAS_ACTIVE_SINCE: u8 = 16;
+
 impl TaskEntry {
+    /// The entry holding `f`, in a buffer of its own.
+    pub fn new(f: &TaskFields) -> TaskEntry {
+        let mut out = Output::default();
+        let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        out.u32(f.number);
+        out.u32(count(f.checked));
+        out.u32(count(f.criteria));
+        let flag = |on: bool, bit: u8| if on { bit } else { 0 };
+        out.u8(flag(f.estimate.is_some(), HAS_ESTIMATE)
+            | flag(f.parent.is_some(), HAS_PARENT)
+            | flag(f.assignee.is_some(), HAS_ASSIGNEE)
+            | flag(f.last_log_at.is_some(), HAS_LAST_LOG)
+            | flag(f.active_since.is_some(), HAS_ACTIVE_SINCE));
+        for x in f.estimate.unwrap_or_default() {
+            out.f64(x);
+        }
+        let opt = |o: &Option<String>| o.as_deref().unwrap_or_default().to_string();
+        for s in [
+            &f.project,
+            &f.id,
+            &f.slug,
+            &f.title,
+            &f.folder,
+            &opt(&f.parent),
+            &f.owner,
+            &opt(&f.assignee),
+            &f.rev,
+            &f.priority,
+            &opt(&f.last_log_at),
+            &opt(&f.active_since),
+            &f.file,
+        ] {
+            out.str(s);
+        }
+        out.var(f.tags.len() as u64);
+        for t in &f.tags {
+            out.str(t);
+        }
+        out.var(f.depends_on.len() as u64);
+        for (on, kind) in &f.depends_on {
+            out.str(on);
+            out.str(kind);
+        }
+        let len = count(out.0.len());
+        TaskEntry {
+            buf: Arc::new(out.0),
+            at: 0,
+            len,
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        self.buf
+            .get(self.at as usize..(self.at + self.len) as usize)
+            .unwrap_or_default()
+    }
+
+    /// The bytes after the fixed head.
+    fn strings(&self) -> Input<'_> {
+        let mut input = Input::new(self.bytes());
+        input.skip(TASK_HEAD);
+        input
+    }
+
+    fn head_u32(&self, at: usize) -> u32 {
+        self.bytes()
+            .get(at..at + 4)
+            .and_then(|b| b.try_into().ok())
+            .map_or(0, u32::from_le_bytes)
+    }
+
+    fn flags(&self) -> u8 {
+        self.bytes().get(12).copied().unwrap_or(0)
+    }
+
+    fn string(&self, field: TaskField) -> &str {
+        let mut input = self.strings();
+        for _ in 0..field as usize {
+            input.span();
+        }
+        input.str().unwrap_or_default()
+    }
+
+    fn optional(&self, field: TaskField, bit: u8) -> Option<&str> {
+        (self.flags() & bit != 0).then(|| self.string(field))
+    }
+
+    /// The project's directory name.
+    pub fn project(&self) -> &str {
+        self.string(TaskField::Project)
+    }
+    pub fn id(&self) -> &str {
+        self.string(TaskField::Id)
+    }
+    pub fn number(&self) -> u32 {
+        self.head_u32(0)
+    }
+    pub fn slug(&self) -> &str {
+        self.string(TaskField::Slug)
+    }
+    pub fn title(&self) -> &str {
+        self.string(TaskField::Title)
+    }
+    /// The status folder the file is in.
+    pub fn folder(&self) -> &str {
+        self.string(TaskField::Folder)
+    }
+    pub fn parent(&self) -> Option<&str> {
+        self.optional(TaskField::Parent, HAS_PARENT)
+    }
+    pub fn owner(&self) -> &str {
+        self.string(TaskField::Owner)
+    }
+    pub fn assignee(&self) -> Option<&str> {
+        self.optional(TaskField::Assignee, HAS_ASSIGNEE)
+    }
+    pub fn rev(&self) -> &str {
+        self.string(TaskField::Rev)
+    }
+    pub fn priority(&self) -> &str {
+        self.string(TaskField::Priority)
+    }
+    /// Checked acceptance criteria.
+    pub fn checked(&self) -> usize {
+        self.head_u32(4) as usize
+    }
+    /// Acceptance criteria in all.
+    pub fn criteria(&self) -> usize {
+        self.head_u32(8) as usize
+    }
+    /// Optimistic, probable and pessimistic effort, when estimated.
+    pub fn estimate(&self) -> Option<[f64; 3]> {
+        if self.flags() & HAS_ESTIMATE == 0 {
+            return None;
+        }
+        let mut input = Input::new(self.bytes());
+        input.skip(13)?;
+        Some([input.f64()?, input.f64()?, input.f64()?])
+    }
+    /// Timestamp of the last `## Log` line (when the task last changed), if any.
+    pub fn last_log_at(&self) -> Option<&str> {
+        self.optional(TaskField::LastLogAt, HAS_LAST_LOG)
+    }
+    /// Timestamp of the last Log line that made it active (`claimed`, `assigned …`,
+    /// `status open -> active`), if any.
+    pub fn active_since(&self) -> Option<&str> {
+        self.optional(TaskField::ActiveSince, HAS_ACTIVE_SINCE)
+    }
+    /// Path relative to the workspace directory.
+    pub fn file(&self) -> &str {
+        self.string(TaskField::File)
+    }
+
+    /// The input positioned after the strings, at the tags.
+    fn lists(&self) -> Input<'_> {
+        let mut input = self.strings();
+        for _ in 0..TASK_STRINGS {
+            input.span();
+        }
+        input
+    }
+
+    pub fn tags(&self) -> Vec<&str> {
+        let mut input = self.lists();
+        let n = input.count().unwrap_or(0);
+        (0..n).map_while(|_| input.str()).collect()
+    }
+
+    /// `(on, type)` of each dependency.
+    pub fn depends_on(&self) -> Vec<(&str, &str)> {
+        let mut input = self.lists();
+        for _ in 0..input.count().unwrap_or(0) {
+            input.span();
+        }
+        let n = input.count().unwrap_or(0);
+        (0..n)
+            .map_while(|_| Some((input.str()?, input.str()?)))
+            .collect()
+    }
+
+    /// All fields, owned.
+    pub fn fields(&self) -> TaskFields {
+        let own = |s: Option<&str>| s.map(str::to_string);
+        TaskFields {
+            project: self.project().to_string(),
+            id: self.id().to_string(),
+            number: self.number(),
+            slug: self.slug().to_string(),
+            title: self.title().to_string(),
+            folder: self.folder().to_string(),
+            parent: own(self.parent()),
+            owner: self.owner().to_string(),
+            assignee: own(self.assignee()),
+            rev: self.rev().to_string(),
+            priority: self.priority().to_string(),
+            checked: self.checked(),
+            criteria: self.criteria(),
+            estimate: self.estimate(),
+            tags: self.tags().into_iter().map(str::to_string).collect(),
+            depends_on: self
+                .depends_on()
+                .into_iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect(),
+            last_log_at: own(self.last_log_at()),
+            active_since: own(self.active_since()),
+            file: self.file().to_string(),
+        }
+    }
+
     /// `<project>/<NNN>-<slug>`.
     pub fn reference(&self) -> String {
-        format!("{}/{:03}-{}", self.project, self.number, self.slug)
+        format!("{}/{:03}-{}", self.project(), self.number(), self.slug())
     }
 
     /// `<NNN>-<slug>`, the short name used inside one project.
     pub fn short(&self) -> String {
-        format!("{:03}-{}", self.number, self.slug)
+        format!("{:03}-{}", self.number(), self.slug())
     }
 
     /// The `TaskRef` of this task.
     pub fn task_ref(&self) -> crate::model::task::TaskRef {
         crate::model::task::TaskRef {
-            id: self.id.clone(),
+            id: self.id().to_string(),
             reference: self.reference(),
-            project: format!("p-{}", self.project),
-            number: self.number,
-            title: self.title.clone(),
+            project: format!("p-{}", self.project()),
+            number: self.number(),
+            title: self.title().to_string(),
         }
     }
 
     /// The status its folder stands for.
     pub fn status(&self) -> crate::model::task::Status {
-        crate::model::task::Status::parse(&self.folder).unwrap_or(crate::model::task::Status::Open)
+        crate::model::task::Status::parse(self.folder()).unwrap_or(crate::model::task::Status::Open)
+    }
+}
+
+impl Extract for TaskEntry {
+    fn encode(&self, out: &mut Output) {
+        out.bytes(self.bytes());
+    }
+
+    /// Only the record's extent: its cache file passed its checksum, and each accessor reads
+    /// its field with bounds and UTF-8 checks of its own.
+    fn decode(buf: &Buf, input: &mut Input<'_>) -> Option<TaskEntry> {
+        let span = input.span()?;
+        (span.len() >= TASK_HEAD).then_some(())?;
+        Some(TaskEntry {
+            buf: Arc::clone(buf),
+            at: u32::try_from(span.start).ok()?,
+            len: u32::try_from(span.len()).ok()?,
+        })
+    }
+}
+
+impl PartialEq for TaskEntry {
+    fn eq(&self, other: &TaskEntry) -> bool {
+        self.bytes() == other.bytes()
+    }
+}
+
+impl std::fmt::Debug for TaskEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.fields().fmt(f)
     }
 }
 
 impl super::tasks::TaskKey for TaskEntry {
     fn key_project(&self) -> &str {
-        &self.project
+        self.project()
     }
     fn key_id(&self) -> &str {
-        &self.id
+        self.id()
     }
     fn key_number(&self) -> u32 {
-        self.number
+        self.number()
     }
     fn key_slug(&self) -> &str {
-        &self.slug
+        self.slug()
     }
 }
 
@@ -608,20 +992,20 @@ pub fn tasks(ws: &Workspace, slug: &str) -> Result<Listing<Arc<TaskEntry>>, Erro
     let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
     let repeated: std::collections::BTreeSet<String> = found
         .iter()
-        .filter(|e| !seen.insert(e.id.as_str()))
-        .map(|e| e.id.clone())
+        .filter(|e| !seen.insert(e.id()))
+        .map(|e| e.id().to_string())
         .collect();
     let mut by_id: BTreeMap<String, Vec<Arc<TaskEntry>>> = BTreeMap::new();
     for e in found {
-        if repeated.contains(&e.id) {
-            by_id.entry(e.id.clone()).or_default().push(e);
+        if repeated.contains(e.id()) {
+            by_id.entry(e.id().to_string()).or_default().push(e);
         } else {
             out.items.push(e);
         }
     }
     for (id, mut copies) in by_id {
-        let shown = |e: &TaskEntry| ws.display(&ws.dir().join(&e.file));
-        copies.sort_by(|a, b| b.rev.cmp(&a.rev).then(shown(a).cmp(&shown(b))));
+        let shown = |e: &TaskEntry| ws.display(&ws.dir().join(e.file()));
+        copies.sort_by(|a, b| b.rev().cmp(a.rev()).then(shown(a).cmp(&shown(b))));
         let paths: Vec<String> = copies.iter().map(|c| shown(c)).collect();
         for path in &paths {
             let others: Vec<&str> = paths
@@ -638,7 +1022,7 @@ pub fn tasks(ws: &Workspace, slug: &str) -> Result<Listing<Arc<TaskEntry>>, Erro
         out.items.extend(copies.into_iter().next());
     }
     out.items
-        .sort_by(|a, b| (a.number, &a.id).cmp(&(b.number, &b.id)));
+        .sort_by(|a, b| a.number().cmp(&b.number()).then_with(|| a.id().cmp(b.id())));
     if let Ok(mut memos) = task_listings().lock() {
         memos.insert(
             memo_key,
@@ -733,7 +1117,7 @@ fn task_entry(
         .map(|e| [e.optimistic, e.probable, e.pessimistic]);
     let criteria = tdoc.criteria();
     let active_since = crate::model::task::active_since(&head.log);
-    Ok(TaskEntry {
+    Ok(TaskEntry::new(&TaskFields {
         project: slug.to_string(),
         id: head.id,
         number,
@@ -757,7 +1141,7 @@ fn task_entry(
         last_log_at: head.log.last().map(|l| l.at.clone()),
         active_since,
         file,
-    })
+    }))
 }
 
 /// The fields of a note that a brief ranks and filters by; the body is read only for the
@@ -781,6 +1165,15 @@ pub struct NoteEntry {
     pub stem: String,
     /// Path relative to the workspace directory.
     pub file: String,
+}
+
+impl Extract for NoteEntry {
+    fn encode(&self, out: &mut Output) {
+        encode_postcard(self, out);
+    }
+    fn decode(buf: &Buf, input: &mut Input<'_>) -> Option<NoteEntry> {
+        decode_postcard(input, buf)
+    }
 }
 
 /// Every note of the projects `projects` (directory names, as [`super::projects::list`]
@@ -835,4 +1228,112 @@ fn scan_notes(
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(n: u32) -> TaskFields {
+        TaskFields {
+            project: "checkout".into(),
+            id: format!("t-01KJPX6ZT81TTNRTABC9KBJY{n:02}"),
+            number: n,
+            slug: format!("task-{n}"),
+            title: format!("Tâsk {n}: totals in cents"),
+            folder: "active".into(),
+            parent: n.is_multiple_of(2).then(|| "t-parent".to_string()),
+            owner: "a-root".into(),
+            assignee: n.is_multiple_of(3).then(|| "a-builder-x".to_string()),
+            rev: "01KJPX6ZT81TTNRTABC9KBJYTV".into(),
+            priority: "must".into(),
+            checked: 1,
+            criteria: usize::try_from(n).unwrap_or(0) + 2,
+            estimate: (n % 2 == 1).then_some([1.0, 2.5, 9.0]),
+            tags: (0..n % 3).map(|t| format!("tag-{t}")).collect(),
+            depends_on: (0..n % 4)
+                .map(|d| (format!("t-dep-{d}"), "blocks".to_string()))
+                .collect(),
+            last_log_at: Some("2026-03-03T10:02:44Z".into()),
+            active_since: n
+                .is_multiple_of(5)
+                .then(|| "2026-03-03T10:02:44Z".to_string()),
+            file: format!("projects/checkout/tasks/active/{n:03}-task-{n}.md"),
+        }
+    }
+
+    fn dirs(n: u32) -> Dirs<TaskEntry> {
+        let stamp = |i: u64| Stamp {
+            size: i,
+            mtime_ns: 1_700_000_000_000_000_000 + i128::from(i),
+            ctime_ns: -5,
+            ino: i * 7,
+        };
+        let files = (0..n)
+            .map(|i| {
+                let cached = (i != 1).then(|| Cached {
+                    stamp: stamp(u64::from(i)),
+                    value: Arc::new(TaskEntry::new(&fields(i))),
+                });
+                (SharedStr::new(&format!("{i:03}-task-{i}.md")), cached)
+            })
+            .collect();
+        BTreeMap::from([(
+            "projects/checkout/tasks/active".to_string(),
+            Arc::new(DirCache {
+                stamp: stamp(99),
+                files,
+            }),
+        )])
+    }
+
+    #[test]
+    fn task_entries_read_back_every_field() {
+        for n in 0..12 {
+            let f = fields(n);
+            assert_eq!(TaskEntry::new(&f).fields(), f, "task {n}");
+        }
+    }
+
+    #[test]
+    fn a_cache_file_reads_back_what_was_written() {
+        let written = dirs(12);
+        let bytes: Buf = Arc::new(encode_dirs(42, &written));
+        let (listing_ns, read) = decode_dirs::<TaskEntry>(&bytes).expect("decodes");
+        assert_eq!(listing_ns, 42);
+        let (a, b) = (
+            &written["projects/checkout/tasks/active"],
+            &read["projects/checkout/tasks/active"],
+        );
+        assert_eq!(a.stamp, b.stamp);
+        assert_eq!(a.files.len(), b.files.len());
+        for ((na, ca), (nb, cb)) in a.files.iter().zip(&b.files) {
+            assert_eq!(na, nb);
+            assert_eq!(ca.as_ref().map(|c| c.stamp), cb.as_ref().map(|c| c.stamp));
+            assert_eq!(
+                ca.as_ref().map(|c| c.value.fields()),
+                cb.as_ref().map(|c| c.value.fields())
+            );
+        }
+    }
+
+    /// A cache torn by a crash (written without fsync) or changed by hand is refused whole,
+    /// never read as other extracts.
+    #[test]
+    fn a_torn_or_altered_cache_file_is_refused() {
+        let bytes = encode_dirs(42, &dirs(5));
+        for cut in 0..bytes.len() {
+            let torn: Buf = Arc::new(bytes[..cut].to_vec());
+            assert!(decode_dirs::<TaskEntry>(&torn).is_none(), "cut at {cut}");
+        }
+        for at in (0..bytes.len()).step_by(7) {
+            let mut altered = bytes.clone();
+            altered[at] ^= 0x20;
+            let altered: Buf = Arc::new(altered);
+            assert!(
+                decode_dirs::<TaskEntry>(&altered).is_none(),
+                "byte {at} flipped"
+            );
+        }
+    }
 }

@@ -476,7 +476,12 @@ pub fn write(ws: &Workspace, at: &Located, doc: &TaskDoc) -> Result<PathBuf, Err
 /// gives it; `None` when the index knows no such task or none of those files holds it.
 fn numbered_copies(ws: &Workspace, slug: &str, id: &str) -> Result<Option<Vec<Located>>, Error> {
     let index = super::index::tasks(ws, slug)?;
-    let Some(number) = index.items.iter().find(|e| e.id == id).map(|e| e.number) else {
+    let Some(number) = index
+        .items
+        .iter()
+        .find(|e| e.id() == id)
+        .map(|e| e.number())
+    else {
         return Ok(None);
     };
     let mut copies = Vec::new();

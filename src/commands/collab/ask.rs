@@ -616,7 +616,7 @@ fn threads(ctx: &Ctx, req: ThreadsRequest) -> Result<Outcome<ThreadsResponse>, E
     let about = match req.about.as_deref() {
         None => None,
         Some(a) if a == "workspace" || a.starts_with("p-") => Some(a.to_string()),
-        Some(r) => Some(snap.resolve_reported(r)?.id.clone()),
+        Some(r) => Some(snap.resolve_reported(r)?.id().to_string()),
     };
     let events = &snap.events;
     // Chosen, ordered and cut from the event index; only the questions shown, and their

@@ -132,14 +132,14 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     let mut active = Vec::new();
     // Every task of every project, by id: events name their object by id.
     let task_index: BTreeMap<&str, &TaskEntry> =
-        snap.tasks.iter().map(|t| (t.id.as_str(), &**t)).collect();
+        snap.tasks.iter().map(|t| (t.id(), &**t)).collect();
     let mut project_owner: BTreeMap<String, String> = BTreeMap::new();
     for p in &listing.items {
         project_owner.insert(p.id.clone(), p.owner.clone());
         let in_scope = only.as_ref().is_none_or(|s| s == &p.slug);
         let mut counts: BTreeMap<&'static str, usize> =
             STATUS_FOLDERS.iter().map(|f| (*f, 0)).collect();
-        for t in snap.tasks.iter().filter(|t| t.project == p.slug) {
+        for t in snap.tasks.iter().filter(|t| t.project() == p.slug) {
             let status = snap.status(t);
             *counts.entry(status.as_str()).or_default() += 1;
             if in_scope && status == Status::Active {
@@ -167,7 +167,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         (Some(slug), Some(id)) => {
             task_index
                 .get(id.as_str())
-                .is_some_and(|t| &t.project == slug)
+                .is_some_and(|t| t.project() == slug)
                 || id == &format!("p-{slug}")
         }
         (Some(_), None) => false,
@@ -216,8 +216,8 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
             Some(id) => task_index
                 .get(id)
                 .map(|t| {
-                    snap.doc(&t.id)
-                        .map_or_else(|| t.owner.clone(), |d| d.owner().to_string())
+                    snap.doc(t.id())
+                        .map_or_else(|| t.owner().to_string(), |d| d.owner().to_string())
                 })
                 .or_else(|| project_owner.get(id).cloned()),
         };

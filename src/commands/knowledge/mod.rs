@@ -90,7 +90,7 @@ impl About {
     /// The full id stored in `about`.
     fn id(&self) -> String {
         match self {
-            About::Task(t) => t.id.clone(),
+            About::Task(t) => t.id().to_string(),
             About::Project(p) => p.id.clone(),
         }
     }
@@ -98,7 +98,7 @@ impl About {
     /// The directory name of the project it belongs to.
     fn project(&self) -> &str {
         match self {
-            About::Task(t) => &t.project,
+            About::Task(t) => t.project(),
             About::Project(p) => &p.slug,
         }
     }
@@ -135,7 +135,8 @@ fn resolve_about(
             ))
             .hint(format!(
                 "pass `{}` for the task or `{}` for the project",
-                task.id, p.id
+                task.id(),
+                p.id
             ))),
             None => Ok(About::Task(task.clone())),
         },

@@ -97,15 +97,15 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
                 snap.owner(t) == me
                     && snap
                         .folded
-                        .get(&t.id)
+                        .get(t.id())
                         .is_some_and(|(_, f)| f.finish_requested())
             })
-            .map(|t| t.id.clone())
+            .map(|t| t.id().to_string())
             .collect()
     } else {
         let mut v = Vec::new();
         for r in &req.references {
-            v.push(snap.resolve_reported(r)?.id.clone());
+            v.push(snap.resolve_reported(r)?.id().to_string());
         }
         v
     };
@@ -135,7 +135,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
             });
             continue;
         }
-        match accept_one(ctx, (&t.project, &t.id), &req, &me, &mut out.ran)? {
+        match accept_one(ctx, (t.project(), t.id()), &req, &me, &mut out.ran)? {
             Ok(()) => out.accepted.push(task_ref),
             Err(refused) if single => return Ok(Outcome::Refused(refused)),
             Err(refused) => out.refused.push(RefusedTask {

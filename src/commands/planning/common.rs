@@ -226,10 +226,10 @@ pub(super) fn reaches(snap: &Snapshot, from: &str, target: &str) -> Option<Vec<S
                 .chain(doc.parent().map(str::to_string))
                 .collect(),
             None => t
-                .depends_on
+                .depends_on()
                 .iter()
-                .map(|(on, _)| on.clone())
-                .chain(t.parent.clone())
+                .map(|(on, _)| on.to_string())
+                .chain(t.parent().map(str::to_string))
                 .collect(),
         };
         for n in next {

@@ -673,7 +673,7 @@ fn depend(ctx: &Ctx, req: DependRequest) -> Result<Outcome<DependResponse>, Erro
     let mut deps = t.doc.depends_on();
     for rm in &req.remove {
         let target = snap.resolve(rm)?;
-        deps.retain(|d| d.on != target.id);
+        deps.retain(|d| d.on != target.id());
     }
     for spec in &req.on {
         let (dref, kind) = match spec.rsplit_once(':') {
@@ -686,20 +686,20 @@ fn depend(ctx: &Ctx, req: DependRequest) -> Result<Outcome<DependResponse>, Erro
             _ => (spec.as_str(), "FS"),
         };
         let target = snap.resolve(dref)?;
-        if target.id == t.task.id {
+        if target.id() == t.task.id {
             return Ok(Outcome::Refused(cycle_refusal(
                 snap,
                 &[t.task.id.clone(), t.task.id.clone()],
             )));
         }
-        if let Some(path) = reaches(snap, &target.id, &t.task.id) {
+        if let Some(path) = reaches(snap, target.id(), &t.task.id) {
             let mut cycle = vec![t.task.id.clone()];
             cycle.extend(path);
             return Ok(Outcome::Refused(cycle_refusal(snap, &cycle)));
         }
-        deps.retain(|d| d.on != target.id);
+        deps.retain(|d| d.on != target.id());
         deps.push(Dependency {
-            on: target.id.clone(),
+            on: target.id().to_string(),
             kind: kind.to_string(),
         });
     }

@@ -280,7 +280,7 @@ fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
     let title_slug = slugify(&req.title);
     if !req.allow_duplicate
         && let Some(dup) = snap.tasks.iter().find(|t| {
-            t.project == project
+            t.project() == project
                 && snap.status(t) != Status::Done
                 && slugify(&snap.task_ref(t).title) == title_slug
         })
@@ -297,14 +297,14 @@ fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
     let parent = match &req.parent {
         Some(r) => {
             let p = resolve_in(&snap, &project, r)?;
-            if p.project != project {
+            if p.project() != project {
                 return Err(Error::usage(format!(
                     "--parent {} is in project {}, not {project}: a parent must be in the same project",
                     p.reference(),
-                    p.project
+                    p.project()
                 )));
             }
-            Some(p.id.clone())
+            Some(p.id().to_string())
         }
         None => None,
     };
@@ -312,9 +312,9 @@ fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
     for spec in &req.depends_on {
         let (r, kind) = parse_dep(spec)?;
         let t = resolve_in(&snap, &project, r)?;
-        if !deps.iter().any(|d: &Dependency| d.on == t.id) {
+        if !deps.iter().any(|d: &Dependency| d.on == t.id()) {
             deps.push(Dependency {
-                on: t.id.clone(),
+                on: t.id().to_string(),
                 kind: kind.to_string(),
             });
         }
@@ -509,7 +509,7 @@ fn list(ctx: &Ctx, req: ListRequest) -> Result<Outcome<ListResponse>, Error> {
         .map(|p| project_slug(ws, p))
         .transpose()?;
     let parent = match &req.parent {
-        Some(r) => Some(snap.resolve(r)?.id.clone()),
+        Some(r) => Some(snap.resolve(r)?.id().to_string()),
         None => None,
     };
     let statuses: Vec<Status> = if !req.status.is_empty() {
@@ -523,23 +523,25 @@ fn list(ctx: &Ctx, req: ListRequest) -> Result<Outcome<ListResponse>, Error> {
     let mut selected: Vec<&Arc<TaskEntry>> = snap
         .tasks
         .iter()
-        .filter(|t| project.as_ref().is_none_or(|p| &t.project == p))
+        .filter(|t| project.as_ref().is_none_or(|p| t.project() == p))
         .filter(|t| statuses.contains(&snap.status(t)))
         .filter(|t| {
             req.assignee
                 .as_deref()
                 .is_none_or(|a| snap.assignee(t) == Some(a))
         })
-        .filter(|t| req.owner.as_deref().is_none_or(|o| t.owner == o))
+        .filter(|t| req.owner.as_deref().is_none_or(|o| t.owner() == o))
         .filter(|t| !req.mine || snap.assignee(t) == Some(me.as_str()))
-        .filter(|t| req.tag.as_ref().is_none_or(|g| t.tags.contains(g)))
         .filter(|t| {
-            parent
-                .as_deref()
-                .is_none_or(|p| t.parent.as_deref() == Some(p))
+            req.tag
+                .as_ref()
+                .is_none_or(|g| t.tags().contains(&g.as_str()))
         })
+        .filter(|t| parent.as_deref().is_none_or(|p| t.parent() == Some(p)))
         .collect();
-    selected.sort_by(|a, b| (&a.project, a.number, &a.id).cmp(&(&b.project, b.number, &b.id)));
+    selected.sort_by(|a, b| {
+        (&a.project(), a.number(), &a.id()).cmp(&(&b.project(), b.number(), &b.id()))
+    });
     if req.ready {
         selected = ready_order(&snap, selected);
     }
@@ -547,7 +549,7 @@ fn list(ctx: &Ctx, req: ListRequest) -> Result<Outcome<ListResponse>, Error> {
     if let Some(c) = &req.cursor {
         let at = selected
             .iter()
-            .position(|t| &t.id == c)
+            .position(|t| t.id() == c)
             .ok_or_else(|| Error::usage(format!("--cursor `{c}` is not a task of this listing")))?;
         selected.drain(..=at);
     }
@@ -556,7 +558,7 @@ fn list(ctx: &Ctx, req: ListRequest) -> Result<Outcome<ListResponse>, Error> {
         selected.truncate(req.limit);
     }
     let next_cursor = truncated
-        .then(|| selected.last().map(|t| t.id.clone()))
+        .then(|| selected.last().map(|t| t.id().to_string()))
         .flatten();
     Ok(Outcome::Done(ListResponse {
         tasks: selected.iter().map(|t| snap.summary(t)).collect(),
@@ -573,11 +575,11 @@ fn ready_order<'s>(
     selected: Vec<&'s Arc<TaskEntry>>,
 ) -> Vec<&'s Arc<TaskEntry>> {
     let plan = snap.plan_tasks();
-    let keep: std::collections::BTreeSet<&str> = selected.iter().map(|t| t.id.as_str()).collect();
+    let keep: std::collections::BTreeSet<&str> = selected.iter().map(|t| t.id()).collect();
     crate::policy::plan::ready(&plan)
         .into_iter()
         .map(|i| &snap.tasks[i])
-        .filter(|t| keep.contains(t.id.as_str()))
+        .filter(|t| keep.contains(t.id()))
         .collect()
 }
 
@@ -966,21 +968,21 @@ fn edit(ctx: &Ctx, req: EditRequest) -> Result<Outcome<EditResponse>, Error> {
         Some("none") => Some(None),
         Some(r) => {
             let p = snap.resolve(r)?;
-            if p.project != t.project {
+            if p.project() != t.project {
                 return Err(Error::usage(format!(
                     "--parent {} is in project {}: a parent must be in the same project",
                     p.reference(),
-                    p.project
+                    p.project()
                 )));
             }
-            if let Some(path) = reaches(snap, &p.id, &t.task.id)
-                .or_else(|| (p.id == t.task.id).then(|| vec![t.task.id.clone()]))
+            if let Some(path) = reaches(snap, p.id(), &t.task.id)
+                .or_else(|| (p.id() == t.task.id).then(|| vec![t.task.id.clone()]))
             {
                 let mut cycle = vec![t.task.id.clone()];
                 cycle.extend(path);
                 return Ok(Outcome::Refused(cycle_refusal(snap, &cycle)));
             }
-            Some(Some(p.id.clone()))
+            Some(Some(p.id().to_string()))
         }
     };
     let estimate = match &req.estimate {

@@ -361,7 +361,7 @@ fn task_for(
 ) -> Result<Option<(String, TaskRef)>, Error> {
     if let Some(r) = reference {
         let t = snap.resolve_reported(r)?;
-        return Ok(Some((t.id.clone(), snap.task_ref(t))));
+        return Ok(Some((t.id().to_string(), snap.task_ref(t))));
     }
     let me = &ctx.identity()?.agent.id;
     let mine: Vec<_> = snap
@@ -370,7 +370,7 @@ fn task_for(
         .filter(|t| snap.status(t) == Status::Active && snap.assignee(t) == Some(me.as_str()))
         .collect();
     Ok(match mine.as_slice() {
-        [one] => Some((one.id.clone(), snap.task_ref(one))),
+        [one] => Some((one.id().to_string(), snap.task_ref(one))),
         _ => None,
     })
 }

@@ -74,15 +74,15 @@ fn run(ctx: &Ctx, _req: Request) -> Result<Outcome<Response>, Error> {
         let t = index::tasks(ws, &p.slug)?;
         ctx.warn_all(t.warnings);
         for entry in &t.items {
-            let assignee = entry.assignee.as_deref();
+            let assignee = entry.assignee();
             let mine = assignee == Some(me.agent.id.as_str());
-            if entry.folder != "done" && mine {
+            if entry.folder() != "done" && mine {
                 assigned.push(entry.task_ref());
             }
-            if entry.folder == "active" && mine {
+            if entry.folder() == "active" && mine {
                 my_active += 1;
             }
-            if entry.folder == "active"
+            if entry.folder() == "active"
                 && let (Some(role), Some(who)) = (&role, assignee)
                 && roles_of
                     .entry(who.to_string())
