@@ -148,15 +148,15 @@ impl Scope<'_> {
 
     /// The body of a note; `None` (with a warning) when its file went bad since it was indexed.
     fn note_body(&mut self, note: &NoteEntry) -> Result<Option<String>, Error> {
-        if let Some(body) = self.bodies.get(&note.id) {
+        if let Some(body) = self.bodies.get(note.id()) {
             return Ok(Some(body.clone()));
         }
-        let path = self.ws.dir().join(&note.file);
+        let path = self.ws.dir().join(note.file());
         let read = objects::read_document(self.ws, &path);
         let Some(doc) = warn_or_fail(&mut self.warnings, read)? else {
             return Ok(None);
         };
-        self.bodies.insert(note.id.clone(), doc.body.clone());
+        self.bodies.insert(note.id().to_string(), doc.body.clone());
         Ok(Some(doc.body))
     }
 }
@@ -183,7 +183,7 @@ pub(super) fn gather(ws: &Workspace, reader: &Reader, reference: &str) -> Result
     let superseded = notes
         .items
         .iter()
-        .filter_map(|n| n.supersedes.clone())
+        .filter_map(|n| n.supersedes().map(str::to_string))
         .collect();
     let ancestors = ancestors_of(&all, &task);
     let mut by_id: Vec<usize> = (0..all.len()).collect();
@@ -281,7 +281,7 @@ fn folded_task(scope: &mut Scope<'_>) -> Result<FoldedTask, Error> {
         .events
         .entries
         .iter()
-        .filter(|e| e.about.as_deref() == Some(scope.task.id()))
+        .filter(|e| e.about() == Some(scope.task.id()))
         .filter(|e| scope.events.is_pending(e))
         .collect();
     if pending.is_empty() {
@@ -292,12 +292,13 @@ fn folded_task(scope: &mut Scope<'_>) -> Result<FoldedTask, Error> {
     }
     let questions: BTreeSet<&str> = pending
         .iter()
-        .filter(|e| e.kind == "help")
-        .map(|e| e.id.as_str())
+        .filter(|e| e.kind() == "help")
+        .map(|e| e.id())
         .collect();
-    let answers = scope.events.entries.iter().filter(|e| {
-        e.kind == "answer" && e.question.as_deref().is_some_and(|q| questions.contains(q))
-    });
+    let answers =
+        scope.events.entries.iter().filter(|e| {
+            e.kind() == "answer" && e.question().is_some_and(|q| questions.contains(q))
+        });
     let mut heads = Vec::new();
     for e in pending.iter().copied().chain(answers) {
         match scope.events.load(scope.ws, e) {
@@ -465,14 +466,14 @@ fn constraints(scope: &mut Scope<'_>, project: &Document) -> Result<Section, Err
     let mut decisions: Vec<(usize, Arc<NoteEntry>)> = scope
         .notes
         .iter()
-        .filter(|n| n.kind == "decision")
+        .filter(|n| n.kind() == "decision")
         .filter_map(|n| {
-            let group = if n.scope == "workspace" {
+            let group = if n.scope() == "workspace" {
                 project_group + 1
-            } else if n.project.as_deref() != Some(scope.task.project()) {
+            } else if n.project() != Some(scope.task.project()) {
                 return None;
             } else {
-                match n.about.as_deref() {
+                match n.about() {
                     None => project_group,
                     Some(a) if a == project_id => project_group,
                     Some(a) => *groups.get(a)?,
@@ -483,24 +484,20 @@ fn constraints(scope: &mut Scope<'_>, project: &Document) -> Result<Section, Err
         .collect();
     decisions.sort_by(|(ga, a), (gb, b)| {
         ga.cmp(gb)
-            .then(b.created.cmp(&a.created))
-            .then(b.id.cmp(&a.id))
+            .then(b.created().cmp(a.created()))
+            .then(b.id().cmp(a.id()))
     });
     for (_, note) in decisions {
         let Some(body) = scope.note_body(&note)? else {
             continue;
         };
-        let text = decision_text(&note.title, &body);
-        let details = format!(
-            "decision {}, on {}",
-            note.id,
-            scope.name_of(note.about.as_deref())
-        );
+        let text = decision_text(note.title(), &body);
+        let details = format!("decision {}, on {}", note.id(), scope.name_of(note.about()));
         let item = Item {
-            id: note.id.clone(),
-            text: scope.block(&note.created_by, &details, &text),
+            id: note.id().to_string(),
+            text: scope.block(note.created_by(), &details, &text),
         };
-        if scope.superseded.contains(&note.id) {
+        if scope.superseded.contains(note.id()) {
             s.superseded.push(item);
         } else {
             s.candidates.push(item);
@@ -598,10 +595,10 @@ fn answers(scope: &mut Scope<'_>) -> Result<Section, Error> {
     let mut targets = vec![scope.task.id().to_string()];
     targets.extend(scope.ancestors.iter().map(|a| a.id().to_string()));
     let mut pairs: Vec<(usize, EventEntry, EventEntry)> = Vec::new();
-    for help in scope.events.entries.iter().filter(|e| e.kind == "help") {
+    for help in scope.events.entries.iter().filter(|e| e.kind() == "help") {
         let Some(rank) = targets
             .iter()
-            .position(|t| help.about.as_deref() == Some(t.as_str()))
+            .position(|t| help.about() == Some(t.as_str()))
         else {
             continue;
         };
@@ -609,18 +606,18 @@ fn answers(scope: &mut Scope<'_>) -> Result<Section, Error> {
             .events
             .entries
             .iter()
-            .find(|e| e.kind == "answer" && e.question.as_deref() == Some(help.id.as_str()));
+            .find(|e| e.kind() == "answer" && e.question() == Some(help.id()));
         if let Some(a) = answer {
             pairs.push((rank, help.clone(), a.clone()));
         }
     }
-    pairs.sort_by(|(ra, _, a), (rb, _, b)| ra.cmp(rb).then(b.id.cmp(&a.id)));
+    pairs.sort_by(|(ra, _, a), (rb, _, b)| ra.cmp(rb).then(b.id().cmp(a.id())));
     for (_, help, answer) in pairs {
         let (Some(q), Some(a)) = (load(scope, &help)?, load(scope, &answer)?) else {
             continue;
         };
-        let on = scope.name_of(help.about.as_deref());
-        let how = answer.answer_as.as_deref().unwrap_or("finding");
+        let on = scope.name_of(help.about());
+        let how = answer.answer_as().unwrap_or("finding");
         let reply = match (how, title_of(&a.body)) {
             ("decision", Some(title)) => decision_text(title, &a.body),
             (_, Some(title)) => titled(title, &a.body),
@@ -632,7 +629,7 @@ fn answers(scope: &mut Scope<'_>) -> Result<Section, Error> {
             scope.block(&a.created_by, &format!("answered as {how}"), &reply)
         );
         s.candidates.push(Item {
-            id: help.id.clone(),
+            id: help.id().to_string(),
             text,
         });
     }
@@ -661,23 +658,23 @@ fn lessons(scope: &mut Scope<'_>) -> Result<Section, Error> {
     let mut notes: Vec<Arc<NoteEntry>> = scope
         .notes
         .iter()
-        .filter(|n| n.scope == "workspace" && n.kind != "decision")
+        .filter(|n| n.scope() == "workspace" && n.kind() != "decision")
         .cloned()
         .collect();
-    notes.sort_by(|a, b| b.created.cmp(&a.created).then(b.id.cmp(&a.id)));
+    notes.sort_by(|a, b| b.created().cmp(a.created()).then(b.id().cmp(a.id())));
     for note in notes {
         let Some(body) = scope.note_body(&note)? else {
             continue;
         };
-        let mut details = note.kind.clone();
-        if let Some(sev) = &note.severity {
+        let mut details = note.kind().to_string();
+        if let Some(sev) = &note.severity() {
             details.push_str(&format!(", {sev}"));
         }
         let item = Item {
-            id: note.id.clone(),
-            text: scope.block(&note.created_by, &details, &titled(&note.title, &body)),
+            id: note.id().to_string(),
+            text: scope.block(note.created_by(), &details, &titled(note.title(), &body)),
         };
-        if scope.superseded.contains(&note.id) {
+        if scope.superseded.contains(note.id()) {
             s.superseded.push(item);
         } else {
             s.candidates.push(item);
@@ -708,8 +705,8 @@ fn findings(scope: &mut Scope<'_>) -> Result<Section, Error> {
     let notes: Vec<Arc<NoteEntry>> = scope
         .notes
         .iter()
-        .filter(|n| n.kind == "finding" && n.project.as_deref() == Some(project.as_str()))
-        .filter(|n| n.about.as_ref().is_none_or(|a| about.contains(a)))
+        .filter(|n| n.kind() == "finding" && n.project() == Some(project.as_str()))
+        .filter(|n| n.about().is_none_or(|a| about.contains(a)))
         .cloned()
         .collect();
     let mut superseded = Vec::new();
@@ -718,30 +715,30 @@ fn findings(scope: &mut Scope<'_>) -> Result<Section, Error> {
             continue;
         };
         let f = Finding {
-            id: note.id.clone(),
-            severity: note.severity.clone().unwrap_or_default(),
-            created: note.created.clone(),
-            author: note.created_by.clone(),
-            about: note.about.clone(),
-            title: note.title.clone(),
+            id: note.id().to_string(),
+            severity: note.severity().unwrap_or_default().to_string(),
+            created: note.created().to_string(),
+            author: note.created_by().to_string(),
+            about: note.about().map(str::to_string),
+            title: note.title().to_string(),
             body,
             pending: false,
         };
-        if scope.superseded.contains(&note.id) {
+        if scope.superseded.contains(note.id()) {
             superseded.push(f);
         } else {
             found.push(f);
         }
     }
-    let materialised: BTreeSet<String> = scope.notes.iter().map(|n| n.id.clone()).collect();
+    let materialised: BTreeSet<String> = scope.notes.iter().map(|n| n.id().to_string()).collect();
     let pending: Vec<EventEntry> = scope
         .events
         .entries
         .iter()
-        .filter(|e| e.kind == "finding" && scope.events.is_pending(e))
-        .filter(|e| e.scope.as_deref() != Some("workspace"))
-        .filter(|e| e.about.as_ref().is_some_and(|a| about.contains(a)))
-        .filter(|e| !materialised.contains(&format!("n-{}", e.id)))
+        .filter(|e| e.kind() == "finding" && scope.events.is_pending(e))
+        .filter(|e| e.scope() != Some("workspace"))
+        .filter(|e| e.about().is_some_and(|a| about.contains(a)))
+        .filter(|e| !materialised.contains(&format!("n-{}", e.id())))
         .cloned()
         .collect();
     for e in pending {
@@ -749,14 +746,14 @@ fn findings(scope: &mut Scope<'_>) -> Result<Section, Error> {
             continue;
         };
         found.push(Finding {
-            id: format!("n-{}", e.id),
-            severity: e.severity.clone().unwrap_or_default(),
-            created: e.created.clone(),
-            author: e.created_by.clone(),
-            about: e.about.clone(),
+            id: format!("n-{}", e.id()),
+            severity: e.severity().unwrap_or_default().to_string(),
+            created: e.created().to_string(),
+            author: e.created_by().to_string(),
+            about: e.about().map(str::to_string),
             title: title_of(&head.body)
                 .map(str::to_string)
-                .or(e.title.clone())
+                .or(e.title().map(str::to_string))
                 .unwrap_or_default(),
             body: head.body,
             pending: true,
@@ -810,16 +807,17 @@ fn finding_targets(scope: &Scope<'_>) -> BTreeSet<String> {
             .filter(|t| t.parent() == task.parent() && t.id() != task.id())
             .map(|t| t.id().to_string()),
     );
-    let mut done: Vec<&&Arc<TaskEntry>> = project.iter().filter(|t| t.folder() == "done").collect();
-    done.sort_by(|a, b| {
-        b.last_log_at()
-            .cmp(&a.last_log_at())
-            .then(b.id().cmp(a.id()))
-    });
+    // Keys read once per task, not once per comparison: thousands of done tasks are sorted.
+    let mut done: Vec<(Option<&str>, &str)> = project
+        .iter()
+        .filter(|t| t.folder() == "done")
+        .map(|t| (t.last_log_at(), t.id()))
+        .collect();
+    done.sort_by(|a, b| b.cmp(a));
     out.extend(
         done.into_iter()
             .take(RECENT_DONE)
-            .map(|t| t.id().to_string()),
+            .map(|(_, id)| id.to_string()),
     );
     out
 }
@@ -863,22 +861,22 @@ fn link_item(
     let note = scope
         .notes
         .iter()
-        .find(|n| n.id == target || n.stem == target || n.id == format!("n-{target}"))
+        .find(|n| n.id() == target || n.stem() == target || n.id() == format!("n-{target}"))
         .cloned();
     if let Some(note) = note {
-        if shown.contains(&note.id) {
+        if shown.contains(note.id()) {
             return Ok(None);
         }
         let Some(body) = scope.note_body(&note)? else {
             return Ok(None);
         };
-        let details = format!("{} {}, linked", note.kind, note.id);
+        let details = format!("{} {}, linked", note.kind(), note.id());
         return Ok(Some(Item {
             id: target.to_string(),
             text: scope.block(
-                &note.created_by,
+                note.created_by(),
                 &details,
-                &titled(&note.title, first_paragraph(&body)),
+                &titled(note.title(), first_paragraph(&body)),
             ),
         }));
     }
@@ -1006,28 +1004,31 @@ fn activity(scope: &Scope<'_>) -> Section {
         .events
         .entries
         .iter()
-        .filter(|e| e.kind != "applied")
+        .filter(|e| e.kind() != "applied")
         .filter(|e| {
-            let about = e.about.as_deref().or(if e.kind == "run" {
-                e.task.as_deref()
-            } else {
-                None
-            });
+            let about = e
+                .about()
+                .or(if e.kind() == "run" { e.task() } else { None });
             about.is_some_and(|a| subtree.contains(a))
         })
         .collect();
-    events.sort_by(|a, b| b.id.cmp(&a.id));
+    events.sort_by(|a, b| b.id().cmp(a.id()));
     for e in events {
-        let mut line = format!("- {} {} by {}", e.id, label(&e.kind), label(&e.created_by));
-        if e.kind == "run" {
+        let mut line = format!(
+            "- {} {} by {}",
+            e.id(),
+            label(e.kind()),
+            label(e.created_by())
+        );
+        if e.kind() == "run" {
             line.push_str(&format!(
                 " ({}, exit {})",
-                label(e.shortcut.as_deref().unwrap_or("?")),
-                e.exit_code
+                label(e.shortcut().unwrap_or("?")),
+                e.exit_code()
                     .map_or_else(|| "?".to_string(), |c| c.to_string())
             ));
         }
-        let about = e.about.as_deref().or(e.task.as_deref());
+        let about = e.about().or(e.task());
         if about != Some(scope.task.id()) {
             line.push_str(&format!(" on {}", scope.name_of(about)));
         }
@@ -1035,7 +1036,7 @@ fn activity(scope: &Scope<'_>) -> Section {
             line.push_str(" (pending)");
         }
         s.candidates.push(Item {
-            id: e.id.clone(),
+            id: e.id().to_string(),
             text: inert(&line),
         });
     }
@@ -1102,8 +1103,8 @@ fn shortcuts(scope: &mut Scope<'_>) -> Result<Section, Error> {
     }
     let runnable = runnable(scope, all)?;
     let mut uses: BTreeMap<&str, usize> = BTreeMap::new();
-    for e in scope.events.entries.iter().filter(|e| e.kind == "run") {
-        if let Some(name) = e.shortcut.as_deref() {
+    for e in scope.events.entries.iter().filter(|e| e.kind() == "run") {
+        if let Some(name) = e.shortcut() {
             *uses.entry(name).or_default() += 1;
         }
     }

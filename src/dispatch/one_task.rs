@@ -117,7 +117,7 @@ pub fn facts_of(
     let has_note = |about: &str, kind: &str| {
         notes
             .iter()
-            .any(|n| n.about.as_deref() == Some(about) && (kind == "any" || n.kind == kind))
+            .any(|n| n.about() == Some(about) && (kind == "any" || n.kind() == kind))
     };
     dod_facts_with(ws, journal, &has_note, task, doc)
 }

@@ -6,22 +6,25 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-
 use crate::model::Grant;
 use crate::model::event::{EventHead, is_journal, is_mailbox};
 use crate::model::id::{ROOT_AGENT, parse_ulid, ulid_time};
-use crate::objects::codec::{Buf, Input, Output};
-use crate::objects::index::{Extract, FileCache, decode_postcard, encode_postcard, settled_pass};
+use crate::objects::codec::{Buf, Input, Output, Record, RecordBuilder};
+use crate::objects::index::{Extract, FileCache, settled_pass};
 use crate::objects::{self, field_problem};
 use crate::store::{Document, Problem, Reason};
 use crate::workspace::Workspace;
 
 use super::EventState;
 
-/// The fields of one event that reads rank and filter by.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct EventEntry {
+/// The fields of one event that reads rank and filter by, read in place from its cache file
+/// ([`Record`]).
+#[derive(Clone, PartialEq)]
+pub struct EventEntry(Record);
+
+/// The owned fields an [`EventEntry`] is made from.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EventFields {
     pub id: String,
     pub kind: String,
     /// `created`, formatted (`2026-03-03T10:02:44Z`).
@@ -49,12 +52,119 @@ pub struct EventEntry {
     pub file: String,
 }
 
+impl EventEntry {
+    pub fn new(f: &EventFields) -> EventEntry {
+        EventEntry(
+            RecordBuilder::default()
+                .str(&f.id)
+                .str(&f.kind)
+                .str(&f.created)
+                .str(&f.created_by)
+                .opt(f.about.as_deref())
+                .strs(f.applied.iter().map(String::as_str))
+                .strs(
+                    f.rejected
+                        .iter()
+                        .flat_map(|(id, why)| [id.as_str(), why.as_str()]),
+                )
+                .opt(f.to.as_deref())
+                .opt(f.question.as_deref())
+                .opt(f.answer_as.as_deref())
+                .opt(f.shortcut.as_deref())
+                .opt(f.task.as_deref())
+                .int(f.exit_code)
+                .opt(f.title.as_deref())
+                .opt(f.severity.as_deref())
+                .opt(f.scope.as_deref())
+                .str(&f.file)
+                .build(),
+        )
+    }
+    pub fn id(&self) -> &str {
+        self.0.str(0)
+    }
+    pub fn kind(&self) -> &str {
+        self.0.str(1)
+    }
+    /// `created`, formatted (`2026-03-03T10:02:44Z`).
+    pub fn created(&self) -> &str {
+        self.0.str(2)
+    }
+    pub fn created_by(&self) -> &str {
+        self.0.str(3)
+    }
+    pub fn about(&self) -> Option<&str> {
+        self.0.opt(4)
+    }
+    /// Receipts: the ids settled as applied.
+    pub fn applied(&self) -> Vec<&str> {
+        self.0.strs(5)
+    }
+    /// Receipts: the ids settled as rejected, with reasons.
+    pub fn rejected(&self) -> Vec<(&str, &str)> {
+        self.0
+            .strs(6)
+            .chunks_exact(2)
+            .map(|p| (p[0], p[1]))
+            .collect()
+    }
+    /// `help`: where the question is routed.
+    pub fn to(&self) -> Option<&str> {
+        self.0.opt(7)
+    }
+    /// `answer`: the help event answered.
+    pub fn question(&self) -> Option<&str> {
+        self.0.opt(8)
+    }
+    /// `answer`: how it was answered (`finding`, `decision`, `none`).
+    pub fn answer_as(&self) -> Option<&str> {
+        self.0.opt(9)
+    }
+    /// `run`: the shortcut.
+    pub fn shortcut(&self) -> Option<&str> {
+        self.0.opt(10)
+    }
+    /// `run`: the task.
+    pub fn task(&self) -> Option<&str> {
+        self.0.opt(11)
+    }
+    /// `run`: the exit code.
+    pub fn exit_code(&self) -> Option<i64> {
+        self.0.int(12)
+    }
+    /// `finding`: the title.
+    pub fn title(&self) -> Option<&str> {
+        self.0.opt(13)
+    }
+    /// `finding`: the severity.
+    pub fn severity(&self) -> Option<&str> {
+        self.0.opt(14)
+    }
+    /// `finding`: the scope.
+    pub fn scope(&self) -> Option<&str> {
+        self.0.opt(15)
+    }
+    /// Path relative to the workspace directory.
+    pub fn file(&self) -> &str {
+        self.0.str(16)
+    }
+}
+
+impl std::fmt::Debug for EventEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventEntry")
+            .field("id", &self.id())
+            .field("kind", &self.kind())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Extract for EventEntry {
     fn encode(&self, out: &mut Output) {
-        encode_postcard(self, out);
+        self.0.encode(out);
     }
     fn decode(buf: &Buf, input: &mut Input<'_>) -> Option<EventEntry> {
-        decode_postcard(input, buf)
+        Record::decode(buf, input).map(EventEntry)
     }
 }
 
@@ -72,11 +182,11 @@ pub struct Events {
 impl Events {
     /// The state of one event.
     pub fn state(&self, ev: &EventEntry) -> EventState {
-        if let Some(reason) = self.rejected.get(&ev.id) {
+        if let Some(reason) = self.rejected.get(ev.id()) {
             EventState::Rejected(reason.clone())
-        } else if self.applied.contains(&ev.id) {
+        } else if self.applied.contains(ev.id()) {
             EventState::Settled
-        } else if is_mailbox(&ev.kind) || !is_journal(&ev.kind) {
+        } else if is_mailbox(ev.kind()) || !is_journal(ev.kind()) {
             // Unknown kinds wait for a newer dacli, which is what "pending" means to a reader.
             EventState::Pending
         } else {
@@ -91,7 +201,7 @@ impl Events {
 
     /// The whole event (frontmatter and body) of an entry, read from its file.
     pub fn load(&self, ws: &Workspace, ev: &EventEntry) -> Result<EventHead, objects::Error> {
-        let path = ws.dir().join(&ev.file);
+        let path = ws.dir().join(ev.file());
         let doc = objects::read_document(ws, &path)?;
         let name = path
             .file_name()
@@ -109,7 +219,7 @@ impl Events {
 pub fn read(ws: &Workspace) -> Result<Events, objects::Error> {
     let (mut out, cache) = settled_pass(ws, "events", |cache| scan(ws, cache))?;
     cache.save(ws);
-    out.entries.sort_by(|a, b| a.id.cmp(&b.id));
+    out.entries.sort_by(|a, b| a.id().cmp(b.id()));
     settle(ws, &mut out);
     Ok(out)
 }
@@ -154,11 +264,14 @@ fn scan(ws: &Workspace, cache: &mut FileCache<EventEntry>) -> Result<Events, obj
             }
         }
         if n == 0 {
-            seen.extend(found.iter().map(|e| e.id.clone()));
+            seen.extend(found.iter().map(|e| e.id().to_string()));
             out.entries.extend(found);
         } else {
-            out.entries
-                .extend(found.into_iter().filter(|e| seen.insert(e.id.clone())));
+            out.entries.extend(
+                found
+                    .into_iter()
+                    .filter(|e| seen.insert(e.id().to_string())),
+            );
         }
     }
     Ok(out)
@@ -200,7 +313,7 @@ fn entry_of(
         }));
     }
     let s = |k: &str| ev.field_str(k).map(str::to_string);
-    Ok(EventEntry {
+    Ok(EventEntry::new(&EventFields {
         created: crate::model::format_time(ev.created),
         to: ev.to.clone(),
         question: ev.question.clone(),
@@ -218,28 +331,34 @@ fn entry_of(
         applied: ev.applied,
         rejected: ev.rejected,
         file,
-    })
+    }))
 }
 
 /// Applies the honoured receipts in ULID order, as [`super::read`] does.
 fn settle(ws: &Workspace, events: &mut Events) {
     let mut honoured: BTreeMap<String, bool> = BTreeMap::new();
-    for ev in events.entries.iter().filter(|e| e.kind == "applied") {
-        let ok = *honoured.entry(ev.created_by.clone()).or_insert_with(|| {
-            ev.created_by == ROOT_AGENT
-                || objects::agents::load(ws, &ev.created_by).is_ok_and(|a| a.grant == Grant::Rw)
-        });
+    for ev in events.entries.iter().filter(|e| e.kind() == "applied") {
+        let ok = *honoured
+            .entry(ev.created_by().to_string())
+            .or_insert_with(|| {
+                ev.created_by() == ROOT_AGENT
+                    || objects::agents::load(ws, ev.created_by())
+                        .is_ok_and(|a| a.grant == Grant::Rw)
+            });
         if !ok {
             continue;
         }
-        for id in &ev.applied {
+        for id in ev.applied() {
             if !events.rejected.contains_key(id) {
-                events.applied.insert(id.clone());
+                events.applied.insert(id.to_string());
             }
         }
-        for (id, reason) in &ev.rejected {
+        for (id, reason) in ev.rejected() {
             if !events.applied.contains(id) {
-                events.rejected.entry(id.clone()).or_insert(reason.clone());
+                events
+                    .rejected
+                    .entry(id.to_string())
+                    .or_insert_with(|| reason.to_string());
             }
         }
     }

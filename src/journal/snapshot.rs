@@ -83,9 +83,9 @@ impl Snapshot {
         // a count or a plan shows. Only tasks with other pending events are read and folded.
         let mut to_fold: BTreeSet<&str> = BTreeSet::new();
         for e in events.entries.iter().filter(|e| events.is_pending(e)) {
-            if let Some(about) = &e.about {
-                *pending.entry(about.clone()).or_default() += 1;
-                if !matches!(e.kind.as_str(), "comment" | "finding") {
+            if let Some(about) = &e.about() {
+                *pending.entry(about.to_string()).or_default() += 1;
+                if !matches!(e.kind(), "comment" | "finding") {
                     to_fold.insert(about);
                 }
             }
@@ -147,7 +147,7 @@ impl Snapshot {
         let has_note = |about: &str, kind: &str| {
             notes
                 .iter()
-                .any(|n| n.about.as_deref() == Some(about) && (kind == "any" || n.kind == kind))
+                .any(|n| n.about() == Some(about) && (kind == "any" || n.kind() == kind))
         };
         let before = task.clone();
         let mut doc = task.doc.clone();
@@ -358,8 +358,8 @@ fn journal_with(
     // Answers to its questions and its runs, in log order as a scan would meet them.
     let mut related: Vec<usize> = mine
         .iter()
-        .filter(|e| e.kind == "help")
-        .filter_map(|e| index.answers.get(e.id.as_str()))
+        .filter(|e| e.kind() == "help")
+        .filter_map(|e| index.answers.get(e.id()))
         .chain(index.runs.get(id))
         .flatten()
         .copied()
@@ -404,20 +404,20 @@ impl Related {
             runs: HashMap::new(),
         };
         for (i, e) in events.entries.iter().enumerate() {
-            if let Some(about) = &e.about
+            if let Some(about) = &e.about()
                 && events.is_pending(e)
             {
-                r.pending.entry(about.clone()).or_default().push(i);
+                r.pending.entry(about.to_string()).or_default().push(i);
             }
-            if e.kind == "answer"
-                && let Some(q) = &e.question
+            if e.kind() == "answer"
+                && let Some(q) = &e.question()
             {
-                r.answers.entry(q.clone()).or_default().push(i);
+                r.answers.entry(q.to_string()).or_default().push(i);
             }
-            if e.kind == "run"
-                && let Some(t) = &e.task
+            if e.kind() == "run"
+                && let Some(t) = &e.task()
             {
-                r.runs.entry(t.clone()).or_default().push(i);
+                r.runs.entry(t.to_string()).or_default().push(i);
             }
         }
         r

@@ -294,7 +294,7 @@ pub fn sync_all(
         .entries
         .iter()
         .filter(|e| events.is_pending(e))
-        .filter_map(|e| e.about.clone())
+        .filter_map(|e| e.about().map(str::to_string))
         .collect();
     pending_abouts.sort();
     pending_abouts.dedup();
@@ -318,7 +318,7 @@ pub fn sync_all(
             let has_note = |about: &str, kind: &str| {
                 notes
                     .iter()
-                    .any(|n| n.about.as_deref() == Some(about) && (kind == "any" || n.kind == kind))
+                    .any(|n| n.about() == Some(about) && (kind == "any" || n.kind() == kind))
             };
             let snapshot = task.clone();
             let (_, report) = sync_task(

@@ -226,6 +226,174 @@ impl<'a> Input<'a> {
     }
 }
 
+/// Fields read in place: an extract stored as slots of bytes, each found through a table of
+/// end offsets, so reading one field costs two table reads whatever its position.
+///
+/// Layout: a width byte (2 or 4: the size of each end offset), the slot count, the ends,
+/// then the slots' bytes. A slot holds a string, an optional string (empty for none, else
+/// a 1 byte and the string), a list of length-prefixed strings, or a zigzag integer.
+#[derive(Clone)]
+pub struct Record {
+    buf: Buf,
+    at: u32,
+    len: u32,
+}
+
+/// Builds a [`Record`] slot after slot.
+#[derive(Default)]
+pub struct RecordBuilder {
+    slots: Vec<Vec<u8>>,
+}
+
+impl RecordBuilder {
+    pub fn str(mut self, s: &str) -> Self {
+        self.slots.push(s.as_bytes().to_vec());
+        self
+    }
+
+    pub fn opt(mut self, s: Option<&str>) -> Self {
+        self.slots.push(match s {
+            None => Vec::new(),
+            Some(s) => {
+                let mut v = vec![1];
+                v.extend_from_slice(s.as_bytes());
+                v
+            }
+        });
+        self
+    }
+
+    pub fn strs<'a>(mut self, items: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut out = Output::default();
+        for s in items {
+            out.str(s);
+        }
+        self.slots.push(out.0);
+        self
+    }
+
+    pub fn int(mut self, v: Option<i64>) -> Self {
+        let mut out = Output::default();
+        if let Some(v) = v {
+            out.ivar(i128::from(v));
+        }
+        self.slots.push(out.0);
+        self
+    }
+
+    pub fn build(self) -> Record {
+        let total: usize = self.slots.iter().map(Vec::len).sum();
+        let wide = total > usize::from(u16::MAX);
+        let mut out = Output::default();
+        out.u8(if wide { 4 } else { 2 });
+        out.var(self.slots.len() as u64);
+        let mut end = 0usize;
+        for slot in &self.slots {
+            end += slot.len();
+            if wide {
+                out.u32(u32::try_from(end).unwrap_or(u32::MAX));
+            } else {
+                out.0.extend_from_slice(&(end as u16).to_le_bytes());
+            }
+        }
+        for slot in &self.slots {
+            out.0.extend_from_slice(slot);
+        }
+        let len = u32::try_from(out.0.len()).unwrap_or(u32::MAX);
+        Record {
+            buf: Arc::new(out.0),
+            at: 0,
+            len,
+        }
+    }
+}
+
+impl Record {
+    fn bytes(&self) -> &[u8] {
+        self.buf
+            .get(self.at as usize..(self.at as usize).saturating_add(self.len as usize))
+            .unwrap_or_default()
+    }
+
+    /// Slot `i`; empty when the record has no such slot.
+    pub fn slot(&self, i: usize) -> &[u8] {
+        let b = self.bytes();
+        let mut input = Input::new(b);
+        let (Some(width), Some(count)) = (input.u8(), input.count()) else {
+            return &[];
+        };
+        if i >= count || !(width == 2 || width == 4) {
+            return &[];
+        }
+        let width = usize::from(width);
+        let table = input.pos();
+        let end = |k: usize| -> usize {
+            let at = table + k * width;
+            match b.get(at..at + width) {
+                Some(&[x, y]) => usize::from(u16::from_le_bytes([x, y])),
+                Some(&[x, y, z, w]) => u32::from_le_bytes([x, y, z, w]) as usize,
+                _ => 0,
+            }
+        };
+        let data = table + count * width;
+        let start = if i == 0 { 0 } else { end(i - 1) };
+        b.get(data + start..data + end(i)).unwrap_or_default()
+    }
+
+    pub fn str(&self, i: usize) -> &str {
+        std::str::from_utf8(self.slot(i)).unwrap_or_default()
+    }
+
+    pub fn opt(&self, i: usize) -> Option<&str> {
+        match self.slot(i) {
+            [] => None,
+            [_, rest @ ..] => Some(std::str::from_utf8(rest).unwrap_or_default()),
+        }
+    }
+
+    pub fn strs(&self, i: usize) -> Vec<&str> {
+        let mut input = Input::new(self.slot(i));
+        let mut out = Vec::new();
+        while !input.at_end() {
+            match input.str() {
+                Some(s) => out.push(s),
+                None => break,
+            }
+        }
+        out
+    }
+
+    pub fn int(&self, i: usize) -> Option<i64> {
+        let slot = self.slot(i);
+        if slot.is_empty() {
+            return None;
+        }
+        i64::try_from(Input::new(slot).ivar()?).ok()
+    }
+
+    /// Appends this record, length-prefixed.
+    pub fn encode(&self, out: &mut Output) {
+        out.bytes(self.bytes());
+    }
+
+    /// The record at the input's position in `buf`, which the input reads; only its extent is
+    /// read here (cache files are checksummed whole, and every slot read is bounds-checked).
+    pub fn decode(buf: &Buf, input: &mut Input<'_>) -> Option<Record> {
+        let span = input.span()?;
+        Some(Record {
+            buf: Arc::clone(buf),
+            at: u32::try_from(span.start).ok()?,
+            len: u32::try_from(span.len()).ok()?,
+        })
+    }
+}
+
+impl PartialEq for Record {
+    fn eq(&self, other: &Record) -> bool {
+        self.bytes() == other.bytes()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -265,6 +433,37 @@ mod tests {
                 input.str()
             })();
             assert_eq!(all, None, "a buffer cut at {cut} must not decode");
+        }
+    }
+
+    #[test]
+    fn records_read_back_their_slots_narrow_and_wide() {
+        for long in [3usize, 70_000] {
+            let title = "é".repeat(long);
+            let r = RecordBuilder::default()
+                .str("id-1")
+                .opt(None)
+                .opt(Some(""))
+                .opt(Some("about"))
+                .strs(["a", "", "b"])
+                .int(Some(-3))
+                .int(None)
+                .str(&title)
+                .build();
+            assert_eq!(r.str(0), "id-1");
+            assert_eq!(
+                (r.opt(1), r.opt(2), r.opt(3)),
+                (None, Some(""), Some("about"))
+            );
+            assert_eq!(r.strs(4), ["a", "", "b"]);
+            assert_eq!((r.int(5), r.int(6)), (Some(-3), None));
+            assert_eq!(r.str(7), title);
+            assert_eq!(r.str(8), "", "a slot past the end is empty");
+            let mut out = Output::default();
+            r.encode(&mut out);
+            let buf: Buf = Arc::new(out.0);
+            let back = Record::decode(&buf, &mut Input::new(&buf)).unwrap();
+            assert!(back == r);
         }
     }
 

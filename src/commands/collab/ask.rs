@@ -343,13 +343,17 @@ pub struct AnswerResponse {
 /// index (no event parsed).
 fn find_question<'e>(events: &'e Events, input: &str) -> Result<&'e EventEntry, Error> {
     let want = input.trim().to_ascii_uppercase();
-    let helps: Vec<&EventEntry> = events.entries.iter().filter(|e| e.kind == "help").collect();
+    let helps: Vec<&EventEntry> = events
+        .entries
+        .iter()
+        .filter(|e| e.kind() == "help")
+        .collect();
     if want.len() == 26
-        && let Some(e) = helps.iter().find(|e| e.id == want)
+        && let Some(e) = helps.iter().find(|e| e.id() == want)
     {
         return Ok(e);
     }
-    let matches: Vec<&&EventEntry> = helps.iter().filter(|e| e.id.starts_with(&want)).collect();
+    let matches: Vec<&&EventEntry> = helps.iter().filter(|e| e.id().starts_with(&want)).collect();
     let ambiguous = |cands: Vec<String>| {
         let mut err = Error::new(
             ErrorKind::Usage,
@@ -366,7 +370,7 @@ fn find_question<'e>(events: &'e Events, input: &str) -> Result<&'e EventEntry, 
         err
     };
     if want.len() < 8 {
-        let cands: Vec<String> = matches.iter().map(|e| e.id.clone()).collect();
+        let cands: Vec<String> = matches.iter().map(|e| e.id().to_string()).collect();
         if cands.is_empty() {
             return Err(Error::not_found(format!(
                 "no question starts with `{input}`"
@@ -378,7 +382,7 @@ fn find_question<'e>(events: &'e Events, input: &str) -> Result<&'e EventEntry, 
         [one] => Ok(one),
         [] => Err(Error::not_found(format!("no question `{input}`"))
             .hint("list open questions with `dacli threads --open`")),
-        many => Err(ambiguous(many.iter().map(|e| e.id.clone()).collect())),
+        many => Err(ambiguous(many.iter().map(|e| e.id().to_string()).collect())),
     }
 }
 
@@ -410,23 +414,24 @@ fn answer(ctx: &Ctx, req: AnswerRequest) -> Result<Outcome<AnswerResponse>, Erro
     if let Some(prev) = events
         .entries
         .iter()
-        .find(|e| e.kind == "answer" && e.question.as_deref() == Some(q.id.as_str()))
+        .find(|e| e.kind() == "answer" && e.question() == Some(q.id.as_str()))
     {
         let r = task.map_or(about.clone(), |t| t.reference());
-        let note = if prev.answer_as.as_deref() == Some("none") {
+        let note = if prev.answer_as() == Some("none") {
             "no note".to_string()
         } else {
-            format!("note n-{}", prev.id)
+            format!("note n-{}", prev.id())
         };
         return Ok(Outcome::Refused(Refusal::new(
             "question.answered",
             format!(
                 "question {} was answered by {} ({note})",
-                q.id, prev.created_by
+                q.id,
+                prev.created_by()
             ),
             format!(
                 "Answered by {} ({note}); add to it with `dacli note add finding \"…\" --about {r}`.",
-                prev.created_by
+                prev.created_by()
             ),
         )));
     }
@@ -624,19 +629,23 @@ fn threads(ctx: &Ctx, req: ThreadsRequest) -> Result<Outcome<ThreadsResponse>, E
     let mut picked: Vec<(&EventEntry, bool)> = events
         .entries
         .iter()
-        .filter(|e| e.kind == "help")
-        .filter(|e| about.as_ref().is_none_or(|a| e.about.as_ref() == Some(a)))
-        .filter(|e| req.to.as_ref().is_none_or(|t| e.to.as_ref() == Some(t)))
-        .filter(|e| !req.mine || e.created_by == me.id || (e.to.is_some() && e.to == me.role))
-        .map(|e| (e, answers_to(events, &e.id).next().is_none()))
+        .filter(|e| e.kind() == "help")
+        .filter(|e| about.as_ref().is_none_or(|a| e.about() == Some(a.as_str())))
+        .filter(|e| req.to.as_ref().is_none_or(|t| e.to() == Some(t.as_str())))
+        .filter(|e| {
+            !req.mine
+                || e.created_by() == me.id
+                || (e.to().is_some() && e.to() == me.role.as_deref())
+        })
+        .map(|e| (e, answers_to(events, e.id()).next().is_none()))
         .filter(|(_, open)| !req.open || *open)
         .collect();
     let open = picked.iter().filter(|(_, open)| *open).count();
     picked.sort_by(|(a, a_open), (b, b_open)| match (a_open, b_open) {
-        (true, true) => a.id.cmp(&b.id),
+        (true, true) => a.id().cmp(b.id()),
         (true, false) => std::cmp::Ordering::Less,
         (false, true) => std::cmp::Ordering::Greater,
-        (false, false) => b.id.cmp(&a.id),
+        (false, false) => b.id().cmp(a.id()),
     });
     let truncated = picked.len() > req.limit;
     picked.truncate(req.limit);
@@ -644,7 +653,7 @@ fn threads(ctx: &Ctx, req: ThreadsRequest) -> Result<Outcome<ThreadsResponse>, E
     for (entry, is_open) in picked {
         let e = events.load(ws, entry)?;
         let mut answers = Vec::new();
-        for a in answers_to(events, &entry.id) {
+        for a in answers_to(events, entry.id()) {
             let a = events.load(ws, a)?;
             answers.push(AnswerView {
                 event: a.id.clone(),
@@ -684,7 +693,7 @@ fn answers_to<'a>(events: &'a Events, q: &'a str) -> impl Iterator<Item = &'a Ev
     events
         .entries
         .iter()
-        .filter(move |a| a.kind == "answer" && a.question.as_deref() == Some(q))
+        .filter(move |a| a.kind() == "answer" && a.question() == Some(q))
 }
 
 fn render_threads(r: &ThreadsResponse, _ctx: &Ctx) -> String {

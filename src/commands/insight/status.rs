@@ -162,13 +162,10 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     }
 
     let events = &snap.events;
-    let in_scope_event = |about: Option<&String>| match (&only, about) {
+    let in_scope_event = |about: Option<&str>| match (&only, about) {
         (None, _) => true,
         (Some(slug), Some(id)) => {
-            task_index
-                .get(id.as_str())
-                .is_some_and(|t| t.project() == slug)
-                || id == &format!("p-{slug}")
+            task_index.get(id).is_some_and(|t| t.project() == slug) || id == format!("p-{slug}")
         }
         (Some(_), None) => false,
     };
@@ -176,8 +173,8 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     let answered: BTreeSet<&str> = events
         .entries
         .iter()
-        .filter(|e| e.kind == "answer")
-        .filter_map(|e| e.question.as_deref())
+        .filter(|e| e.kind() == "answer")
+        .filter_map(|e| e.question())
         .collect();
     let mut questions = Vec::new();
     let mut pending = Pending {
@@ -186,21 +183,16 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         by_owner: BTreeMap::new(),
         oldest: None,
     };
-    for ev in events
-        .entries
-        .iter()
-        .filter(|e| in_scope_event(e.about.as_ref()))
-    {
-        if ev.kind == "help" && !answered.contains(ev.id.as_str()) {
-            let created = ev.created.parse::<jiff::Timestamp>().unwrap_or(now);
+    for ev in events.entries.iter().filter(|e| in_scope_event(e.about())) {
+        if ev.kind() == "help" && !answered.contains(ev.id()) {
+            let created = ev.created().parse::<jiff::Timestamp>().unwrap_or(now);
             questions.push(Question {
-                question: ev.id.clone(),
+                question: ev.id().to_string(),
                 about: ev
-                    .about
-                    .as_deref()
+                    .about()
                     .and_then(|a| task_index.get(a))
                     .map(|t| snap.task_ref(t)),
-                to: ev.to.clone(),
+                to: ev.to().map(str::to_string),
                 age_s: (now.as_second() - created.as_second()).max(0),
             });
         }
@@ -208,10 +200,10 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
             continue;
         }
         pending.events += 1;
-        if ev.kind == "finish" {
+        if ev.kind() == "finish" {
             pending.finish_requests += 1;
         }
-        let owner = match ev.about.as_deref() {
+        let owner = match ev.about() {
             Some("workspace") | None => Some(crate::model::id::ROOT_AGENT.to_string()),
             Some(id) => task_index
                 .get(id)
@@ -224,28 +216,28 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         let owner = owner.unwrap_or_else(|| "unresolved".to_string());
         *pending.by_owner.entry(owner).or_default() += 1;
         if pending.oldest.is_none() {
-            pending.oldest = Some(ev.created.clone());
+            pending.oldest = Some(ev.created().to_string());
         }
     }
     let recent = events
         .entries
         .iter()
         .rev()
-        .filter(|e| in_scope_event(e.about.as_ref()))
+        .filter(|e| in_scope_event(e.about()))
         .take(req.recent)
         .map(|e| {
             let state = events.state(e);
             EventRef {
-                id: e.id.clone(),
-                kind: e.kind.clone(),
-                author: e.created_by.clone(),
-                about: e.about.clone(),
-                about_shown: e.about.as_deref().map(|a| {
+                id: e.id().to_string(),
+                kind: e.kind().to_string(),
+                author: e.created_by().to_string(),
+                about: e.about().map(str::to_string),
+                about_shown: e.about().map(|a| {
                     task_index
                         .get(a)
                         .map_or_else(|| a.to_string(), |t| t.reference())
                 }),
-                created: e.created.clone(),
+                created: e.created().to_string(),
                 state: state.as_str(),
                 rejected: match state {
                     EventState::Rejected(r) => Some(r),

@@ -239,7 +239,7 @@ fn block(ctx: &Ctx, req: BlockRequest) -> Result<Outcome<DualResult>, Error> {
                 Some(u)
                     if crate::journal::index::read(ctx.ws()?)?
                         .entries
-                        .binary_search_by(|x| x.id.as_str().cmp(&u.to_string()))
+                        .binary_search_by(|x| x.id().cmp(&u.to_string()))
                         .is_ok() =>
                 {
                     Some(u.to_string())
