@@ -29,7 +29,9 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::codec::{Buf, Input, Output, Record, RecordBuilder, SharedStr};
+use super::codec::{
+    Buf, Input, Output, Record, RecordBuilder, SharedStr, buf_of, offset_at, offset_width, own,
+};
 
 use crate::model::task::{TaskHead, parse_task_filename};
 use crate::model::taskdoc::strip_wikilink;
@@ -39,7 +41,7 @@ use crate::workspace::{STATUS_FOLDERS, Workspace};
 use super::{Error, Listing, field_problem, warn_or_fail};
 
 /// Bumped whenever an extract's shape or meaning changes; older caches are then ignored.
-const FORMAT: &str = "dacli-index/8";
+const FORMAT: &str = "dacli-index/9";
 
 /// The timestamp granularity assumed for file systems with sub-second timestamps: two ticks
 /// of the coarsest kernel clock that stamps files (HZ = 100).
@@ -441,7 +443,7 @@ fn encode_dirs<T: Extract>(listing_ns: i128, dirs: &Dirs<T>) -> Vec<u8> {
         }
     }
     let sum = crc32fast::hash(&out.0);
-    out.u32(sum);
+    out.fixed(u64::from(sum), 5);
     out.0
 }
 
@@ -450,12 +452,13 @@ fn encode_dirs<T: Extract>(listing_ns: i128, dirs: &Dirs<T>) -> Vec<u8> {
 /// changed by hand is refused whole, which is what lets the extracts skip checking their own
 /// bytes.
 fn decode_dirs<T: Extract>(buf: &Buf) -> Option<(i128, Dirs<T>)> {
-    let body = buf.len().checked_sub(4)?;
-    let sum = u32::from_le_bytes(buf.get(body..)?.try_into().ok()?);
-    if crc32fast::hash(buf.get(..body)?) != sum {
+    let bytes = buf.as_bytes();
+    let body = bytes.len().checked_sub(5)?;
+    let sum = Input::new(bytes.get(body..)?).fixed(5)?;
+    if u64::from(crc32fast::hash(bytes.get(..body)?)) != sum {
         return None;
     }
-    let mut input = Input::new(buf.get(..body)?);
+    let mut input = Input::new(bytes.get(..body)?);
     if input.str()? != FORMAT {
         return None;
     }
@@ -497,7 +500,8 @@ fn load_dirs<T: Extract>(path: &Path) -> Option<(Stamp, i128, Dirs<T>)> {
     }
     // Not `Fs::read`: the cache is dacli's own derived file, and an index of ten thousand
     // tasks is far over the object-file size limit.
-    let buf: Buf = Arc::new(std::fs::read(path).ok()?);
+    // UTF-8 throughout (objects::codec), checked here once for every field read later.
+    let buf = buf_of(std::fs::read(path).ok()?)?;
     let (listing_ns, dirs) = decode_dirs::<T>(&buf)?;
     // Remembered for the rest of the process: a server's next call skips the parse, and a
     // short-lived command never pays for freeing thousands of extracts one by one.
@@ -662,8 +666,10 @@ enum TaskField {
 }
 
 const TASK_STRINGS: usize = 13;
-/// number, checked, criteria, flags, estimate.
-const TASK_HEAD: usize = 4 + 4 + 4 + 1 + 3 * 8;
+/// number, checked, criteria (five bytes of seven bits each), flags, estimate (ten each).
+const TASK_HEAD: usize = 5 + 5 + 5 + 1 + 3 * 10;
+/// Where the flag byte is.
+const TASK_FLAGS: usize = 15;
 const HAS_ESTIMATE: u8 = 1;
 const HAS_PARENT: u8 = 2;
 const HAS_ASSIGNEE: u8 = 4;
@@ -677,9 +683,9 @@ impl TaskEntry {
     pub fn new(f: &TaskFields) -> TaskEntry {
         let mut out = Output::default();
         let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
-        out.u32(f.number);
-        out.u32(count(f.checked));
-        out.u32(count(f.criteria));
+        out.fixed(u64::from(f.number), 5);
+        out.fixed(u64::from(count(f.checked)), 5);
+        out.fixed(u64::from(count(f.criteria)), 5);
         let flag = |on: bool, bit: u8| if on { bit } else { 0 };
         out.u8(flag(f.estimate.is_some(), HAS_ESTIMATE)
             | flag(f.parent.is_some(), HAS_PARENT)
@@ -706,18 +712,14 @@ impl TaskEntry {
             &f.file,
         ];
         let total: usize = strings.iter().map(|s| s.len()).sum();
-        let wide = total > usize::from(u16::MAX);
-        if wide {
-            out.0[12] |= WIDE;
+        let width = offset_width(total);
+        if width != 3 {
+            out.0[TASK_FLAGS] |= WIDE;
         }
         let mut end = 0;
         for s in &strings {
             end += s.len();
-            if wide {
-                out.u32(count(end));
-            } else {
-                out.0.extend_from_slice(&(end as u16).to_le_bytes());
-            }
+            out.fixed(end as u64, width);
         }
         for s in &strings {
             out.0.extend_from_slice(s.as_bytes());
@@ -733,7 +735,7 @@ impl TaskEntry {
         }
         let len = count(out.0.len());
         TaskEntry {
-            buf: Arc::new(out.0),
+            buf: own(out.0),
             at: 0,
             len,
         }
@@ -741,45 +743,42 @@ impl TaskEntry {
 
     fn bytes(&self) -> &[u8] {
         self.buf
-            .get(self.at as usize..(self.at + self.len) as usize)
+            .as_bytes()
+            .get(self.at as usize..(self.at as usize).saturating_add(self.len as usize))
             .unwrap_or_default()
     }
 
-    fn head_u32(&self, at: usize) -> u32 {
+    fn head(&self, at: usize) -> u64 {
         self.bytes()
-            .get(at..at + 4)
-            .and_then(|b| b.try_into().ok())
-            .map_or(0, u32::from_le_bytes)
+            .get(at..at + 5)
+            .and_then(|b| Input::new(b).fixed(5))
+            .unwrap_or(0)
     }
 
     fn flags(&self) -> u8 {
-        self.bytes().get(12).copied().unwrap_or(0)
+        self.bytes().get(TASK_FLAGS).copied().unwrap_or(0)
     }
 
     /// The width of a string offset, and where the strings start.
     fn table(&self) -> (usize, usize) {
-        let width = if self.flags() & WIDE != 0 { 4 } else { 2 };
+        let width = if self.flags() & WIDE != 0 { 5 } else { 3 };
         (width, TASK_HEAD + TASK_STRINGS * width)
     }
 
     /// The end of string `i`, relative to the start of the strings.
     fn end(&self, i: usize) -> usize {
         let (width, _) = self.table();
-        let at = TASK_HEAD + i * width;
-        match self.bytes().get(at..at + width) {
-            Some(&[a, b]) => usize::from(u16::from_le_bytes([a, b])),
-            Some(&[a, b, c, d]) => u32::from_le_bytes([a, b, c, d]) as usize,
-            _ => 0,
-        }
+        offset_at(self.bytes(), TASK_HEAD, width, i)
     }
 
+    /// A slice of the buffer, which is UTF-8 throughout: no check of the bytes per read.
     fn string(&self, field: TaskField) -> &str {
         let i = field as usize;
         let (_, data) = self.table();
         let start = if i == 0 { 0 } else { self.end(i - 1) };
-        self.bytes()
-            .get(data + start..data + self.end(i))
-            .and_then(|b| std::str::from_utf8(b).ok())
+        let base = self.at as usize + data;
+        self.buf
+            .get(base + start..base + self.end(i))
             .unwrap_or_default()
     }
 
@@ -795,7 +794,7 @@ impl TaskEntry {
         self.string(TaskField::Id)
     }
     pub fn number(&self) -> u32 {
-        self.head_u32(0)
+        u32::try_from(self.head(0)).unwrap_or(0)
     }
     pub fn slug(&self) -> &str {
         self.string(TaskField::Slug)
@@ -824,11 +823,11 @@ impl TaskEntry {
     }
     /// Checked acceptance criteria.
     pub fn checked(&self) -> usize {
-        self.head_u32(4) as usize
+        self.head(5) as usize
     }
     /// Acceptance criteria in all.
     pub fn criteria(&self) -> usize {
-        self.head_u32(8) as usize
+        self.head(10) as usize
     }
     /// Optimistic, probable and pessimistic effort, when estimated.
     pub fn estimate(&self) -> Option<[f64; 3]> {
@@ -836,7 +835,7 @@ impl TaskEntry {
             return None;
         }
         let mut input = Input::new(self.bytes());
-        input.skip(13)?;
+        input.skip(TASK_FLAGS + 1)?;
         Some([input.f64()?, input.f64()?, input.f64()?])
     }
     /// Timestamp of the last `## Log` line (when the task last changed), if any.
@@ -1391,14 +1390,14 @@ mod tests {
         }
         // Strings longer in all than a `u16` offset reaches.
         let mut long = fields(3);
-        long.title = "é".repeat(40_000);
+        long.title = "é".repeat(1_100_000);
         assert_eq!(TaskEntry::new(&long).fields(), long);
     }
 
     #[test]
     fn a_cache_file_reads_back_what_was_written() {
         let written = dirs(12);
-        let bytes: Buf = Arc::new(encode_dirs(42, &written));
+        let bytes = buf_of(encode_dirs(42, &written)).expect("a cache file is UTF-8");
         let (listing_ns, read) = decode_dirs::<TaskEntry>(&bytes).expect("decodes");
         assert_eq!(listing_ns, 42);
         let (a, b) = (
@@ -1423,15 +1422,18 @@ mod tests {
     fn a_torn_or_altered_cache_file_is_refused() {
         let bytes = encode_dirs(42, &dirs(5));
         for cut in 0..bytes.len() {
-            let torn: Buf = Arc::new(bytes[..cut].to_vec());
-            assert!(decode_dirs::<TaskEntry>(&torn).is_none(), "cut at {cut}");
+            let torn = buf_of(bytes[..cut].to_vec());
+            assert!(
+                torn.and_then(|t| decode_dirs::<TaskEntry>(&t)).is_none(),
+                "cut at {cut}"
+            );
         }
         for at in (0..bytes.len()).step_by(7) {
             let mut altered = bytes.clone();
             altered[at] ^= 0x20;
-            let altered: Buf = Arc::new(altered);
+            let altered = buf_of(altered);
             assert!(
-                decode_dirs::<TaskEntry>(&altered).is_none(),
+                altered.and_then(|a| decode_dirs::<TaskEntry>(&a)).is_none(),
                 "byte {at} flipped"
             );
         }
