@@ -163,6 +163,28 @@ impl Extract for EventEntry {
     fn encode(&self, out: &mut Output) {
         self.0.encode(out);
     }
+    fn sample() -> EventEntry {
+        let o = |s: &str| Some(s.to_string());
+        EventEntry::new(&EventFields {
+            id: "id".into(),
+            kind: "kind".into(),
+            created: "created".into(),
+            created_by: "created_by".into(),
+            about: o("about"),
+            applied: vec!["applied".into()],
+            rejected: vec![("rejected".into(), "why".into())],
+            to: o("to"),
+            question: o("question"),
+            answer_as: o("answer_as"),
+            shortcut: o("shortcut"),
+            task: o("task"),
+            exit_code: Some(7),
+            title: o("title"),
+            severity: o("severity"),
+            scope: o("scope"),
+            file: "file".into(),
+        })
+    }
     fn decode(buf: &Buf, input: &mut Input<'_>) -> Option<EventEntry> {
         Record::decode(buf, input).map(EventEntry)
     }

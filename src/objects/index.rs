@@ -40,7 +40,8 @@ use crate::workspace::{STATUS_FOLDERS, Workspace};
 
 use super::{Error, Listing, field_problem, warn_or_fail};
 
-/// Bumped whenever an extract's shape or meaning changes; older caches are then ignored.
+/// The layout of cache files; with each extract type's fingerprint ([`format_of`]) it names
+/// the layout a cache was written in. Bumped when bytes are read differently.
 const FORMAT: &str = "dacli-index/9";
 
 /// The timestamp granularity assumed for file systems with sub-second timestamps: two ticks
@@ -140,12 +141,23 @@ impl Stamp {
 /// An extract kept in a cache file: how it is written, and read back from the buffer the
 /// whole file was read into.
 ///
-/// Invariant: `decode` reads back exactly what `encode` wrote. A change to any extract's
-/// layout must change [`FORMAT`]: a cache file passes its checksum whatever layout wrote it,
-/// and only the format string tells an old layout from the current one.
+/// Invariant: `decode` reads back exactly what `encode` wrote. A cache file passes its
+/// checksum whatever layout wrote it, so its format string names the layout: [`FORMAT`] and
+/// a fingerprint of `sample`'s encoding ([`format_of`]). A change to `encode` changes the
+/// fingerprint by itself; a change only to how bytes are read must change [`FORMAT`].
 pub trait Extract: Send + Sync + Sized + 'static {
     fn encode(&self, out: &mut Output);
     fn decode(buf: &Buf, input: &mut Input<'_>) -> Option<Self>;
+    /// A value with every field set, each to a different value.
+    fn sample() -> Self;
+}
+
+/// The format string of a cache file of `T` extracts. (Two intermediate layouts once shared
+/// one format string; a cache written by one decoded as empty events under the other.)
+fn format_of<T: Extract>() -> String {
+    let mut out = Output::default();
+    T::sample().encode(&mut out);
+    format!("{FORMAT}/{:08x}", crc32fast::hash(&out.0))
 }
 
 #[derive(Debug)]
@@ -423,7 +435,7 @@ impl<T: Extract> FileCache<T> {
 /// at all), the listing's duration, then each directory with its files and their extracts.
 fn encode_dirs<T: Extract>(listing_ns: i128, dirs: &Dirs<T>) -> Vec<u8> {
     let mut out = Output::default();
-    out.str(FORMAT);
+    out.str(&format_of::<T>());
     out.ivar(listing_ns);
     out.var(dirs.len() as u64);
     for (key, dir) in dirs {
@@ -459,7 +471,7 @@ fn decode_dirs<T: Extract>(buf: &Buf) -> Option<(i128, Dirs<T>)> {
         return None;
     }
     let mut input = Input::new(bytes.get(..body)?);
-    if input.str()? != FORMAT {
+    if input.str()? != format_of::<T>() {
         return None;
     }
     let listing_ns = input.ivar()?;
@@ -940,6 +952,30 @@ impl Extract for TaskEntry {
         out.bytes(self.bytes());
     }
 
+    fn sample() -> TaskEntry {
+        TaskEntry::new(&TaskFields {
+            project: "project".into(),
+            id: "id".into(),
+            number: 1,
+            slug: "slug".into(),
+            title: "title".into(),
+            folder: "folder".into(),
+            parent: Some("parent".into()),
+            owner: "owner".into(),
+            assignee: Some("assignee".into()),
+            rev: "rev".into(),
+            priority: "priority".into(),
+            checked: 2,
+            criteria: 3,
+            estimate: Some([4.0, 5.0, 6.0]),
+            tags: vec!["tag".into()],
+            depends_on: vec![("on".into(), "type".into())],
+            last_log_at: Some("last_log_at".into()),
+            active_since: Some("active_since".into()),
+            file: "file".into(),
+        })
+    }
+
     /// Only the record's extent: its cache file passed its checksum, and each accessor reads
     /// its field with bounds and UTF-8 checks of its own.
     fn decode(buf: &Buf, input: &mut Input<'_>) -> Option<TaskEntry> {
@@ -1266,6 +1302,24 @@ impl Extract for NoteEntry {
     fn encode(&self, out: &mut Output) {
         self.0.encode(out);
     }
+    fn sample() -> NoteEntry {
+        let o = |s: &str| Some(s.to_string());
+        NoteEntry::new(&NoteFields {
+            id: "id".into(),
+            kind: "kind".into(),
+            title: "title".into(),
+            scope: "scope".into(),
+            project: o("project"),
+            about: o("about"),
+            severity: o("severity"),
+            supersedes: o("supersedes"),
+            source_event: o("source_event"),
+            created: "created".into(),
+            created_by: "created_by".into(),
+            stem: "stem".into(),
+            file: "file".into(),
+        })
+    }
     fn decode(buf: &Buf, input: &mut Input<'_>) -> Option<NoteEntry> {
         Record::decode(buf, input).map(NoteEntry)
     }
@@ -1414,6 +1468,37 @@ mod tests {
                 cb.as_ref().map(|c| c.value.fields())
             );
         }
+    }
+
+    #[test]
+    fn a_cache_of_another_layout_is_refused() {
+        let notes: Dirs<NoteEntry> = BTreeMap::from([(
+            "notes/decisions".to_string(),
+            Arc::new(DirCache {
+                stamp: Stamp {
+                    size: 0,
+                    mtime_ns: 1,
+                    ctime_ns: 1,
+                    ino: 1,
+                },
+                files: vec![(
+                    SharedStr::new("a.md"),
+                    Some(Cached {
+                        stamp: Stamp {
+                            size: 1,
+                            mtime_ns: 1,
+                            ctime_ns: 1,
+                            ino: 2,
+                        },
+                        value: Arc::new(NoteEntry::sample()),
+                    }),
+                )],
+            }),
+        )]);
+        let bytes = buf_of(encode_dirs(1, &notes)).expect("UTF-8");
+        assert!(decode_dirs::<NoteEntry>(&bytes).is_some());
+        assert!(decode_dirs::<TaskEntry>(&bytes).is_none());
+        assert_ne!(format_of::<NoteEntry>(), format_of::<TaskEntry>());
     }
 
     /// A cache torn by a crash (written without fsync) or changed by hand is refused whole,
