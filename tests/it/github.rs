@@ -1250,6 +1250,17 @@ fn train_workspace() -> Repo {
     repo
 }
 
+/// The apply step of a preview: `args --apply --digest <the preview's plan digest>`.
+fn apply_previewed(repo: &Repo, fake: &Fake, preview: &Ran, args: &[&str]) -> Ran {
+    let digest = preview.doc["data"]["plan_digest"]
+        .as_str()
+        .expect("digest")
+        .to_string();
+    let mut all = args.to_vec();
+    all.extend(["--apply", "--digest", &digest]);
+    run(repo, fake, &all)
+}
+
 fn branch(sha: &str) -> Value {
     json!({"name": "x", "commit": {"sha": sha}})
 }
@@ -1390,10 +1401,6 @@ fn a_train_is_planned_opened_and_landed_only_with_merge_authority() {
     assert_eq!(p.doc["data"]["mode"], "preview");
     assert!(fake.writes().is_empty());
     assert!(!repo.ws("trains").exists());
-    let digest = p.doc["data"]["plan_digest"]
-        .as_str()
-        .expect("digest")
-        .to_string();
     fake.mount(
         Mock::given(method("POST"))
             .and(path(format!("{R}/git/refs")))
@@ -1412,9 +1419,7 @@ fn a_train_is_planned_opened_and_landed_only_with_merge_authority() {
             .respond_with(ResponseTemplate::new(201).set_body_json(json!({"number": 31, "html_url": "https://github.com/acme/widget/pull/31", "head": {"sha": S}})))
             .expect(1),
     );
-    let mut args = open.to_vec();
-    args.extend(["--apply", "--digest", &digest]);
-    let o = run(&repo, &fake, &args);
+    let o = apply_previewed(&repo, &fake, &p, &open);
     assert_eq!(o.code, 0, "{}", o.doc);
     assert_eq!(o.doc["data"]["state"], "pr_open");
     assert_eq!(o.doc["data"]["canonical_pr"]["number"], 31);
@@ -1440,7 +1445,12 @@ fn a_train_is_planned_opened_and_landed_only_with_merge_authority() {
     );
     fake.verify();
 
-    // land: someone outside merge_authority is refused before anything is sent.
+    // land: someone outside merge_authority is refused before anything is sent (with the
+    // open step's digest: the refusal comes before any digest is compared).
+    let digest = p.doc["data"]["plan_digest"]
+        .as_str()
+        .expect("digest")
+        .to_string();
     let (_, builder) = agent(&repo, "builder", 3, "rw");
     let fake = Fake::start();
     let r = run_with(
@@ -1561,22 +1571,7 @@ fn a_train_whose_head_moved_is_refused_and_a_409_merge_is_head_moved() {
     let head = &pv.doc["data"]["gates"][0];
     assert_eq!(head["gate"], "head_pinned");
     assert_eq!(head["result"], "fail");
-    let digest = pv.doc["data"]["plan_digest"]
-        .as_str()
-        .expect("digest")
-        .to_string();
-    let r = run(
-        &repo,
-        &fake,
-        &[
-            "release-train",
-            "land",
-            &train,
-            "--apply",
-            "--digest",
-            &digest,
-        ],
-    );
+    let r = apply_previewed(&repo, &fake, &pv, &["release-train", "land", &train]);
     assert_eq!(r.code, 3, "{}", r.doc);
     assert_eq!(r.doc["refused"]["policy"], "train.head_moved");
     assert!(fake.writes().is_empty(), "{:?}", fake.writes());
@@ -1595,22 +1590,7 @@ fn a_train_whose_head_moved_is_refused_and_a_409_merge_is_head_moved() {
             .expect(1),
     );
     let pv = run(&repo, &fake, &["release-train", "land", &train]);
-    let digest = pv.doc["data"]["plan_digest"]
-        .as_str()
-        .expect("digest")
-        .to_string();
-    let r = run(
-        &repo,
-        &fake,
-        &[
-            "release-train",
-            "land",
-            &train,
-            "--apply",
-            "--digest",
-            &digest,
-        ],
-    );
+    let r = apply_previewed(&repo, &fake, &pv, &["release-train", "land", &train]);
     assert_eq!(r.code, 3, "{}", r.doc);
     assert_eq!(r.doc["refused"]["policy"], "train.head_moved");
     assert!(
@@ -1792,10 +1772,6 @@ fn an_interrupted_open_is_resumed_without_repeating_a_step() {
         S,
     ];
     let p = run(&repo, &fake, &open);
-    let digest = p.doc["data"]["plan_digest"]
-        .as_str()
-        .expect("digest")
-        .to_string();
     fake.mount(
         Mock::given(method("POST"))
             .and(path(format!("{R}/git/refs")))
@@ -1808,9 +1784,7 @@ fn an_interrupted_open_is_resumed_without_repeating_a_step() {
             .respond_with(ResponseTemplate::new(502))
             .expect(1),
     );
-    let mut args = open.to_vec();
-    args.extend(["--apply", "--digest", &digest]);
-    let r = run(&repo, &fake, &args);
+    let r = apply_previewed(&repo, &fake, &p, &open);
     assert_eq!(r.code, 1, "{}", r.doc);
     assert_eq!(r.doc["error"]["code"], "E_GITHUB_ACCESS");
     assert!(
@@ -2521,22 +2495,7 @@ fn every_projection_class_gets_a_verdict_and_only_allowlisted_fields_go_out() {
                 .expect(1),
         );
     }
-    let digest = p.doc["data"]["plan_digest"]
-        .as_str()
-        .expect("digest")
-        .to_string();
-    let a = run(
-        &repo,
-        &fake,
-        &[
-            "github",
-            "projection",
-            "checkout",
-            "--apply",
-            "--digest",
-            &digest,
-        ],
-    );
+    let a = apply_previewed(&repo, &fake, &p, &["github", "projection", "checkout"]);
     assert_eq!(a.code, 0, "{}\n{}", a.doc, a.stderr);
     assert_eq!(a.doc["data"]["outcome"], "completed", "{}", a.doc);
     let bodies: Vec<String> = fake
@@ -3052,22 +3011,7 @@ fn unreadable_rules_make_the_train_gates_unknown_and_unknown_refuses() {
     assert_eq!(result("merge_queue"), "unknown", "{gates:?}");
     assert_eq!(result("checks"), "unknown", "{gates:?}");
     assert_eq!(result("head_pinned"), "pass", "{gates:?}");
-    let digest = pv.doc["data"]["plan_digest"]
-        .as_str()
-        .expect("digest")
-        .to_string();
-    let r = run(
-        &repo,
-        &fake,
-        &[
-            "release-train",
-            "land",
-            &train,
-            "--apply",
-            "--digest",
-            &digest,
-        ],
-    );
+    let r = apply_previewed(&repo, &fake, &pv, &["release-train", "land", &train]);
     assert_eq!(r.code, 3, "{}", r.doc);
     assert_eq!(r.doc["refused"]["policy"], "github.access", "{}", r.doc);
     assert!(
@@ -3103,22 +3047,7 @@ fn a_405_merge_is_not_mergeable() {
             .expect(1),
     );
     let pv = run(&repo, &fake, &["release-train", "land", &train]);
-    let digest = pv.doc["data"]["plan_digest"]
-        .as_str()
-        .expect("digest")
-        .to_string();
-    let r = run(
-        &repo,
-        &fake,
-        &[
-            "release-train",
-            "land",
-            &train,
-            "--apply",
-            "--digest",
-            &digest,
-        ],
-    );
+    let r = apply_previewed(&repo, &fake, &pv, &["release-train", "land", &train]);
     assert_eq!(r.code, 3, "{}", r.doc);
     assert_eq!(r.doc["refused"]["policy"], "gate.not_mergeable");
     assert!(
@@ -3228,10 +3157,6 @@ fn an_issue_is_closed_only_with_its_named_authority() {
         json!({"authority": "dacli_owned_done", "state_reason": "completed"})
     );
     assert_eq!(local.doc["data"]["blast_radius"]["close"], 2);
-    let digest = local.doc["data"]["plan_digest"]
-        .as_str()
-        .expect("digest")
-        .to_string();
     for (n, reason) in [(13, "completed"), (16, "not_planned")] {
         fake.mount(
             Mock::given(method("PATCH"))
@@ -3246,9 +3171,7 @@ fn an_issue_is_closed_only_with_its_named_authority() {
                 .expect(1),
         );
     }
-    let mut apply = refs.to_vec();
-    apply.extend(["--apply", "--digest", &digest]);
-    let r = run(&repo, &fake, &apply);
+    let r = apply_previewed(&repo, &fake, &local, &refs);
     assert_eq!(r.code, 0, "{}", r.doc);
     assert_eq!(r.doc["data"]["outcome"], "completed", "{}", r.doc);
     let mut writes = fake.writes();
