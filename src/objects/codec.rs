@@ -27,36 +27,79 @@ pub fn buf_of(bytes: Vec<u8>) -> Option<Buf> {
     String::from_utf8(bytes).ok().map(Arc::new)
 }
 
-/// A buffer made in memory from bytes this module wrote (UTF-8 by construction); empty if
-/// they were not, which would make every field read empty rather than wrong.
-pub fn own(bytes: Vec<u8>) -> Buf {
-    Arc::new(String::from_utf8(bytes).unwrap_or_default())
+/// The bytes of one value inside a shared buffer (a string, a record): cloning it copies no
+/// bytes, and its text is a slice of the buffer, which is UTF-8 throughout.
+#[derive(Clone)]
+pub struct Extent {
+    buf: Buf,
+    at: u32,
+    len: u32,
+}
+
+impl Extent {
+    /// An extent owning a buffer of its own, made in memory from bytes this module wrote
+    /// (UTF-8 by construction); empty if they were not, which would make every field read
+    /// empty rather than wrong.
+    pub fn own(bytes: Vec<u8>) -> Extent {
+        let buf = Arc::new(String::from_utf8(bytes).unwrap_or_default());
+        Extent {
+            len: u32::try_from(buf.len()).unwrap_or(0),
+            buf,
+            at: 0,
+        }
+    }
+
+    /// Where the extent lies in its buffer.
+    pub fn range(&self) -> std::ops::Range<usize> {
+        self.at as usize..self.at as usize + self.len as usize
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        self.buf.as_bytes().get(self.range()).unwrap_or_default()
+    }
+
+    /// The text at `range` of the buffer (offsets into the buffer, not into the extent);
+    /// empty when that is not a whole string (only a foreign buffer could hold such).
+    pub fn text(&self, range: std::ops::Range<usize>) -> &str {
+        self.buf.get(range).unwrap_or_default()
+    }
+
+    /// Appends the extent's bytes, length-prefixed.
+    pub fn encode(&self, out: &mut Output) {
+        out.bytes(self.bytes());
+    }
+
+    /// The length-prefixed extent at the input's position in `buf`, which the input reads;
+    /// only its extent is read here (cache files are checksummed whole, and every read of a
+    /// field is bounds-checked).
+    pub fn decode(buf: &Buf, input: &mut Input<'_>) -> Option<Extent> {
+        let span = input.span()?;
+        Some(Extent {
+            buf: Arc::clone(buf),
+            at: u32::try_from(span.start).ok()?,
+            len: u32::try_from(span.len()).ok()?,
+        })
+    }
+}
+
+impl PartialEq for Extent {
+    fn eq(&self, other: &Extent) -> bool {
+        self.bytes() == other.bytes()
+    }
 }
 
 /// A string inside a shared buffer: cloning it copies no bytes.
 #[derive(Clone)]
-pub struct SharedStr {
-    buf: Buf,
-    start: u32,
-    len: u32,
-}
+pub struct SharedStr(Extent);
 
 impl SharedStr {
     /// A string owning a buffer of its own (for values made in memory, not read from a cache).
     pub fn new(s: &str) -> SharedStr {
-        SharedStr {
-            len: u32::try_from(s.len()).unwrap_or(0),
-            buf: Arc::new(s.to_string()),
-            start: 0,
-        }
+        SharedStr(Extent::own(s.as_bytes().to_vec()))
     }
 
-    /// The string; empty if the span is not one (only a foreign buffer could hold such).
     pub fn as_str(&self) -> &str {
-        let start = self.start as usize;
-        self.buf
-            .get(start..start + self.len as usize)
-            .unwrap_or_default()
+        self.0.text(self.0.range())
     }
 }
 
@@ -75,7 +118,7 @@ impl fmt::Debug for SharedStr {
 
 impl PartialEq for SharedStr {
     fn eq(&self, other: &SharedStr) -> bool {
-        self.as_str() == other.as_str()
+        self.0 == other.0
     }
 }
 
@@ -224,12 +267,7 @@ impl<'a> Input<'a> {
 
     /// A length-prefixed string, as a view into `buf` (whose bytes this input reads).
     pub fn shared(&mut self, buf: &Buf) -> Option<SharedStr> {
-        let range = self.span()?;
-        Some(SharedStr {
-            buf: Arc::clone(buf),
-            start: u32::try_from(range.start).ok()?,
-            len: u32::try_from(range.len()).ok()?,
-        })
+        Extent::decode(buf, self).map(SharedStr)
     }
 }
 
@@ -239,12 +277,8 @@ impl<'a> Input<'a> {
 /// Layout: a width byte (3 or 5: the bytes of each end offset), the slot count, the ends,
 /// then the slots' bytes. A slot holds a string, an optional string (empty for none, else
 /// a 1 byte and the string), a list of length-prefixed strings, or a zigzag integer.
-#[derive(Clone)]
-pub struct Record {
-    buf: Buf,
-    at: u32,
-    len: u32,
-}
+#[derive(Clone, PartialEq)]
+pub struct Record(Extent);
 
 /// Builds a [`Record`] slot after slot.
 #[derive(Default)]
@@ -302,12 +336,7 @@ impl RecordBuilder {
         for slot in &self.slots {
             out.0.extend_from_slice(slot);
         }
-        let len = u32::try_from(out.0.len()).unwrap_or(0);
-        Record {
-            buf: own(out.0),
-            at: 0,
-            len,
-        }
+        Record(Extent::own(out.0))
     }
 }
 
@@ -325,16 +354,9 @@ pub fn offset_at(b: &[u8], table: usize, width: usize, k: usize) -> usize {
 }
 
 impl Record {
-    fn bytes(&self) -> &[u8] {
-        self.buf
-            .as_bytes()
-            .get(self.at as usize..(self.at as usize).saturating_add(self.len as usize))
-            .unwrap_or_default()
-    }
-
     /// The range of slot `i` in the buffer; empty when the record has no such slot.
     fn range(&self, i: usize) -> std::ops::Range<usize> {
-        let b = self.bytes();
+        let b = self.0.bytes();
         let mut input = Input::new(b);
         let (Some(width), Some(count)) = (input.u8(), input.count()) else {
             return 0..0;
@@ -344,7 +366,7 @@ impl Record {
             return 0..0;
         }
         let table = input.pos();
-        let data = self.at as usize + table + count * width;
+        let data = self.0.range().start + table + count * width;
         let start = if i == 0 {
             0
         } else {
@@ -355,16 +377,16 @@ impl Record {
 
     /// Slot `i`'s bytes.
     pub fn slot(&self, i: usize) -> &[u8] {
-        self.buf.as_bytes().get(self.range(i)).unwrap_or_default()
+        self.0.text(self.range(i)).as_bytes()
     }
 
     pub fn str(&self, i: usize) -> &str {
-        self.buf.get(self.range(i)).unwrap_or_default()
+        self.0.text(self.range(i))
     }
 
     pub fn opt(&self, i: usize) -> Option<&str> {
         let r = self.range(i);
-        (!r.is_empty()).then(|| self.buf.get(r.start + 1..r.end).unwrap_or_default())
+        (!r.is_empty()).then(|| self.0.text(r.start + 1..r.end))
     }
 
     pub fn strs(&self, i: usize) -> Vec<&str> {
@@ -389,24 +411,12 @@ impl Record {
 
     /// Appends this record, length-prefixed.
     pub fn encode(&self, out: &mut Output) {
-        out.bytes(self.bytes());
+        self.0.encode(out);
     }
 
-    /// The record at the input's position in `buf`, which the input reads; only its extent is
-    /// read here (cache files are checksummed whole, and every slot read is bounds-checked).
+    /// The record at the input's position in `buf` ([`Extent::decode`]).
     pub fn decode(buf: &Buf, input: &mut Input<'_>) -> Option<Record> {
-        let span = input.span()?;
-        Some(Record {
-            buf: Arc::clone(buf),
-            at: u32::try_from(span.start).ok()?,
-            len: u32::try_from(span.len()).ok()?,
-        })
-    }
-}
-
-impl PartialEq for Record {
-    fn eq(&self, other: &Record) -> bool {
-        self.bytes() == other.bytes()
+        Extent::decode(buf, input).map(Record)
     }
 }
 

@@ -30,7 +30,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use super::codec::{
-    Buf, Input, Output, Record, RecordBuilder, SharedStr, buf_of, offset_at, offset_width, own,
+    Buf, Extent, Input, Output, Record, RecordBuilder, SharedStr, buf_of, offset_at, offset_width,
 };
 
 use crate::model::task::{TaskHead, parse_task_filename};
@@ -619,12 +619,8 @@ pub fn md_files(ws: &Workspace, dir: &Path) -> Result<Vec<(String, std::path::Pa
 /// [`TaskField`] (`u16`, or `u32` when the flag says the strings are wider than that); the
 /// strings; then the tags and the dependencies, length-prefixed. (A [`Record`] would do, but
 /// its slot table and integer slots cost a third more time on the reads that walk every task.)
-#[derive(Clone)]
-pub struct TaskEntry {
-    buf: Buf,
-    at: u32,
-    len: u32,
-}
+#[derive(Clone, PartialEq)]
+pub struct TaskEntry(Extent);
 
 /// The owned fields a [`TaskEntry`] is made from.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -745,19 +741,11 @@ impl TaskEntry {
             out.str(on);
             out.str(kind);
         }
-        let len = count(out.0.len());
-        TaskEntry {
-            buf: own(out.0),
-            at: 0,
-            len,
-        }
+        TaskEntry(Extent::own(out.0))
     }
 
     fn bytes(&self) -> &[u8] {
-        self.buf
-            .as_bytes()
-            .get(self.at as usize..(self.at as usize).saturating_add(self.len as usize))
-            .unwrap_or_default()
+        self.0.bytes()
     }
 
     fn head(&self, at: usize) -> u64 {
@@ -788,10 +776,8 @@ impl TaskEntry {
         let i = field as usize;
         let (_, data) = self.table();
         let start = if i == 0 { 0 } else { self.end(i - 1) };
-        let base = self.at as usize + data;
-        self.buf
-            .get(base + start..base + self.end(i))
-            .unwrap_or_default()
+        let base = self.0.range().start + data;
+        self.0.text(base + start..base + self.end(i))
     }
 
     fn optional(&self, field: TaskField, bit: u8) -> Option<&str> {
@@ -949,7 +935,7 @@ impl TaskEntry {
 
 impl Extract for TaskEntry {
     fn encode(&self, out: &mut Output) {
-        out.bytes(self.bytes());
+        self.0.encode(out);
     }
 
     fn sample() -> TaskEntry {
@@ -976,22 +962,10 @@ impl Extract for TaskEntry {
         })
     }
 
-    /// Only the record's extent: its cache file passed its checksum, and each accessor reads
-    /// its field with bounds and UTF-8 checks of its own.
     fn decode(buf: &Buf, input: &mut Input<'_>) -> Option<TaskEntry> {
-        let span = input.span()?;
-        (span.len() >= TASK_HEAD).then_some(())?;
-        Some(TaskEntry {
-            buf: Arc::clone(buf),
-            at: u32::try_from(span.start).ok()?,
-            len: u32::try_from(span.len()).ok()?,
-        })
-    }
-}
-
-impl PartialEq for TaskEntry {
-    fn eq(&self, other: &TaskEntry) -> bool {
-        self.bytes() == other.bytes()
+        Extent::decode(buf, input)
+            .filter(|e| e.bytes().len() >= TASK_HEAD)
+            .map(TaskEntry)
     }
 }
 
