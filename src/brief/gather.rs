@@ -730,7 +730,15 @@ fn findings(scope: &mut Scope<'_>) -> Result<Section, Error> {
             found.push(f);
         }
     }
-    let materialised: BTreeSet<String> = scope.notes.iter().map(|n| n.id().to_string()).collect();
+    // Notes are sorted by id (index::notes): a pending finding's note, if made already, is
+    // found by search, not by collecting every note id on each brief.
+    let materialised = |event: &str| {
+        let id = format!("n-{event}");
+        scope
+            .notes
+            .binary_search_by(|n| n.id().cmp(id.as_str()))
+            .is_ok()
+    };
     let pending: Vec<EventEntry> = scope
         .events
         .entries
@@ -738,7 +746,7 @@ fn findings(scope: &mut Scope<'_>) -> Result<Section, Error> {
         .filter(|e| e.kind() == "finding" && scope.events.is_pending(e))
         .filter(|e| e.scope() != Some("workspace"))
         .filter(|e| e.about().is_some_and(|a| about.contains(a)))
-        .filter(|e| !materialised.contains(&format!("n-{}", e.id())))
+        .filter(|e| !materialised(e.id()))
         .cloned()
         .collect();
     for e in pending {
