@@ -23,14 +23,11 @@ pub fn locate(ctx: &Ctx, reference: &str) -> Result<(String, String), Error> {
     let ws = ctx.ws()?;
     let listing = objects::projects::list(ws)?;
     let mut warnings = listing.warnings;
-    let mut entries = Vec::new();
-    for p in &listing.items {
-        let t = objects::index::tasks(ws, &p.slug)?;
-        warnings.extend(t.warnings);
-        entries.extend(t.items);
-    }
+    let slugs: Vec<String> = listing.items.iter().map(|p| p.slug.clone()).collect();
+    let (found, listed) = objects::rows::resolve(ws, &slugs, reference)?;
+    warnings.extend(listed);
     ctx.warn_all(warnings.clone());
-    match tasks::resolve_keys(&entries, reference) {
+    match found {
         Ok(t) => Ok((t.project().to_string(), t.id().to_string())),
         Err(tasks::ResolveError::NotFound { .. } | tasks::ResolveError::NoProject { .. })
             if let Some(p) = tasks::unreadable_match(&warnings, reference) =>

@@ -49,6 +49,15 @@ impl Extent {
         }
     }
 
+    /// An extent spanning all of `buf`.
+    pub fn whole(buf: Buf) -> Extent {
+        Extent {
+            len: u32::try_from(buf.len()).unwrap_or(0),
+            buf,
+            at: 0,
+        }
+    }
+
     /// Where the extent lies in its buffer.
     pub fn range(&self) -> std::ops::Range<usize> {
         self.at as usize..self.at as usize + self.len as usize

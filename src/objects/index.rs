@@ -40,6 +40,8 @@ use crate::workspace::{STATUS_FOLDERS, Workspace};
 
 use super::{Error, Listing, field_problem, warn_or_fail};
 
+pub use super::rows::{ProjectTasks, Row, Rows};
+
 /// The layout of cache files; with each extract type's fingerprint ([`format_of`]) it names
 /// the layout a cache was written in. Bumped when bytes are read differently.
 const FORMAT: &str = "dacli-index/9";
@@ -50,6 +52,9 @@ const TICK_NS: i128 = 20_000_000;
 
 /// The granularity assumed when stamps carry whole seconds only (FAT keeps two seconds).
 const COARSE_TICK_NS: i128 = 2_000_000_000;
+
+/// A directory (relative to the workspace directory) and its stamp, `None` when absent.
+pub type DirStamp = (String, Option<Stamp>);
 
 /// The metadata that identifies one version of a file or directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -72,7 +77,7 @@ impl Stamp {
 
     /// The stamp of a real directory; `None` when absent or anything else. A directory's size
     /// is left out: it says nothing its times do not.
-    fn of_dir(path: &Path) -> Option<Stamp> {
+    pub(super) fn of_dir(path: &Path) -> Option<Stamp> {
         let meta = std::fs::symlink_metadata(path).ok()?;
         if !meta.file_type().is_dir() {
             return None;
@@ -83,8 +88,13 @@ impl Stamp {
         })
     }
 
+    /// The modification time, in nanoseconds since the epoch.
+    pub(super) fn mtime_ns(&self) -> i128 {
+        self.mtime_ns
+    }
+
     #[cfg(unix)]
-    fn from_meta(meta: &std::fs::Metadata) -> Stamp {
+    pub(super) fn from_meta(meta: &std::fs::Metadata) -> Stamp {
         use std::os::unix::fs::MetadataExt;
         let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
         Stamp {
@@ -96,7 +106,7 @@ impl Stamp {
     }
 
     #[cfg(not(unix))]
-    fn from_meta(meta: &std::fs::Metadata) -> Stamp {
+    pub(super) fn from_meta(meta: &std::fs::Metadata) -> Stamp {
         let mtime_ns = meta
             .modified()
             .ok()
@@ -110,14 +120,14 @@ impl Stamp {
         }
     }
 
-    fn encode(&self, out: &mut Output) {
+    pub(super) fn encode(&self, out: &mut Output) {
         out.var(self.size);
         out.ivar(self.mtime_ns);
         out.ivar(self.ctime_ns);
         out.var(self.ino);
     }
 
-    fn decode(input: &mut Input<'_>) -> Option<Stamp> {
+    pub(super) fn decode(input: &mut Input<'_>) -> Option<Stamp> {
         Some(Stamp {
             size: input.var()?,
             mtime_ns: input.ivar()?,
@@ -128,7 +138,7 @@ impl Stamp {
 
     /// True when this stamp was already old when the cache written at `written_ns` listed it,
     /// `listing_ns` before writing.
-    fn settled(&self, written_ns: i128, listing_ns: i128) -> bool {
+    pub(super) fn settled(&self, written_ns: i128, listing_ns: i128) -> bool {
         let tick = if self.ctime_ns % 1_000_000_000 == 0 {
             COARSE_TICK_NS
         } else {
@@ -399,6 +409,29 @@ impl<T: Extract> FileCache<T> {
         Ok(false)
     }
 
+    /// The directories the last pass scanned and `also` (keys relative to the workspace),
+    /// each with its stamp from before it was looked at, and when the pass started; `None`
+    /// unless every stamp is settled, so that what was found there is what they hold.
+    fn settled_dirs(
+        &self,
+        ws: &Workspace,
+        also: (&Path, Option<Stamp>),
+    ) -> Option<(Vec<DirStamp>, Instant)> {
+        let dirs = std::iter::once(also)
+            .chain(
+                self.scanned
+                    .iter()
+                    .map(|(dir, stamp, _)| (dir.as_path(), *stamp)),
+            )
+            .map(|(dir, stamp)| {
+                stamp
+                    .is_none_or(|s| self.trusted(&s))
+                    .then(|| (key_of(ws, dir), stamp))
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some((dirs, self.started))
+    }
+
     fn trusted(&self, stamp: &Stamp) -> bool {
         self.written_ns
             .is_some_and(|w| stamp.settled(w, self.listing_ns))
@@ -559,7 +592,12 @@ fn extract<T>(
 
 /// `cache/<name>.bin` in the workspace, in the layout of [`encode_dirs`].
 fn cache_file(ws: &Workspace, name: &str) -> std::path::PathBuf {
-    ws.path(&["cache", &format!("{name}.bin")])
+    cache_file_named(ws, &format!("{name}.bin"))
+}
+
+/// `cache/<file>` in the workspace.
+pub(super) fn cache_file_named(ws: &Workspace, file: &str) -> std::path::PathBuf {
+    ws.path(&["cache", file])
 }
 
 /// Runs `pass` over the cache `cache/<name>.bin` until one pass saw a single state of the
@@ -746,6 +784,18 @@ impl TaskEntry {
 
     fn bytes(&self) -> &[u8] {
         self.0.bytes()
+    }
+
+    /// The bytes [`TaskEntry::from_bytes`] reads back.
+    pub(super) fn entry_bytes(&self) -> &[u8] {
+        self.0.bytes()
+    }
+
+    /// The entry whose bytes [`TaskEntry::entry_bytes`] gave; `None` when they cannot be one
+    /// (not UTF-8, shorter than the fixed head).
+    pub(super) fn from_bytes(bytes: Vec<u8>) -> Option<TaskEntry> {
+        let buf = buf_of(bytes)?;
+        (buf.len() >= TASK_HEAD).then(|| TaskEntry(Extent::whole(buf)))
     }
 
     fn head(&self, at: usize) -> u64 {
@@ -994,13 +1044,38 @@ impl super::tasks::TaskKey for TaskEntry {
 /// a listing reports (FORMAT §4.4), exactly as [`super::tasks::list`] reports them; of two
 /// copies of one id the greater `rev` is used.
 pub fn tasks(ws: &Workspace, slug: &str) -> Result<Listing<Arc<TaskEntry>>, Error> {
+    let tasks_dir = ws.path(&["projects", slug, "tasks"]);
+    let tasks_stamp = Stamp::of_dir(&tasks_dir);
     let (mut out, cache) = settled_pass(ws, &format!("tasks-{slug}"), |cache| {
         scan_tasks(ws, slug, cache)
     })?;
     let found = std::mem::take(&mut out.items);
     let (dirs, unchanged) = cache.served();
+    let settled = cache.settled_dirs(ws, (&tasks_dir, tasks_stamp));
     cache.save(ws);
-    let memo_key = cache_file(ws, &format!("tasks-{slug}"));
+    let out = sorted_listing(ws, memo_key_dirs(ws, slug), dirs, unchanged, found, out);
+    if let Some((stamps, started)) = settled {
+        let listing_ns = i128::try_from(started.elapsed().as_nanos()).unwrap_or(i128::MAX);
+        super::rows::refresh(ws, slug, &stamps, listing_ns, &out);
+    }
+    Ok(out)
+}
+
+fn memo_key_dirs(ws: &Workspace, slug: &str) -> PathBuf {
+    cache_file(ws, &format!("tasks-{slug}"))
+}
+
+/// The listing of `found`, the entries of a pass over `dirs`: copies of one id resolved (the
+/// greater `rev` kept, each copy reported), sorted by number then id. Made once per state
+/// of the directories in a long-running process.
+fn sorted_listing(
+    ws: &Workspace,
+    memo_key: PathBuf,
+    dirs: Vec<Arc<DirCache<TaskEntry>>>,
+    unchanged: bool,
+    found: Vec<Arc<TaskEntry>>,
+    mut out: Listing<Arc<TaskEntry>>,
+) -> Listing<Arc<TaskEntry>> {
     // A long-running process asks again and again of directories that did not change: the
     // listing made from these very extracts last time is the answer.
     if unchanged
@@ -1011,7 +1086,7 @@ pub fn tasks(ws: &Workspace, slug: &str) -> Result<Listing<Arc<TaskEntry>>, Erro
     {
         out.items = m.items.clone();
         out.warnings.extend(m.duplicates.iter().cloned());
-        return Ok(out);
+        return out;
     }
     let before = out.warnings.len();
     // Copies of one id (a crash mid-move, or a merge) are rare: find them without building a
@@ -1060,7 +1135,7 @@ pub fn tasks(ws: &Workspace, slug: &str) -> Result<Listing<Arc<TaskEntry>>, Erro
             },
         );
     }
-    Ok(out)
+    out
 }
 
 /// One pass over the task folders of project `slug`: the entries found, unsorted and with

@@ -11,6 +11,7 @@ pub mod projects;
 pub mod queues;
 pub mod risks;
 pub mod roles;
+pub mod rows;
 pub mod runtimes;
 pub mod shortcuts;
 pub mod tasks;

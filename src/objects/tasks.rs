@@ -289,13 +289,26 @@ pub fn resolve_keys<'a, T: TaskKey>(
     tasks: &'a [T],
     reference: &str,
 ) -> Result<&'a T, ResolveError> {
+    resolve_among(tasks, reference, |p| {
+        tasks.iter().any(|t| t.key_project() == p)
+    })
+}
+
+/// [`resolve_keys`] over `tasks`, a subset of the workspace's tasks holding every task the
+/// reference could match; `has_tasks` says whether a project has any task at all (a
+/// reference into a project without tasks names no project).
+pub fn resolve_among<'a, T: TaskKey>(
+    tasks: &'a [T],
+    reference: &str,
+    has_tasks: impl Fn(&str) -> bool,
+) -> Result<&'a T, ResolveError> {
     let input = reference.trim();
     let (project, rest) = match input.split_once('/') {
         Some((p, r)) => (Some(p.strip_prefix("p-").unwrap_or(p)), r),
         None => (None, input),
     };
     if let Some(p) = project
-        && !tasks.iter().any(|t| t.key_project() == p)
+        && !has_tasks(p)
     {
         return Err(ResolveError::NoProject {
             project: p.to_string(),

@@ -42,6 +42,34 @@ const READS: &[(&[&str], Option<&str>)] = &[
     (&["events", "list", "--json", "--limit", "1000"], None),
     (&["task", "show", "4", "--json"], Some(BUILDER)),
     (&["next", "--json"], Some(BUILDER)),
+    // References resolved through the rows, which refuse before anything is written.
+    (
+        &[
+            "note",
+            "add",
+            "finding",
+            "Probe",
+            "--about",
+            "nosuch/1",
+            "--severity",
+            "minor",
+        ],
+        Some(BUILDER),
+    ),
+    (
+        &[
+            "note",
+            "add",
+            "finding",
+            "Probe",
+            "--about",
+            "999",
+            "--severity",
+            "minor",
+        ],
+        Some(BUILDER),
+    ),
+    (&["task", "claim", "checkout/999"], Some(BUILDER)),
 ];
 
 /// Every read's exit code, stdout and stderr, at one pinned clock.
@@ -68,7 +96,9 @@ fn reads(repo: &Repo) -> Vec<String> {
 
 /// Reads warm (twice: building, then serving the cache) and with the cache deleted; all three
 /// must be byte-identical. Returns the outputs.
-fn assert_cache_is_only_speed(repo: &Repo, when: &str) -> Vec<String> {
+/// With `rows`, the lookup rows must have been written too (they are not for a project with
+/// a broken file).
+fn assert_cache_is_only_speed(repo: &Repo, when: &str, rows: bool) -> Vec<String> {
     // Let every change age past the index's racy window, so the second run really serves
     // from the cache instead of listing again.
     std::thread::sleep(std::time::Duration::from_millis(100));
@@ -79,6 +109,12 @@ fn assert_cache_is_only_speed(repo: &Repo, when: &str) -> Vec<String> {
         cache.join("events.bin").exists(),
         "{when}: the index was written"
     );
+    if rows {
+        assert!(
+            cache.join("tasks-checkout.idx").exists(),
+            "{when}: the rows were written"
+        );
+    }
     std::fs::remove_dir_all(&cache).expect("delete cache");
     let none = reads(repo);
     for ((a, b), c) in building.iter().zip(&served).zip(&none) {
@@ -148,7 +184,7 @@ fn edit_by_rename(path: &Path, edit: impl Fn(&str) -> String) {
 #[test]
 fn deleting_the_cache_changes_no_output_after_writes_and_hand_edits() {
     let repo = example();
-    let first = assert_cache_is_only_speed(&repo, "untouched example");
+    let first = assert_cache_is_only_speed(&repo, "untouched example", true);
     // Writes through dacli: a task, a note, a pending claim by an ro agent (folded by every
     // reader), a question, a check by the assignee.
     ok(
@@ -184,7 +220,7 @@ fn deleting_the_cache_changes_no_output_after_writes_and_hand_edits() {
         Some(BUILDER),
         &["ask", "6", "Which column holds cents?"],
     );
-    let after_writes = assert_cache_is_only_speed(&repo, "after writes");
+    let after_writes = assert_cache_is_only_speed(&repo, "after writes", true);
     assert_ne!(first, after_writes, "the writes show in the reads");
     // Hand edits that rename: a retitle and a checked criterion, a task moved to another
     // status folder with `mv`, a new note, and a task file made malformed.
@@ -210,7 +246,7 @@ fn deleting_the_cache_changes_no_output_after_writes_and_hand_edits() {
         &tasks.join("open/014-show-prices-in-the-visitor-s-currency.md"),
         |t| t.replace("kind = \"task\"", "kind = \"nonsense\""),
     );
-    let after_edits = assert_cache_is_only_speed(&repo, "after hand edits");
+    let after_edits = assert_cache_is_only_speed(&repo, "after hand edits", false);
     let joined = after_edits.join("\n");
     assert!(
         joined.contains("Move all checkout money to cents"),
@@ -220,6 +256,37 @@ fn deleting_the_cache_changes_no_output_after_writes_and_hand_edits() {
         joined.contains("014-show-prices-in-the-visitor-s-currency.md"),
         "the broken file is reported"
     );
+}
+
+#[test]
+fn damaged_rows_are_ignored_and_change_no_output() {
+    let repo = example();
+    let clean = assert_cache_is_only_speed(&repo, "untouched example", true);
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    reads(&repo);
+    reads(&repo);
+    let rows = repo.ws("cache/tasks-checkout.idx");
+    let bytes = std::fs::read(&rows).expect("rows written");
+    // Every region in turn: the prefix, the header and rows, the entries, and a cut file.
+    let damaged: Vec<Vec<u8>> = vec![
+        flip(&bytes, 2),
+        flip(&bytes, 40),
+        flip(&bytes, bytes.len() - 30),
+        bytes[..bytes.len() / 2].to_vec(),
+    ];
+    for (i, b) in damaged.into_iter().enumerate() {
+        std::fs::write(&rows, &b).unwrap();
+        let out = reads(&repo);
+        for (a, b) in clean.iter().zip(&out) {
+            similar_asserts(&format!("damage {i}"), "clean vs damaged rows", a, b);
+        }
+    }
+}
+
+fn flip(bytes: &[u8], at: usize) -> Vec<u8> {
+    let mut b = bytes.to_vec();
+    b[at] ^= 0x5a;
+    b
 }
 
 #[test]
@@ -258,7 +325,7 @@ fn concurrent_writers_leave_an_index_equal_to_the_files() {
     for w in writers {
         w.join().unwrap();
     }
-    let outputs = assert_cache_is_only_speed(&repo, "after concurrent writers");
+    let outputs = assert_cache_is_only_speed(&repo, "after concurrent writers", true);
     let list = &outputs[4];
     for w in 0..4 {
         for i in 0..5 {

@@ -123,10 +123,11 @@ fn resolve_about(
     {
         return find_project(projects, "--about", slug).map(|p| About::Project(p.clone()));
     }
-    let listing = crate::objects::index::all_tasks(ws)?;
-    ctx.warn_all(listing.warnings);
+    let slugs: Vec<String> = projects.iter().map(|p| p.slug.clone()).collect();
+    let (found, warnings) = crate::objects::rows::resolve(ws, &slugs, input)?;
+    ctx.warn_all(warnings);
     let project = projects.iter().find(|p| p.slug == input);
-    match tasks::resolve_keys(&listing.items, input) {
+    match found {
         Ok(task) => match project {
             Some(p) => Err(ambiguous(format!(
                 "--about `{input}` names both task {} and project {}",

@@ -8,7 +8,8 @@ use crate::dispatch::{Class, Classify, Command, Ctx, Error, IdentitySource, Mcp,
 use crate::model::agent::AgentView;
 use crate::model::task::TaskRef;
 use crate::objects::WorkspaceInfo;
-use crate::objects::{self, index, projects, roles};
+use crate::objects::index::ProjectTasks;
+use crate::objects::{self, projects, roles};
 
 /// Show who you are in this workspace: identity, grant, role, toolkit, WIP and assigned tasks.
 #[derive(Debug, clap::Args, Deserialize)]
@@ -70,20 +71,21 @@ fn run(ctx: &Ctx, _req: Request) -> Result<Outcome<Response>, Error> {
     let mut my_active = 0;
     // Roles of assignees, each agent file read once.
     let mut roles_of: BTreeMap<String, Option<String>> = BTreeMap::new();
+    let mine = |who: Option<&str>| who == Some(me.agent.id.as_str());
     for p in &listing.items {
-        let t = index::tasks(ws, &p.slug)?;
-        ctx.warn_all(t.warnings);
-        for entry in &t.items {
-            let assignee = entry.assignee();
-            let mine = assignee == Some(me.agent.id.as_str());
-            if entry.folder() != "done" && mine {
-                assigned.push(entry.task_ref());
+        // Rows where current: the assigned tasks are read, the others only counted.
+        let (tasks, warnings) = ProjectTasks::load(ws, &p.slug)?;
+        ctx.warn_all(warnings);
+        let here = tasks.select(ws, |_, folder, who| folder != "done" && mine(who))?;
+        assigned.extend(here.iter().map(|e| e.task_ref()));
+        tasks.each(|_, folder, who| {
+            if folder != "active" {
+                return;
             }
-            if entry.folder() == "active" && mine {
+            if mine(who) {
                 my_active += 1;
             }
-            if entry.folder() == "active"
-                && let (Some(role), Some(who)) = (&role, assignee)
+            if let (Some(role), Some(who)) = (&role, who)
                 && roles_of
                     .entry(who.to_string())
                     .or_insert_with(|| agent_role(ws, who))
@@ -92,7 +94,7 @@ fn run(ctx: &Ctx, _req: Request) -> Result<Outcome<Response>, Error> {
             {
                 role_active += 1;
             }
-        }
+        });
     }
     // The WIP cap counts active tasks by assignee role (COMMANDS.md §14.12); without a role
     // there is no cap, and the figure is the caller's own active tasks.

@@ -1,0 +1,528 @@
+//! The task index laid out for lookups (docs/PERFORMANCE.md, "Rows"): what a command about a
+//! few tasks needs, without reading every task's extract.
+//!
+//! `cache/tasks-<slug>.idx` holds, for one project's listing as [`super::index::tasks`] made
+//! it, one fixed-width row per task (number, folder, assignee, and hashes of the id, slug,
+//! title slug and parent), in listing order, followed by each task's [`TaskEntry`] bytes.
+//! A reader reads the small header and the rows whole, and then only the entries it needs,
+//! each by offset (one `pread`). At ten thousand tasks the rows are 400 KB against 4.4 MB
+//! of extracts.
+//!
+//! Invariants, which make it answer exactly as the listing would:
+//! - it is written from a listing with no warnings, of a tasks directory holding nothing
+//!   but the status folders (every other case is served by the listing, which reports it);
+//! - it records the stamps of the tasks directory and of each status folder, taken before
+//!   they were listed, and is used only while each is unchanged and settled by the rule of
+//!   the index ([`Stamp::settled`]), applied to this file's own write time;
+//! - rows hold hashes, never answers: a lookup fetches the entries whose hashes match and
+//!   compares their fields, so a collision costs a read, never a wrong result;
+//! - header and rows are checksummed together, each entry on its own; anything that fails
+//!   a check is a miss, and the caller falls back to the listing.
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::store::Problem;
+use crate::workspace::names::slugify;
+use crate::workspace::{STATUS_FOLDERS, Workspace};
+
+use super::codec::{Input, Output};
+use super::index::{DirStamp, Stamp, TaskEntry, cache_file_named};
+use super::tasks::{ResolveError, resolve_among};
+use super::{Error, Listing};
+
+/// Layout of the file; bumped whenever it changes.
+const FORMAT: &str = "dacli-rows/1";
+
+/// Bytes of one row; see [`Row`] for the fields.
+const ROW: usize = 40;
+/// Bytes before the header: header length, rows length, checksum of both (`u32` each).
+const PREFIX: usize = 12;
+const NONE16: u16 = u16::MAX;
+const NONE32: u32 = u32::MAX;
+
+fn hash(s: &str) -> u32 {
+    crc32fast::hash(s.as_bytes())
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    b.get(at..at + 4)
+        .and_then(|s| s.try_into().ok())
+        .map_or(0, u32::from_le_bytes)
+}
+
+/// One project's rows, read and validated; entries are read from the file on demand.
+pub struct Rows {
+    slug: String,
+    file: File,
+    /// Where the entries start in the file.
+    entries_at: u64,
+    rows: Vec<u8>,
+    /// Assignees, indexed by the rows.
+    agents: Vec<String>,
+}
+
+/// One task as its row describes it.
+#[derive(Clone, Copy)]
+pub struct Row<'a> {
+    rows: &'a Rows,
+    /// Position in listing order.
+    pub at: usize,
+}
+
+impl Row<'_> {
+    fn bytes(&self) -> &[u8] {
+        &self.rows.rows[self.at * ROW..(self.at + 1) * ROW]
+    }
+    pub fn number(&self) -> u32 {
+        u32_at(self.bytes(), 0)
+    }
+    /// The status folder the file is in.
+    pub fn folder(&self) -> &'static str {
+        STATUS_FOLDERS
+            .get(usize::from(self.bytes()[4]))
+            .copied()
+            .unwrap_or("open")
+    }
+    pub fn assignee(&self) -> Option<&str> {
+        let b = self.bytes();
+        let i = u16::from_le_bytes([b[5], b[6]]);
+        (i != NONE16)
+            .then(|| self.rows.agents.get(usize::from(i)).map(String::as_str))
+            .flatten()
+    }
+    fn id_hash(&self) -> u32 {
+        u32_at(self.bytes(), 7)
+    }
+    fn slug_hash(&self) -> u32 {
+        u32_at(self.bytes(), 11)
+    }
+    fn title_hash(&self) -> u32 {
+        u32_at(self.bytes(), 15)
+    }
+    fn parent_hash(&self) -> Option<u32> {
+        (self.bytes()[39] & 1 != 0).then(|| u32_at(self.bytes(), 19))
+    }
+    /// Among the project's done tasks, the place of this one by last Log line, most recent
+    /// first (then by id, greatest first); `None` when not done.
+    pub fn done_rank(&self) -> Option<u32> {
+        Some(u32_at(self.bytes(), 35)).filter(|r| *r != NONE32)
+    }
+}
+
+impl Rows {
+    /// The rows of project `slug`, when the file exists, passes its checks and every
+    /// directory it records is unchanged and settled; `None` otherwise.
+    pub fn open(ws: &Workspace, slug: &str) -> Option<Rows> {
+        let file = File::open(cache_file_named(ws, &format!("tasks-{slug}.idx"))).ok()?;
+        let written_ns = Stamp::from_meta(&file.metadata().ok()?).mtime_ns();
+        let mut prefix = [0u8; PREFIX];
+        read_at(&file, &mut prefix, 0)?;
+        let head_len = u32_at(&prefix, 0) as usize;
+        let rows_len = u32_at(&prefix, 4) as usize;
+        if !rows_len.is_multiple_of(ROW) {
+            return None;
+        }
+        let mut head = vec![0u8; head_len.checked_add(rows_len)?];
+        read_at(&file, &mut head, PREFIX as u64)?;
+        if crc32fast::hash(&head) != u32_at(&prefix, 8) {
+            return None;
+        }
+        let rows = head.split_off(head_len);
+        let mut input = Input::new(&head);
+        if input.str()? != FORMAT || input.str()? != slug {
+            return None;
+        }
+        let listing_ns = input.ivar()?;
+        for _ in 0..input.count()? {
+            let key = input.str()?;
+            let recorded = match input.u8()? {
+                0 => None,
+                1 => Some(Stamp::decode(&mut input)?),
+                _ => return None,
+            };
+            let now = Stamp::of_dir(&ws.dir().join(key));
+            if now != recorded || recorded.is_some_and(|s| !s.settled(written_ns, listing_ns)) {
+                return None;
+            }
+        }
+        let agents = (0..input.count()?)
+            .map(|_| input.str().map(str::to_string))
+            .collect::<Option<Vec<_>>>()?;
+        if !input.at_end() {
+            return None;
+        }
+        Some(Rows {
+            slug: slug.to_string(),
+            file,
+            entries_at: (PREFIX + head_len + rows_len) as u64,
+            rows,
+            agents,
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.rows.len() / ROW
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    pub fn row(&self, at: usize) -> Row<'_> {
+        Row { rows: self, at }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = Row<'_>> {
+        (0..self.len()).map(|at| self.row(at))
+    }
+
+    /// The entry of row `at`, read from the file; `None` when its bytes fail their check.
+    pub fn entry(&self, at: usize) -> Option<Arc<TaskEntry>> {
+        let row = self.row(at);
+        let b = row.bytes();
+        let (start, len, sum) = (u32_at(b, 23), u32_at(b, 27), u32_at(b, 31));
+        let mut bytes = vec![0u8; len as usize];
+        read_at(&self.file, &mut bytes, self.entries_at + u64::from(start))?;
+        if crc32fast::hash(&bytes) != sum {
+            return None;
+        }
+        TaskEntry::from_bytes(bytes).map(Arc::new)
+    }
+
+    /// The entries of the rows `keep` selects, in listing order; `None` when one fails its
+    /// check.
+    pub fn select(&self, mut keep: impl FnMut(&Row<'_>) -> bool) -> Option<Vec<Arc<TaskEntry>>> {
+        self.iter()
+            .filter(|r| keep(r))
+            .map(|r| self.entry(r.at))
+            .collect()
+    }
+
+    /// The entries a reference in any form could name, by their hashes: a superset of the
+    /// matches [`resolve_among`] finds among all of them.
+    fn candidates(&self, keys: &Keys) -> Option<Vec<Arc<TaskEntry>>> {
+        self.select(|r| {
+            keys.id == Some(r.id_hash())
+                || keys.number == Some(r.number())
+                || r.slug_hash() == keys.slug
+        })
+    }
+
+    /// Tasks whose parent is `id`.
+    pub fn children(&self, id: &str) -> Option<Vec<Arc<TaskEntry>>> {
+        let h = hash(id);
+        Some(
+            self.select(|r| r.parent_hash() == Some(h))?
+                .into_iter()
+                .filter(|e| e.parent() == Some(id))
+                .collect(),
+        )
+    }
+
+    /// The task with this id, if the project has it.
+    pub fn by_id(&self, id: &str) -> Option<Option<Arc<TaskEntry>>> {
+        let h = hash(id);
+        Some(
+            self.select(|r| r.id_hash() == h)?
+                .into_iter()
+                .find(|e| e.id() == id),
+        )
+    }
+
+    /// Tasks not done whose title makes `title_slug`.
+    pub fn open_titled(&self, title_slug: &str) -> Option<Vec<Arc<TaskEntry>>> {
+        let h = hash(title_slug);
+        Some(
+            self.select(|r| r.folder() != "done" && r.title_hash() == h)?
+                .into_iter()
+                .filter(|e| slugify(e.title()) == title_slug)
+                .collect(),
+        )
+    }
+
+    /// The greatest task number in use, 0 without tasks.
+    pub fn max_number(&self) -> u32 {
+        self.iter().map(|r| r.number()).max().unwrap_or(0)
+    }
+
+    pub fn slug(&self) -> &str {
+        &self.slug
+    }
+}
+
+#[cfg(unix)]
+fn read_at(file: &File, buf: &mut [u8], at: u64) -> Option<()> {
+    use std::os::unix::fs::FileExt;
+    file.read_exact_at(buf, at).ok()
+}
+
+#[cfg(not(unix))]
+fn read_at(mut file: &File, buf: &mut [u8], at: u64) -> Option<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    file.seek(SeekFrom::Start(at)).ok()?;
+    file.read_exact(buf).ok()
+}
+
+/// The bytes of the rows file of project `slug`: `listing` is the listing (sorted, one entry
+/// per id), `dirs` the directories it records with their stamps from before they were
+/// listed, `listing_ns` how long before this write the listing started.
+pub(super) fn encode(
+    slug: &str,
+    dirs: &[DirStamp],
+    listing_ns: i128,
+    listing: &[Arc<TaskEntry>],
+) -> Vec<u8> {
+    let mut agents: Vec<&str> = listing.iter().filter_map(|e| e.assignee()).collect();
+    agents.sort_unstable();
+    agents.dedup();
+    let mut done: Vec<(Option<&str>, &str, usize)> = listing
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.folder() == "done")
+        .map(|(i, e)| (e.last_log_at(), e.id(), i))
+        .collect();
+    done.sort_by(|a, b| b.cmp(a));
+    let mut rank = vec![NONE32; listing.len()];
+    for (r, (_, _, i)) in done.iter().enumerate() {
+        rank[*i] = u32::try_from(r).unwrap_or(NONE32);
+    }
+    let mut rows = Vec::with_capacity(listing.len() * ROW);
+    let mut entries = Vec::new();
+    for (i, e) in listing.iter().enumerate() {
+        let bytes = e.entry_bytes();
+        let folder = STATUS_FOLDERS
+            .iter()
+            .position(|f| *f == e.folder())
+            .unwrap_or(0);
+        let assignee = e
+            .assignee()
+            .and_then(|a| agents.binary_search(&a).ok())
+            .and_then(|i| u16::try_from(i).ok())
+            .filter(|i| *i != NONE16)
+            .unwrap_or(NONE16);
+        rows.extend_from_slice(&e.number().to_le_bytes());
+        rows.push(u8::try_from(folder).unwrap_or(0));
+        rows.extend_from_slice(&assignee.to_le_bytes());
+        rows.extend_from_slice(&hash(e.id()).to_le_bytes());
+        rows.extend_from_slice(&hash(e.slug()).to_le_bytes());
+        rows.extend_from_slice(&hash(&slugify(e.title())).to_le_bytes());
+        rows.extend_from_slice(&e.parent().map_or(0, hash).to_le_bytes());
+        rows.extend_from_slice(&u32::try_from(entries.len()).unwrap_or(NONE32).to_le_bytes());
+        rows.extend_from_slice(&u32::try_from(bytes.len()).unwrap_or(NONE32).to_le_bytes());
+        rows.extend_from_slice(&crc32fast::hash(bytes).to_le_bytes());
+        rows.extend_from_slice(&rank[i].to_le_bytes());
+        rows.push(u8::from(e.parent().is_some()));
+        entries.extend_from_slice(bytes);
+    }
+    let mut head = Output::default();
+    head.str(FORMAT);
+    head.str(slug);
+    head.ivar(listing_ns);
+    head.var(dirs.len() as u64);
+    for (key, stamp) in dirs {
+        head.str(key);
+        match stamp {
+            None => head.u8(0),
+            Some(s) => {
+                head.u8(1);
+                s.encode(&mut head);
+            }
+        }
+    }
+    head.var(agents.len() as u64);
+    for a in &agents {
+        head.str(a);
+    }
+    let mut sum = crc32fast::Hasher::new();
+    sum.update(&head.0);
+    sum.update(&rows);
+    let mut out = Vec::with_capacity(PREFIX + head.0.len() + rows.len() + entries.len());
+    out.extend_from_slice(&u32::try_from(head.0.len()).unwrap_or(0).to_le_bytes());
+    out.extend_from_slice(&u32::try_from(rows.len()).unwrap_or(0).to_le_bytes());
+    out.extend_from_slice(&sum.finalize().to_le_bytes());
+    out.extend_from_slice(&head.0);
+    out.extend_from_slice(&rows);
+    out.extend_from_slice(&entries);
+    out
+}
+
+/// What a reference can denote, hashed as the rows hold it.
+struct Keys {
+    id: Option<u32>,
+    number: Option<u32>,
+    slug: u32,
+}
+
+impl Keys {
+    fn of(rest: &str) -> Keys {
+        let lower = rest.trim().to_ascii_lowercase();
+        let ulid = lower
+            .strip_prefix("t-")
+            .unwrap_or(&lower)
+            .to_ascii_uppercase();
+        let id = crate::model::id::parse_ulid(&ulid).map(|u| hash(&format!("t-{u}")));
+        let number = lower.parse::<u32>().ok().or_else(|| {
+            lower
+                .split_once('-')
+                .filter(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                .and_then(|(n, _)| n.parse().ok())
+        });
+        Keys {
+            id,
+            number,
+            slug: hash(&lower),
+        }
+    }
+}
+
+/// The tasks of one project: its rows when they are current, else its listing.
+pub enum ProjectTasks {
+    Rows(Rows),
+    Listed(Vec<Arc<TaskEntry>>),
+}
+
+impl ProjectTasks {
+    /// The rows of `slug` when current, else its listing (which refreshes them), with the
+    /// listing's warnings (none with rows: they are written for listings without any).
+    pub fn load(ws: &Workspace, slug: &str) -> Result<(ProjectTasks, Vec<Problem>), Error> {
+        if let Some(rows) = Rows::open(ws, slug) {
+            return Ok((ProjectTasks::Rows(rows), Vec::new()));
+        }
+        let listed = super::index::tasks(ws, slug)?;
+        Ok((ProjectTasks::Listed(listed.items), listed.warnings))
+    }
+
+    /// True when the project has no task.
+    pub fn is_empty(&self) -> bool {
+        match self {
+            ProjectTasks::Listed(items) => items.is_empty(),
+            ProjectTasks::Rows(rows) => rows.is_empty(),
+        }
+    }
+
+    /// Every task, read in full: what a caller that needs them all pays for.
+    pub fn all(&self, ws: &Workspace) -> Result<Vec<Arc<TaskEntry>>, Error> {
+        match self {
+            ProjectTasks::Listed(items) => Ok(items.clone()),
+            ProjectTasks::Rows(rows) => match rows.select(|_| true) {
+                Some(all) => Ok(all),
+                None => Ok(super::index::tasks(ws, rows.slug())?.items),
+            },
+        }
+    }
+
+    /// The entries whose number, folder and assignee `keep` accepts, in listing order.
+    pub fn select(
+        &self,
+        ws: &Workspace,
+        mut keep: impl FnMut(u32, &str, Option<&str>) -> bool,
+    ) -> Result<Vec<Arc<TaskEntry>>, Error> {
+        match self {
+            ProjectTasks::Listed(items) => Ok(items
+                .iter()
+                .filter(|e| keep(e.number(), e.folder(), e.assignee()))
+                .cloned()
+                .collect()),
+            ProjectTasks::Rows(rows) => {
+                match rows.select(|r| keep(r.number(), r.folder(), r.assignee())) {
+                    Some(found) => Ok(found),
+                    None => Ok(super::index::tasks(ws, rows.slug())?
+                        .items
+                        .into_iter()
+                        .filter(|e| keep(e.number(), e.folder(), e.assignee()))
+                        .collect()),
+                }
+            }
+        }
+    }
+
+    /// Calls `f` with the number, folder and assignee of every task, reading no entry.
+    pub fn each(&self, mut f: impl FnMut(u32, &str, Option<&str>)) {
+        match self {
+            ProjectTasks::Listed(items) => items
+                .iter()
+                .for_each(|e| f(e.number(), e.folder(), e.assignee())),
+            ProjectTasks::Rows(rows) => rows
+                .iter()
+                .for_each(|r| f(r.number(), r.folder(), r.assignee())),
+        }
+    }
+}
+
+/// What a reference resolved to.
+pub type Resolved = Result<Arc<TaskEntry>, ResolveError>;
+
+/// Resolves a task reference (any FORMAT §3.3 form) across every project as
+/// [`super::tasks::resolve_keys`] over the whole listing would, reading only the entries it
+/// could name where a project's rows are current. Returns the answer and the warnings of the
+/// projects that had to be listed.
+pub fn resolve(
+    ws: &Workspace,
+    projects: &[String],
+    reference: &str,
+) -> Result<(Resolved, Vec<Problem>), Error> {
+    let input = reference.trim();
+    let (scope, rest) = match input.split_once('/') {
+        Some((p, r)) => (Some(p.strip_prefix("p-").unwrap_or(p)), r),
+        None => (None, input),
+    };
+    let keys = Keys::of(rest);
+    let mut warnings = Vec::new();
+    let mut candidates = Vec::new();
+    let mut populated: Vec<&str> = Vec::new();
+    for slug in projects {
+        if scope.is_some_and(|p| p != slug) {
+            continue;
+        }
+        let (tasks, found) = ProjectTasks::load(ws, slug)?;
+        warnings.extend(found);
+        if !tasks.is_empty() {
+            populated.push(slug);
+        }
+        candidates.extend(match &tasks {
+            ProjectTasks::Listed(items) => items.clone(),
+            ProjectTasks::Rows(rows) => match rows.candidates(&keys) {
+                Some(c) => c,
+                None => super::index::tasks(ws, slug)?.items,
+            },
+        });
+    }
+    let answer = resolve_among(&candidates, reference, |p| populated.contains(&p)).cloned();
+    Ok((answer, warnings))
+}
+
+/// Writes the rows of project `slug` from its listing when they are not current: called by
+/// the listing, whose directories' stamps `dirs` were taken before they were listed and are
+/// settled. Nothing is written for a listing with warnings or a tasks directory holding
+/// anything but the status folders (a folder that is not one is listed, and reported, every
+/// time). Failure is ignored: the rows are only an accelerator.
+pub(super) fn refresh(
+    ws: &Workspace,
+    slug: &str,
+    dirs: &[DirStamp],
+    listing_ns: i128,
+    listing: &Listing<Arc<TaskEntry>>,
+) {
+    if !listing.warnings.is_empty() || Rows::open(ws, slug).is_some() {
+        return;
+    }
+    let tasks_dir = ws.path(&["projects", slug, "tasks"]);
+    let Ok(names) = ws.fs.list_dir(&tasks_dir) else {
+        return;
+    };
+    let only_folders = names.iter().all(|(name, path)| {
+        name.starts_with('.')
+            || STATUS_FOLDERS.contains(&name.as_str())
+            || !Path::is_dir(path)
+            || path.is_symlink()
+    });
+    if !only_folders {
+        return;
+    }
+    let bytes = encode(slug, dirs, listing_ns, &listing.items);
+    let _ = ws
+        .fs
+        .replace_derived(&cache_file_named(ws, &format!("tasks-{slug}.idx")), &bytes);
+}
