@@ -73,33 +73,7 @@ impl Snapshot {
             warnings.extend(t.warnings);
             all.extend(t.items);
         }
-        let slugs: Vec<String> = listing.items.iter().map(|p| p.slug.clone()).collect();
-        let notes = index::notes(ws, &slugs)?;
-        warnings.extend(notes.warnings);
-        let events = super::index::read(ws)?;
-        warnings.extend(events.warnings.iter().cloned());
-        let mut pending: BTreeMap<String, usize> = BTreeMap::new();
-        // A pending comment or finding only adds a Log line (and a note): no field a summary,
-        // a count or a plan shows. Only tasks with other pending events are read and folded.
-        let mut to_fold: BTreeSet<&str> = BTreeSet::new();
-        for e in events.entries.iter().filter(|e| events.is_pending(e)) {
-            if let Some(about) = &e.about() {
-                *pending.entry(about.to_string()).or_default() += 1;
-                if !matches!(e.kind(), "comment" | "finding") {
-                    to_fold.insert(about);
-                }
-            }
-        }
-        let to_fold: BTreeSet<String> = to_fold.into_iter().map(str::to_string).collect();
-        let mut snapshot = Snapshot {
-            tasks: all,
-            events,
-            notes: notes.items,
-            folded: BTreeMap::new(),
-            pending,
-            folded_at: BTreeSet::new(),
-            warnings,
-        };
+        let (mut snapshot, to_fold) = Snapshot::unfolded(ws, &listing.items, all, warnings)?;
         let changed: Vec<Arc<TaskEntry>> = snapshot
             .tasks
             .iter()
@@ -121,6 +95,155 @@ impl Snapshot {
             }
         }
         Ok(snapshot)
+    }
+
+    /// A snapshot of `tasks` with the notes and the event log of `projects`, nothing folded
+    /// yet; and the ids of the tasks pending events change.
+    fn unfolded(
+        ws: &Workspace,
+        projects: &[crate::model::project::ProjectHead],
+        tasks: Vec<Arc<TaskEntry>>,
+        mut warnings: Vec<Problem>,
+    ) -> Result<(Snapshot, BTreeSet<String>), objects::Error> {
+        let slugs: Vec<String> = projects.iter().map(|p| p.slug.clone()).collect();
+        let notes = index::notes(ws, &slugs)?;
+        warnings.extend(notes.warnings);
+        let events = super::index::read(ws)?;
+        warnings.extend(events.warnings.iter().cloned());
+        let (pending, to_fold) = pending_of(&events);
+        let snapshot = Snapshot {
+            tasks,
+            events,
+            notes: notes.items,
+            folded: BTreeMap::new(),
+            pending,
+            folded_at: BTreeSet::new(),
+            warnings,
+        };
+        Ok((snapshot, to_fold))
+    }
+
+    /// A snapshot holding only some tasks: those `pick` accepts (given the project, the
+    /// folded status and the folded assignee), after the task `after` when given, `limit`
+    /// at most; tasks pending events change are folded as [`Snapshot::load`] folds them.
+    /// The tasks whose ids `wanted` names (given the event log) are looked up too, kept or
+    /// not, in [`Picked::by_id`].
+    /// Projects whose rows are current ([`objects::rows`]) are walked row by row and only
+    /// the kept entries read. `None` when a rows file failed a check mid-way: the caller
+    /// loads the whole snapshot instead.
+    pub fn load_picked(
+        ws: &Workspace,
+        passes: &dyn Fn(&DodFacts) -> bool,
+        pick: &mut dyn FnMut(&str, Status, Option<&str>) -> bool,
+        after: Option<&str>,
+        limit: Option<usize>,
+        wanted: &dyn Fn(&Events) -> BTreeSet<String>,
+    ) -> Result<Option<Picked>, objects::Error> {
+        use crate::objects::rows::{ProjectTasks, id_hash};
+        let listing = projects::list(ws)?;
+        let mut warnings = listing.warnings;
+        let mut loaded = Vec::new();
+        for p in &listing.items {
+            let (tasks, found) = ProjectTasks::load(ws, &p.slug)?;
+            warnings.extend(found);
+            loaded.push((p.slug.clone(), tasks));
+        }
+        let (mut snapshot, to_fold) = Snapshot::unfolded(ws, &listing.items, Vec::new(), warnings)?;
+        // The tasks to fold, found by the hashes of their ids, then read and folded.
+        let fold_hashes: BTreeSet<u32> = to_fold.iter().map(|id| id_hash(id)).collect();
+        let mut changed: BTreeMap<(usize, usize), Arc<TaskEntry>> = BTreeMap::new();
+        for (p, (_, tasks)) in loaded.iter().enumerate() {
+            for at in 0..tasks.len() {
+                let item = tasks.item(at);
+                if !fold_hashes.contains(&item.id_hash()) {
+                    continue;
+                }
+                let Some(entry) = item.entry() else {
+                    return Ok(None);
+                };
+                if to_fold.contains(entry.id()) {
+                    changed.insert((p, at), entry);
+                }
+            }
+        }
+        let related = Related::of(&snapshot.events);
+        for entry in changed.values() {
+            match snapshot.fold(ws, entry, &related, passes) {
+                Ok(folded) => {
+                    snapshot.folded_at.insert(address(entry));
+                    snapshot.folded.insert(entry.id().to_string(), folded);
+                }
+                Err(objects::Error::Store(crate::store::Error::Malformed(p))) => {
+                    snapshot.warnings.push(p);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let after_hash = after.map(id_hash);
+        let wanted = wanted(&snapshot.events);
+        let wanted_hashes: BTreeSet<u32> = wanted.iter().map(|id| id_hash(id)).collect();
+        let mut picked = Picked {
+            total: 0,
+            by_id: BTreeMap::new(),
+            after_found: after.is_none(),
+            snap: Snapshot {
+                tasks: Vec::new(),
+                ..snapshot
+            },
+        };
+        let snap = &mut picked.snap;
+        for (p, (slug, tasks)) in loaded.iter().enumerate() {
+            for at in 0..tasks.len() {
+                let item = tasks.item(at);
+                let folded = changed
+                    .get(&(p, at))
+                    .filter(|e| snap.folded_at.contains(&address(e)));
+                if wanted_hashes.contains(&item.id_hash()) {
+                    let entry = match folded {
+                        Some(e) => Arc::clone(e),
+                        None => match item.entry() {
+                            Some(e) => e,
+                            None => return Ok(None),
+                        },
+                    };
+                    if wanted.contains(entry.id()) {
+                        picked.by_id.insert(entry.id().to_string(), entry);
+                    }
+                }
+                let (status, assignee) = match folded.and_then(|e| snap.doc(e.id())) {
+                    Some(d) => (d.status, d.assignee()),
+                    None => (
+                        Status::parse(item.folder()).unwrap_or(Status::Open),
+                        item.assignee(),
+                    ),
+                };
+                if !pick(slug, status, assignee) {
+                    continue;
+                }
+                picked.total += 1;
+                if !picked.after_found {
+                    if after_hash == Some(item.id_hash()) {
+                        let Some(entry) = item.entry() else {
+                            return Ok(None);
+                        };
+                        picked.after_found = Some(entry.id()) == after;
+                    }
+                    continue;
+                }
+                if limit.is_some_and(|l| snap.tasks.len() >= l) {
+                    continue;
+                }
+                let entry = match folded {
+                    Some(e) => Arc::clone(e),
+                    None => match item.entry() {
+                        Some(e) => e,
+                        None => return Ok(None),
+                    },
+                };
+                snap.tasks.push(entry);
+            }
+        }
+        Ok(Some(picked))
     }
 
     /// Reads one task in full and applies its pending events, as `fold_all` does with the
@@ -330,6 +453,35 @@ impl Snapshot {
             })
             .collect()
     }
+}
+
+/// Pending events by the object they are about, and the tasks they change. A pending
+/// comment or finding only adds a Log line (and a note): no field a summary, a count or a
+/// plan shows. Only tasks with other pending events are read and folded.
+fn pending_of(events: &Events) -> (BTreeMap<String, usize>, BTreeSet<String>) {
+    let mut pending: BTreeMap<String, usize> = BTreeMap::new();
+    let mut to_fold: BTreeSet<String> = BTreeSet::new();
+    for e in events.entries.iter().filter(|e| events.is_pending(e)) {
+        if let Some(about) = &e.about() {
+            *pending.entry(about.to_string()).or_default() += 1;
+            if !matches!(e.kind(), "comment" | "finding") {
+                to_fold.insert(about.to_string());
+            }
+        }
+    }
+    (pending, to_fold)
+}
+
+/// What [`Snapshot::load_picked`] kept.
+pub struct Picked {
+    /// The kept tasks in `tasks`, in listing order; folds of every changed task.
+    pub snap: Snapshot,
+    /// How many tasks `pick` accepted, before `after` and `limit` were applied.
+    pub total: usize,
+    /// The wanted tasks found, by id (folded ones are the entries the snapshot folded).
+    pub by_id: BTreeMap<String, Arc<TaskEntry>>,
+    /// Whether the task `after` was among them (always true without one).
+    pub after_found: bool,
 }
 
 /// The address of an entry, which identifies it among the entries of one snapshot.

@@ -71,8 +71,8 @@ pub struct Row<'a> {
     pub at: usize,
 }
 
-impl Row<'_> {
-    fn bytes(&self) -> &[u8] {
+impl<'a> Row<'a> {
+    fn bytes(&self) -> &'a [u8] {
         &self.rows.rows[self.at * ROW..(self.at + 1) * ROW]
     }
     pub fn number(&self) -> u32 {
@@ -85,7 +85,7 @@ impl Row<'_> {
             .copied()
             .unwrap_or("open")
     }
-    pub fn assignee(&self) -> Option<&str> {
+    pub fn assignee(&self) -> Option<&'a str> {
         let b = self.bytes();
         let i = u16::from_le_bytes([b[5], b[6]]);
         (i != NONE16)
@@ -348,6 +348,51 @@ pub(super) fn encode(
     out
 }
 
+/// One task of a [`ProjectTasks`]: what its row tells without reading its entry.
+#[derive(Clone, Copy)]
+pub struct Item<'a> {
+    tasks: &'a ProjectTasks,
+    at: usize,
+}
+
+impl<'a> Item<'a> {
+    /// The status folder the file is in.
+    pub fn folder(&self) -> &'a str {
+        match self.tasks {
+            ProjectTasks::Listed(items) => items[self.at].folder(),
+            ProjectTasks::Rows(rows) => rows.row(self.at).folder(),
+        }
+    }
+
+    pub fn assignee(&self) -> Option<&'a str> {
+        match self.tasks {
+            ProjectTasks::Listed(items) => items[self.at].assignee(),
+            ProjectTasks::Rows(rows) => rows.row(self.at).assignee(),
+        }
+    }
+
+    /// A hash of the id ([`id_hash`]): equal for the same id, rarely for two.
+    pub fn id_hash(&self) -> u32 {
+        match self.tasks {
+            ProjectTasks::Listed(items) => hash(items[self.at].id()),
+            ProjectTasks::Rows(rows) => rows.row(self.at).id_hash(),
+        }
+    }
+
+    /// The entry; `None` when its bytes in the rows file fail their check.
+    pub fn entry(&self) -> Option<Arc<TaskEntry>> {
+        match self.tasks {
+            ProjectTasks::Listed(items) => Some(Arc::clone(&items[self.at])),
+            ProjectTasks::Rows(rows) => rows.entry(self.at),
+        }
+    }
+}
+
+/// The hash the rows keep of a task id.
+pub fn id_hash(id: &str) -> u32 {
+    hash(id)
+}
+
 /// What a reference can denote, hashed as the rows hold it.
 struct Keys {
     id: Option<u32>,
@@ -400,6 +445,19 @@ impl ProjectTasks {
             ProjectTasks::Listed(items) => items.is_empty(),
             ProjectTasks::Rows(rows) => rows.is_empty(),
         }
+    }
+
+    /// The number of tasks.
+    pub fn len(&self) -> usize {
+        match self {
+            ProjectTasks::Listed(items) => items.len(),
+            ProjectTasks::Rows(rows) => rows.len(),
+        }
+    }
+
+    /// The task at position `at` of the listing, as far as its row tells.
+    pub fn item(&self, at: usize) -> Item<'_> {
+        Item { tasks: self, at }
     }
 
     /// Every task, read in full: what a caller that needs them all pays for.

@@ -70,6 +70,42 @@ const READS: &[(&[&str], Option<&str>)] = &[
         Some(BUILDER),
     ),
     (&["task", "claim", "checkout/999"], Some(BUILDER)),
+    // Pages after a cursor, and a cursor that is no task of the listing.
+    (
+        &[
+            "task",
+            "list",
+            "--limit",
+            "3",
+            "--cursor",
+            "t-01KJPXJ57RGDMEE50E5T1E877Q",
+            "--json",
+        ],
+        Some(BUILDER),
+    ),
+    (
+        &[
+            "task",
+            "list",
+            "--all",
+            "--limit",
+            "2",
+            "--cursor",
+            "t-01KJPXMJCG2RPJX1CFJW2XNQKR",
+        ],
+        None,
+    ),
+    (
+        &[
+            "task",
+            "list",
+            "--cursor",
+            "t-01KJPX6ZT81TTNRTABC9KBJYTV",
+            "--json",
+        ],
+        None,
+    ),
+    (&["status", "--recent", "3", "--json"], Some(PLANNER)),
 ];
 
 /// Every read's exit code, stdout and stderr, at one pinned clock.

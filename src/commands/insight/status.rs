@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::dispatch::text::{ago, ago_text, table};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome};
 use crate::journal::EventState;
+use crate::journal::index::Events;
 use crate::journal::snapshot::Snapshot;
 use crate::model::task::Status;
 use crate::model::task::TaskRef;
@@ -100,6 +101,23 @@ struct EventRef {
     about_shown: Option<String>,
 }
 
+fn zero_counts() -> BTreeMap<&'static str, usize> {
+    STATUS_FOLDERS.iter().map(|f| (*f, 0)).collect()
+}
+
+/// The objects the workspace-wide status names from the event log: the subjects of
+/// questions, of pending events and of the `recent` latest events.
+fn named_by_events(events: &Events, recent: usize) -> BTreeSet<String> {
+    let questions = events.entries.iter().filter(|e| e.kind() == "help");
+    let pending = events.entries.iter().filter(|e| events.is_pending(e));
+    let latest = events.entries.iter().rev().take(recent);
+    questions
+        .chain(pending)
+        .chain(latest)
+        .filter_map(|e| e.about().map(str::to_string))
+        .collect()
+}
+
 pub(super) fn command() -> Command {
     Command::new("status", Class::Read, run, render).mcp(Mcp::Tier1("status"))
 }
@@ -125,23 +143,53 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         );
     }
     // Every read is folded: a pending claim or block shows as its effect at once. Only the
-    // tasks pending events change are read in full; the rest come from the index.
-    let snap = Snapshot::load(ws, &|f| crate::policy::dod::evaluate(f).passed)?;
+    // tasks pending events change are read in full; the rest come from the index, and for
+    // the whole workspace from its rows: only active tasks and those events name are read.
+    let passes = |f: &crate::model::dod::DodFacts| crate::policy::dod::evaluate(f).passed;
+    let mut counted: BTreeMap<String, BTreeMap<&'static str, usize>> = BTreeMap::new();
+    let picked = match only {
+        Some(_) => None,
+        None => Snapshot::load_picked(
+            ws,
+            &passes,
+            &mut |p, status, _| {
+                *counted
+                    .entry(p.to_string())
+                    .or_insert_with(zero_counts)
+                    .entry(status.as_str())
+                    .or_default() += 1;
+                status == Status::Active
+            },
+            None,
+            None,
+            &|events| named_by_events(events, req.recent),
+        )?,
+    };
+    let (snap, by_id) = match picked {
+        Some(p) => (p.snap, Some(p.by_id)),
+        None => (Snapshot::load(ws, &passes)?, None),
+    };
     ctx.warn_all(snap.warnings.clone());
     let mut out_projects = Vec::new();
     let mut active = Vec::new();
-    // Every task of every project, by id: events name their object by id.
-    let task_index: BTreeMap<&str, &TaskEntry> =
-        snap.tasks.iter().map(|t| (t.id(), &**t)).collect();
+    // Tasks by id: events name their object by id.
+    let task_index: BTreeMap<&str, &TaskEntry> = match &by_id {
+        Some(found) => found.iter().map(|(id, t)| (id.as_str(), &**t)).collect(),
+        None => snap.tasks.iter().map(|t| (t.id(), &**t)).collect(),
+    };
     let mut project_owner: BTreeMap<String, String> = BTreeMap::new();
     for p in &listing.items {
         project_owner.insert(p.id.clone(), p.owner.clone());
         let in_scope = only.as_ref().is_none_or(|s| s == &p.slug);
-        let mut counts: BTreeMap<&'static str, usize> =
-            STATUS_FOLDERS.iter().map(|f| (*f, 0)).collect();
+        let mut counts = zero_counts();
+        if by_id.is_some() {
+            counts = counted.remove(&p.slug).unwrap_or_else(zero_counts);
+        }
         for t in snap.tasks.iter().filter(|t| t.project() == p.slug) {
             let status = snap.status(t);
-            *counts.entry(status.as_str()).or_default() += 1;
+            if by_id.is_none() {
+                *counts.entry(status.as_str()).or_default() += 1;
+            }
             if in_scope && status == Status::Active {
                 active.push(Active {
                     task: snap.task_ref(t),

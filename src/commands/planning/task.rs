@@ -502,23 +502,25 @@ pub struct ListResponse {
 fn list(ctx: &Ctx, req: ListRequest) -> Result<Outcome<ListResponse>, Error> {
     let ws = ctx.ws()?;
     let me = ctx.identity()?.agent.id.clone();
-    let snap = snapshot(ctx)?;
     let project = req
         .project
         .as_deref()
         .map(|p| project_slug(ws, p))
         .transpose()?;
+    if !req.ready
+        && req.owner.is_none()
+        && req.tag.is_none()
+        && req.parent.is_none()
+        && let Some(page) = list_page(ctx, &req, project.as_deref(), &me)?
+    {
+        return Ok(Outcome::Done(page));
+    }
+    let snap = snapshot(ctx)?;
     let parent = match &req.parent {
         Some(r) => Some(snap.resolve(r)?.id().to_string()),
         None => None,
     };
-    let statuses: Vec<Status> = if !req.status.is_empty() {
-        req.status.iter().map(|s| s.status()).collect()
-    } else if req.all {
-        Status::ALL.to_vec()
-    } else {
-        vec![Status::Open, Status::Active, Status::Blocked]
-    };
+    let statuses = listed_statuses(&req);
     // Owner, tags and parent are never changed by a fold; status and assignee are.
     let mut selected: Vec<&Arc<TaskEntry>> = snap
         .tasks
@@ -563,6 +565,71 @@ fn list(ctx: &Ctx, req: ListRequest) -> Result<Outcome<ListResponse>, Error> {
     Ok(Outcome::Done(ListResponse {
         tasks: selected.iter().map(|t| snap.summary(t)).collect(),
         total,
+        truncated,
+        next_cursor,
+    }))
+}
+
+/// The statuses a listing shows: those asked for, all with `--all`, else all but done.
+fn listed_statuses(req: &ListRequest) -> Vec<Status> {
+    if !req.status.is_empty() {
+        req.status.iter().map(|s| s.status()).collect()
+    } else if req.all {
+        Status::ALL.to_vec()
+    } else {
+        vec![Status::Open, Status::Active, Status::Blocked]
+    }
+}
+
+/// A listing filtered by project, status and assignee only, read through the rows
+/// (docs/PERFORMANCE.md): only the page's tasks are read. The same answer as the general
+/// path; `None` when a rows file failed a check and that path must answer instead.
+fn list_page(
+    ctx: &Ctx,
+    req: &ListRequest,
+    project: Option<&str>,
+    me: &str,
+) -> Result<Option<ListResponse>, Error> {
+    let statuses = listed_statuses(req);
+    let mut pick = |p: &str, status: Status, assignee: Option<&str>| {
+        project.is_none_or(|want| p == want)
+            && statuses.contains(&status)
+            && req.assignee.as_deref().is_none_or(|a| assignee == Some(a))
+            && (!req.mine || assignee == Some(me))
+    };
+    // One more than the page: whether it was truncated.
+    let limit = (req.limit > 0).then(|| req.limit + 1);
+    let Some(picked) = Snapshot::load_picked(
+        ctx.ws()?,
+        &|f| crate::policy::dod::evaluate(f).passed,
+        &mut pick,
+        req.cursor.as_deref(),
+        limit,
+        &|_| std::collections::BTreeSet::new(),
+    )?
+    else {
+        return Ok(None);
+    };
+    ctx.warn_all(picked.snap.warnings.clone());
+    if let Some(c) = &req.cursor
+        && !picked.after_found
+    {
+        return Err(Error::usage(format!(
+            "--cursor `{c}` is not a task of this listing"
+        )));
+    }
+    let snap = &picked.snap;
+    let mut page: Vec<&Arc<TaskEntry>> = snap.tasks.iter().collect();
+    let truncated = req.limit > 0 && page.len() > req.limit;
+    if truncated {
+        page.truncate(req.limit);
+    }
+    let next_cursor = truncated
+        .then(|| page.last().map(|t| t.id().to_string()))
+        .flatten();
+    Ok(Some(ListResponse {
+        tasks: page.iter().map(|t| snap.summary(t)).collect(),
+        total: picked.total,
         truncated,
         next_cursor,
     }))
