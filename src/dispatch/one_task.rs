@@ -62,7 +62,9 @@ impl OneTask {
         let passes = |f: &DodFacts| crate::policy::dod::evaluate(f).passed;
         let mut attempt = 1;
         loop {
-            let snap = Snapshot::load(ws, &passes)?;
+            let mut snap = Snapshot::load(ws, &passes)?;
+            // The definition-of-done facts of this task look at its notes.
+            snap.load_notes(ws)?;
             let entry = Arc::clone(snap.resolve_reported(reference)?);
             let file = ws.dir().join(entry.file());
             let mut task = match tasks::read_one(ws, entry.project(), entry.folder(), file) {

@@ -28,7 +28,11 @@ pub struct Snapshot {
     /// Every task of every project: projects by slug, tasks by number then id.
     pub tasks: Vec<Arc<TaskEntry>>,
     pub events: Events,
+    /// The notes, read only when needed ([`Snapshot::load_notes`]): a fold needs them only
+    /// to judge a pending finish request's definition of done.
     pub notes: Vec<Arc<NoteEntry>>,
+    /// The projects whose notes [`Snapshot::load_notes`] reads; `None` once read.
+    notes_of: Option<Vec<String>>,
     /// The tasks whose pending events change what a reader sees (anything but comments and
     /// findings), read in full and folded, with what folding did.
     pub folded: BTreeMap<String, (tasks::Located, Folded)>,
@@ -106,21 +110,38 @@ impl Snapshot {
         mut warnings: Vec<Problem>,
     ) -> Result<(Snapshot, BTreeSet<String>), objects::Error> {
         let slugs: Vec<String> = projects.iter().map(|p| p.slug.clone()).collect();
-        let notes = index::notes(ws, &slugs)?;
-        warnings.extend(notes.warnings);
         let events = super::index::read(ws)?;
         warnings.extend(events.warnings.iter().cloned());
         let (pending, to_fold) = pending_of(&events);
-        let snapshot = Snapshot {
+        let finishing = events
+            .entries
+            .iter()
+            .any(|e| e.kind() == "finish" && events.is_pending(e));
+        let mut snapshot = Snapshot {
             tasks,
             events,
-            notes: notes.items,
+            notes: Vec::new(),
+            notes_of: Some(slugs),
             folded: BTreeMap::new(),
             pending,
             folded_at: BTreeSet::new(),
             warnings,
         };
+        if finishing {
+            snapshot.load_notes(ws)?;
+        }
         Ok((snapshot, to_fold))
+    }
+
+    /// Reads the notes (once), reporting the files skipped: before anything reads
+    /// [`Snapshot::notes`].
+    pub fn load_notes(&mut self, ws: &Workspace) -> Result<(), objects::Error> {
+        if let Some(slugs) = self.notes_of.take() {
+            let notes = index::notes(ws, &slugs)?;
+            self.warnings.extend(notes.warnings);
+            self.notes = notes.items;
+        }
+        Ok(())
     }
 
     /// A snapshot holding only some tasks: those `pick` accepts (given the project, the
