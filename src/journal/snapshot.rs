@@ -206,6 +206,7 @@ impl Snapshot {
         let mut picked = Picked {
             total: 0,
             by_id: BTreeMap::new(),
+            projects: Vec::new(),
             after_found: after.is_none(),
             snap: Snapshot {
                 tasks: Vec::new(),
@@ -219,7 +220,11 @@ impl Snapshot {
                 let folded = changed
                     .get(&(p, at))
                     .filter(|e| snap.folded_at.contains(&address(e)));
-                if wanted_hashes.contains(&item.id_hash()) {
+                if let Some(e) = folded {
+                    // Every folded task is found by id: a caller judging tasks by their
+                    // folded fields must see those the fold changed.
+                    picked.by_id.insert(e.id().to_string(), Arc::clone(e));
+                } else if wanted_hashes.contains(&item.id_hash()) {
                     let entry = match folded {
                         Some(e) => Arc::clone(e),
                         None => match item.entry() {
@@ -264,6 +269,7 @@ impl Snapshot {
                 snap.tasks.push(entry);
             }
         }
+        picked.projects = loaded;
         Ok(Some(picked))
     }
 
@@ -499,8 +505,11 @@ pub struct Picked {
     pub snap: Snapshot,
     /// How many tasks `pick` accepted, before `after` and `limit` were applied.
     pub total: usize,
-    /// The wanted tasks found, by id (folded ones are the entries the snapshot folded).
+    /// The wanted tasks found and every folded task, by id (folded ones are the entries
+    /// the snapshot folded, so that its folded accessors apply to them).
     pub by_id: BTreeMap<String, Arc<TaskEntry>>,
+    /// Each project's tasks as walked (rows, or the listing where rows were not current).
+    pub projects: Vec<(String, crate::objects::rows::ProjectTasks)>,
     /// Whether the task `after` was among them (always true without one).
     pub after_found: bool,
 }

@@ -1053,10 +1053,20 @@ pub fn tasks(ws: &Workspace, slug: &str) -> Result<Listing<Arc<TaskEntry>>, Erro
     let (dirs, unchanged) = cache.served();
     let settled = cache.settled_dirs(ws, (&tasks_dir, tasks_stamp));
     cache.save(ws);
+    let kept = settled.as_ref().map(|_| dirs.clone());
     let out = sorted_listing(ws, memo_key_dirs(ws, slug), dirs, unchanged, found, out);
-    if let Some((stamps, started)) = settled {
+    if let (Some((stamps, started)), Some(dirs)) = (settled, kept) {
+        // Each entry's inode, by the address of the extract the listing shares.
+        let inos: HashMap<usize, u64> = dirs
+            .iter()
+            .flat_map(|d| d.files.iter())
+            .filter_map(|(_, c)| c.as_ref())
+            .map(|c| (Arc::as_ptr(&c.value) as usize, c.stamp.ino))
+            .collect();
         let listing_ns = i128::try_from(started.elapsed().as_nanos()).unwrap_or(i128::MAX);
-        super::rows::refresh(ws, slug, &stamps, listing_ns, &out);
+        super::rows::refresh(ws, slug, &stamps, listing_ns, &out, |e| {
+            inos.get(&(std::ptr::from_ref(e) as usize)).copied()
+        });
     }
     Ok(out)
 }
@@ -1190,6 +1200,18 @@ pub fn all_tasks(ws: &Workspace) -> Result<Listing<Arc<TaskEntry>>, Error> {
         out.items.extend(t.items);
     }
     Ok(out)
+}
+
+/// The extract of a task file just parsed, as a listing would make it.
+pub(super) fn entry_of(
+    ws: &Workspace,
+    doc: &Document,
+    slug: &str,
+    folder: &str,
+    name: &str,
+    path: &Path,
+) -> Result<TaskEntry, crate::model::FieldError> {
+    task_entry(doc, slug, folder, name, key_of(ws, path))
 }
 
 fn task_entry(

@@ -22,8 +22,9 @@
 use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Instant;
 
-use crate::store::Problem;
+use crate::store::{Problem, TEMP_PREFIX};
 use crate::workspace::names::slugify;
 use crate::workspace::{STATUS_FOLDERS, Workspace};
 
@@ -32,11 +33,11 @@ use super::index::{DirStamp, Stamp, TaskEntry, cache_file_named};
 use super::tasks::{ResolveError, resolve_among};
 use super::{Error, Listing};
 
-/// Layout of the file; bumped whenever it changes.
-const FORMAT: &str = "dacli-rows/1";
+/// Layout of the files; bumped whenever it changes.
+const FORMAT: &str = "dacli-rows/2";
 
 /// Bytes of one row; see [`Row`] for the fields.
-const ROW: usize = 40;
+const ROW: usize = 52;
 /// Bytes before the header: header length, rows length, checksum of both (`u32` each).
 const PREFIX: usize = 12;
 const NONE16: u16 = u16::MAX;
@@ -52,28 +53,109 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
         .map_or(0, u32::from_le_bytes)
 }
 
-/// One project's rows, read and validated; entries are read from the file on demand.
-pub struct Rows {
-    slug: String,
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    b.get(at..at + 8)
+        .and_then(|s| s.try_into().ok())
+        .map_or(0, u64::from_le_bytes)
+}
+
+/// One rows file read: its header, its rows, and the file, from which entries are read.
+struct Part {
     file: File,
+    /// The file's own stamp when opened (an overlay names the base it extends by it).
+    stamp: Stamp,
     /// Where the entries start in the file.
     entries_at: u64,
     rows: Vec<u8>,
     /// Assignees, indexed by the rows.
     agents: Vec<String>,
+    /// The stamp of the base this file extends; `None` for a base.
+    base: Option<Stamp>,
+    listing_ns: i128,
+    dirs: Vec<DirStamp>,
+}
+
+impl Part {
+    fn read(path: &Path, slug: &str) -> Option<Part> {
+        let file = File::open(path).ok()?;
+        let stamp = Stamp::from_meta(&file.metadata().ok()?);
+        let mut prefix = [0u8; PREFIX];
+        read_at(&file, &mut prefix, 0)?;
+        let head_len = u32_at(&prefix, 0) as usize;
+        let rows_len = u32_at(&prefix, 4) as usize;
+        if !rows_len.is_multiple_of(ROW) {
+            return None;
+        }
+        let mut head = vec![0u8; head_len.checked_add(rows_len)?];
+        read_at(&file, &mut head, PREFIX as u64)?;
+        if crc32fast::hash(&head) != u32_at(&prefix, 8) {
+            return None;
+        }
+        let rows = head.split_off(head_len);
+        let mut input = Input::new(&head);
+        if input.str()? != FORMAT || input.str()? != slug {
+            return None;
+        }
+        let base = match input.u8()? {
+            0 => None,
+            1 => Some(Stamp::decode(&mut input)?),
+            _ => return None,
+        };
+        let listing_ns = input.ivar()?;
+        let mut dirs = Vec::new();
+        for _ in 0..input.count()? {
+            let key = input.str()?.to_string();
+            let recorded = match input.u8()? {
+                0 => None,
+                1 => Some(Stamp::decode(&mut input)?),
+                _ => return None,
+            };
+            dirs.push((key, recorded));
+        }
+        let agents = (0..input.count()?)
+            .map(|_| input.str().map(str::to_string))
+            .collect::<Option<Vec<_>>>()?;
+        if !input.at_end() {
+            return None;
+        }
+        Some(Part {
+            file,
+            stamp,
+            entries_at: (PREFIX + head_len + rows_len) as u64,
+            rows,
+            agents,
+            base,
+            listing_ns,
+            dirs,
+        })
+    }
+
+    fn len(&self) -> usize {
+        self.rows.len() / ROW
+    }
+}
+
+/// One project's rows, read and validated: a base written from a listing, and the tasks
+/// `task add` created since (an overlay naming that base); entries are read on demand.
+pub struct Rows {
+    slug: String,
+    parts: Vec<Part>,
+    /// The directories and stamps the rows describe (the overlay's when there is one).
+    dirs: Vec<DirStamp>,
 }
 
 /// One task as its row describes it.
 #[derive(Clone, Copy)]
 pub struct Row<'a> {
-    rows: &'a Rows,
+    part: &'a Part,
+    local: usize,
     /// Position in listing order.
     pub at: usize,
 }
 
 impl<'a> Row<'a> {
     fn bytes(&self) -> &'a [u8] {
-        &self.rows.rows[self.at * ROW..(self.at + 1) * ROW]
+        &self.part.rows[self.local * ROW..(self.local + 1) * ROW]
     }
     pub fn number(&self) -> u32 {
         u32_at(self.bytes(), 0)
@@ -89,7 +171,7 @@ impl<'a> Row<'a> {
         let b = self.bytes();
         let i = u16::from_le_bytes([b[5], b[6]]);
         (i != NONE16)
-            .then(|| self.rows.agents.get(usize::from(i)).map(String::as_str))
+            .then(|| self.part.agents.get(usize::from(i)).map(String::as_str))
             .flatten()
     }
     fn id_hash(&self) -> u32 {
@@ -109,95 +191,203 @@ impl<'a> Row<'a> {
     pub fn done_rank(&self) -> Option<u32> {
         Some(u32_at(self.bytes(), 35)).filter(|r| *r != NONE32)
     }
-}
-
-impl Rows {
-    /// The rows of project `slug`, when the file exists, passes its checks and every
-    /// directory it records is unchanged and settled; `None` otherwise.
-    pub fn open(ws: &Workspace, slug: &str) -> Option<Rows> {
-        let file = File::open(cache_file_named(ws, &format!("tasks-{slug}.idx"))).ok()?;
-        let written_ns = Stamp::from_meta(&file.metadata().ok()?).mtime_ns();
-        let mut prefix = [0u8; PREFIX];
-        read_at(&file, &mut prefix, 0)?;
-        let head_len = u32_at(&prefix, 0) as usize;
-        let rows_len = u32_at(&prefix, 4) as usize;
-        if !rows_len.is_multiple_of(ROW) {
-            return None;
-        }
-        let mut head = vec![0u8; head_len.checked_add(rows_len)?];
-        read_at(&file, &mut head, PREFIX as u64)?;
-        if crc32fast::hash(&head) != u32_at(&prefix, 8) {
-            return None;
-        }
-        let rows = head.split_off(head_len);
-        let mut input = Input::new(&head);
-        if input.str()? != FORMAT || input.str()? != slug {
-            return None;
-        }
-        let listing_ns = input.ivar()?;
-        for _ in 0..input.count()? {
-            let key = input.str()?;
-            let recorded = match input.u8()? {
-                0 => None,
-                1 => Some(Stamp::decode(&mut input)?),
-                _ => return None,
-            };
-            let now = Stamp::of_dir(&ws.dir().join(key));
-            if now != recorded || recorded.is_some_and(|s| !s.settled(written_ns, listing_ns)) {
-                return None;
-            }
-        }
-        let agents = (0..input.count()?)
-            .map(|_| input.str().map(str::to_string))
-            .collect::<Option<Vec<_>>>()?;
-        if !input.at_end() {
-            return None;
-        }
-        Some(Rows {
-            slug: slug.to_string(),
-            file,
-            entries_at: (PREFIX + head_len + rows_len) as u64,
-            rows,
-            agents,
-        })
+    /// The file's inode and a hash of its name, as listed.
+    fn file_key(&self) -> (u32, u64) {
+        (u32_at(self.bytes(), 48), u64_at(self.bytes(), 40))
     }
 
-    pub fn len(&self) -> usize {
-        self.rows.len() / ROW
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
-    }
-
-    pub fn row(&self, at: usize) -> Row<'_> {
-        Row { rows: self, at }
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = Row<'_>> {
-        (0..self.len()).map(|at| self.row(at))
-    }
-
-    /// The entry of row `at`, read from the file; `None` when its bytes fail their check.
-    pub fn entry(&self, at: usize) -> Option<Arc<TaskEntry>> {
-        let row = self.row(at);
-        let b = row.bytes();
+    /// The entry, read from the file; `None` when its bytes fail their check.
+    fn entry(&self) -> Option<Arc<TaskEntry>> {
+        let b = self.bytes();
         let (start, len, sum) = (u32_at(b, 23), u32_at(b, 27), u32_at(b, 31));
         let mut bytes = vec![0u8; len as usize];
-        read_at(&self.file, &mut bytes, self.entries_at + u64::from(start))?;
+        read_at(
+            &self.part.file,
+            &mut bytes,
+            self.part.entries_at + u64::from(start),
+        )?;
         if crc32fast::hash(&bytes) != sum {
             return None;
         }
         TaskEntry::from_bytes(bytes).map(Arc::new)
     }
+}
+
+impl Rows {
+    /// The rows of project `slug`, when the files exist, pass their checks and every
+    /// directory they record is unchanged and settled (or, for a directory `task add` wrote
+    /// too recently to trust its stamp, holds exactly the files the rows name); `None`
+    /// otherwise.
+    pub fn open(ws: &Workspace, slug: &str) -> Option<Rows> {
+        // The verification of a recent directory is a listing: measure from before it.
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "a monotonic span bounding the index's racy window; never shown or stored as a time"
+        )]
+        let started = Instant::now();
+        let base = Part::read(&base_file(ws, slug), slug)?;
+        if base.base.is_some() {
+            return None;
+        }
+        if base
+            .dirs
+            .iter()
+            .all(|(key, s)| current(ws, key, *s, base.stamp.mtime_ns(), base.listing_ns))
+        {
+            return Some(Rows {
+                slug: slug.to_string(),
+                dirs: base.dirs.clone(),
+                parts: vec![base],
+            });
+        }
+        let over = Part::read(&overlay_file(ws, slug), slug)?;
+        if over.base != Some(base.stamp) {
+            return None;
+        }
+        let mut recent = Vec::new();
+        for (key, recorded) in &over.dirs {
+            if Stamp::of_dir(&ws.dir().join(key)) != *recorded {
+                return None;
+            }
+            if !current(ws, key, *recorded, over.stamp.mtime_ns(), over.listing_ns) {
+                recent.push(key.clone());
+            }
+        }
+        let rows = Rows {
+            slug: slug.to_string(),
+            dirs: over.dirs.clone(),
+            parts: vec![base, over],
+        };
+        if recent.is_empty() {
+            return Some(rows);
+        }
+        for key in &recent {
+            if !rows.holds_exactly(ws, key) {
+                return None;
+            }
+        }
+        // Verified by listing: written again, the overlay's stamps become trusted once they
+        // are older than this listing by a tick, and the next reader lists nothing.
+        rows.rewrite_overlay(ws, elapsed_ns(started));
+        Some(rows)
+    }
+
+    /// True when directory `key` holds exactly the `.md` files the rows put in its folder
+    /// (same names, same inodes), as listed now.
+    #[cfg(unix)]
+    fn holds_exactly(&self, ws: &Workspace, key: &str) -> bool {
+        use std::os::unix::fs::DirEntryExt;
+        let folder = key.rsplit('/').next().unwrap_or_default();
+        let Ok(listing) = std::fs::read_dir(ws.dir().join(key)) else {
+            return false;
+        };
+        let mut found = Vec::new();
+        for entry in listing {
+            let Ok(entry) = entry else {
+                return false;
+            };
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else {
+                return false;
+            };
+            if name.starts_with('.') || name.starts_with(TEMP_PREFIX) || !name.ends_with(".md") {
+                continue;
+            }
+            found.push((hash(name), entry.ino()));
+        }
+        let mut expected: Vec<(u32, u64)> = self
+            .iter()
+            .filter(|r| r.folder() == folder)
+            .map(|r| r.file_key())
+            .collect();
+        found.sort_unstable();
+        expected.sort_unstable();
+        found == expected
+    }
+
+    #[cfg(not(unix))]
+    fn holds_exactly(&self, _ws: &Workspace, _key: &str) -> bool {
+        false
+    }
+
+    /// Writes the overlay again as it is, timed by a listing that started `listing_ns` ago.
+    fn rewrite_overlay(&self, ws: &Workspace, listing_ns: i128) {
+        let [base, over] = self.parts.as_slice() else {
+            return;
+        };
+        let mut entries = Vec::new();
+        if (read_at(
+            &over.file,
+            {
+                let len = over.file.metadata().map_or(0, |m| m.len());
+                entries.resize(len.saturating_sub(over.entries_at) as usize, 0);
+                &mut entries
+            },
+            over.entries_at,
+        ))
+        .is_none()
+        {
+            return;
+        }
+        let head = header(
+            &self.slug,
+            Some(base.stamp),
+            listing_ns,
+            &over.dirs,
+            &over.agents,
+        );
+        let bytes = wrap(&head, &over.rows, &entries);
+        let _ = ws.fs.replace_derived(&overlay_file(ws, &self.slug), &bytes);
+    }
+
+    pub fn len(&self) -> usize {
+        self.parts.iter().map(Part::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn row(&self, at: usize) -> Row<'_> {
+        let mut local = at;
+        for part in &self.parts {
+            if local < part.len() {
+                return Row { part, local, at };
+            }
+            local -= part.len();
+        }
+        // Out of range: the last row of the last part stands in (never asked by callers,
+        // who iterate below `len`).
+        let part = &self.parts[self.parts.len() - 1];
+        Row {
+            part,
+            local: part.len().saturating_sub(1),
+            at,
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = Row<'_>> {
+        let mut at = 0;
+        self.parts.iter().flat_map(move |part| {
+            let first = at;
+            at += part.len();
+            (0..part.len()).map(move |local| Row {
+                part,
+                local,
+                at: first + local,
+            })
+        })
+    }
+
+    /// The entry of row `at`, read from the file; `None` when its bytes fail their check.
+    pub fn entry(&self, at: usize) -> Option<Arc<TaskEntry>> {
+        self.row(at).entry()
+    }
 
     /// The entries of the rows `keep` selects, in listing order; `None` when one fails its
     /// check.
     pub fn select(&self, mut keep: impl FnMut(&Row<'_>) -> bool) -> Option<Vec<Arc<TaskEntry>>> {
-        self.iter()
-            .filter(|r| keep(r))
-            .map(|r| self.entry(r.at))
-            .collect()
+        self.iter().filter(|r| keep(r)).map(|r| r.entry()).collect()
     }
 
     /// The entries a reference in any form could name, by their hashes: a superset of the
@@ -231,7 +421,7 @@ impl Rows {
         )
     }
 
-    /// Tasks not done whose title makes `title_slug`.
+    /// Tasks whose folder is not `done` and whose title makes `title_slug`.
     pub fn open_titled(&self, title_slug: &str) -> Option<Vec<Arc<TaskEntry>>> {
         let h = hash(title_slug);
         Some(
@@ -250,6 +440,103 @@ impl Rows {
     pub fn slug(&self) -> &str {
         &self.slug
     }
+
+    /// Records task `entry`, just created as `name` in `open/` under the project's sequence
+    /// lock, in the overlay, so that the next reader need not list the project again. `self`
+    /// must have been opened under the same lock, before the task was created. The new
+    /// stamp of `open/` is too recent to be trusted: the next reader checks that `open/`
+    /// holds exactly the files of the rows ([`Rows::open`]), which catches any other change
+    /// made there meanwhile. Failure is ignored: the next reader lists the project.
+    pub fn record_created(&self, ws: &Workspace, entry: &TaskEntry, name: &str) {
+        let started = self_started();
+        let open = ws.path(&["projects", &self.slug, "tasks", "open"]);
+        let key = format!("projects/{}/tasks/open", self.slug);
+        let (Some(now), Some(ino)) = (Stamp::of_dir(&open), file_ino(&open.join(name))) else {
+            return;
+        };
+        let Some(base) = self.parts.first() else {
+            return;
+        };
+        let mut dirs = self.dirs.clone();
+        match dirs.iter_mut().find(|(k, _)| *k == key) {
+            Some(d) => d.1 = Some(now),
+            None => return,
+        }
+        // The overlay so far and the new task, in listing order (its number is the greatest).
+        let mut added: Vec<(Arc<TaskEntry>, u64)> = Vec::new();
+        if let Some(over) = self.parts.get(1) {
+            for local in 0..over.len() {
+                let row = Row {
+                    part: over,
+                    local,
+                    at: 0,
+                };
+                let Some(e) = row.entry() else {
+                    return;
+                };
+                added.push((e, row.file_key().1));
+            }
+        }
+        added.push((Arc::new(entry.clone()), ino));
+        let entries: Vec<Arc<TaskEntry>> = added.iter().map(|(e, _)| Arc::clone(e)).collect();
+        let inos: Vec<u64> = added.iter().map(|(_, i)| *i).collect();
+        let (agents, rows, blob) = encode_rows(&entries, &inos, false);
+        let head = header(
+            &self.slug,
+            Some(base.stamp),
+            elapsed_ns(started),
+            &dirs,
+            &agents,
+        );
+        let bytes = wrap(&head, &rows, &blob);
+        let _ = ws.fs.replace_derived(&overlay_file(ws, &self.slug), &bytes);
+    }
+}
+
+/// The start of a span bounding a racy window.
+fn self_started() -> Instant {
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "a monotonic span bounding the index's racy window; never shown or stored as a time"
+    )]
+    let now = Instant::now();
+    now
+}
+
+fn elapsed_ns(started: Instant) -> i128 {
+    i128::try_from(started.elapsed().as_nanos()).unwrap_or(i128::MAX)
+}
+
+/// True when directory `key` still has stamp `recorded`, settled as of a file written at
+/// `written_ns` by a listing that took `listing_ns`.
+fn current(
+    ws: &Workspace,
+    key: &str,
+    recorded: Option<Stamp>,
+    written_ns: i128,
+    listing_ns: i128,
+) -> bool {
+    Stamp::of_dir(&ws.dir().join(key)) == recorded
+        && recorded.is_none_or(|s| s.settled(written_ns, listing_ns))
+}
+
+#[cfg(unix)]
+fn file_ino(path: &Path) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path).ok().map(|m| m.ino())
+}
+
+#[cfg(not(unix))]
+fn file_ino(_path: &Path) -> Option<u64> {
+    None
+}
+
+fn base_file(ws: &Workspace, slug: &str) -> std::path::PathBuf {
+    cache_file_named(ws, &format!("tasks-{slug}.idx"))
+}
+
+fn overlay_file(ws: &Workspace, slug: &str) -> std::path::PathBuf {
+    cache_file_named(ws, &format!("tasks-{slug}.add"))
 }
 
 #[cfg(unix)]
@@ -265,28 +552,28 @@ fn read_at(mut file: &File, buf: &mut [u8], at: u64) -> Option<()> {
     file.read_exact(buf).ok()
 }
 
-/// The bytes of the rows file of project `slug`: `listing` is the listing (sorted, one entry
-/// per id), `dirs` the directories it records with their stamps from before they were
-/// listed, `listing_ns` how long before this write the listing started.
-pub(super) fn encode(
-    slug: &str,
-    dirs: &[DirStamp],
-    listing_ns: i128,
+/// The assignee table, the rows and the entry bytes of `listing` (sorted, one entry per
+/// id), whose files have the inodes `inos`; done ranks only when `rank_done`.
+fn encode_rows(
     listing: &[Arc<TaskEntry>],
-) -> Vec<u8> {
+    inos: &[u64],
+    rank_done: bool,
+) -> (Vec<String>, Vec<u8>, Vec<u8>) {
     let mut agents: Vec<&str> = listing.iter().filter_map(|e| e.assignee()).collect();
     agents.sort_unstable();
     agents.dedup();
-    let mut done: Vec<(Option<&str>, &str, usize)> = listing
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| e.folder() == "done")
-        .map(|(i, e)| (e.last_log_at(), e.id(), i))
-        .collect();
-    done.sort_by(|a, b| b.cmp(a));
     let mut rank = vec![NONE32; listing.len()];
-    for (r, (_, _, i)) in done.iter().enumerate() {
-        rank[*i] = u32::try_from(r).unwrap_or(NONE32);
+    if rank_done {
+        let mut done: Vec<(Option<&str>, &str, usize)> = listing
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.folder() == "done")
+            .map(|(i, e)| (e.last_log_at(), e.id(), i))
+            .collect();
+        done.sort_by(|a, b| b.cmp(a));
+        for (r, (_, _, i)) in done.iter().enumerate() {
+            rank[*i] = u32::try_from(r).unwrap_or(NONE32);
+        }
     }
     let mut rows = Vec::with_capacity(listing.len() * ROW);
     let mut entries = Vec::new();
@@ -302,6 +589,7 @@ pub(super) fn encode(
             .and_then(|i| u16::try_from(i).ok())
             .filter(|i| *i != NONE16)
             .unwrap_or(NONE16);
+        let name = e.file().rsplit('/').next().unwrap_or_default();
         rows.extend_from_slice(&e.number().to_le_bytes());
         rows.push(u8::try_from(folder).unwrap_or(0));
         rows.extend_from_slice(&assignee.to_le_bytes());
@@ -314,11 +602,32 @@ pub(super) fn encode(
         rows.extend_from_slice(&crc32fast::hash(bytes).to_le_bytes());
         rows.extend_from_slice(&rank[i].to_le_bytes());
         rows.push(u8::from(e.parent().is_some()));
+        rows.extend_from_slice(&inos.get(i).copied().unwrap_or(0).to_le_bytes());
+        rows.extend_from_slice(&hash(name).to_le_bytes());
         entries.extend_from_slice(bytes);
     }
+    let agents = agents.into_iter().map(str::to_string).collect();
+    (agents, rows, entries)
+}
+
+/// The header of a rows file: a base (`base` is `None`) or an overlay naming its base.
+fn header(
+    slug: &str,
+    base: Option<Stamp>,
+    listing_ns: i128,
+    dirs: &[DirStamp],
+    agents: &[String],
+) -> Vec<u8> {
     let mut head = Output::default();
     head.str(FORMAT);
     head.str(slug);
+    match base {
+        None => head.u8(0),
+        Some(s) => {
+            head.u8(1);
+            s.encode(&mut head);
+        }
+    }
     head.ivar(listing_ns);
     head.var(dirs.len() as u64);
     for (key, stamp) in dirs {
@@ -332,19 +641,24 @@ pub(super) fn encode(
         }
     }
     head.var(agents.len() as u64);
-    for a in &agents {
+    for a in agents {
         head.str(a);
     }
+    head.0
+}
+
+/// A rows file: the prefix (lengths and the checksum of header and rows), then each part.
+fn wrap(head: &[u8], rows: &[u8], entries: &[u8]) -> Vec<u8> {
     let mut sum = crc32fast::Hasher::new();
-    sum.update(&head.0);
-    sum.update(&rows);
-    let mut out = Vec::with_capacity(PREFIX + head.0.len() + rows.len() + entries.len());
-    out.extend_from_slice(&u32::try_from(head.0.len()).unwrap_or(0).to_le_bytes());
+    sum.update(head);
+    sum.update(rows);
+    let mut out = Vec::with_capacity(PREFIX + head.len() + rows.len() + entries.len());
+    out.extend_from_slice(&u32::try_from(head.len()).unwrap_or(0).to_le_bytes());
     out.extend_from_slice(&u32::try_from(rows.len()).unwrap_or(0).to_le_bytes());
     out.extend_from_slice(&sum.finalize().to_le_bytes());
-    out.extend_from_slice(&head.0);
-    out.extend_from_slice(&rows);
-    out.extend_from_slice(&entries);
+    out.extend_from_slice(head);
+    out.extend_from_slice(rows);
+    out.extend_from_slice(entries);
     out
 }
 
@@ -553,15 +867,17 @@ pub fn resolve(
 
 /// Writes the rows of project `slug` from its listing when they are not current: called by
 /// the listing, whose directories' stamps `dirs` were taken before they were listed and are
-/// settled. Nothing is written for a listing with warnings or a tasks directory holding
-/// anything but the status folders (a folder that is not one is listed, and reported, every
-/// time). Failure is ignored: the rows are only an accelerator.
+/// settled; `ino` gives each listed entry's inode. Nothing is written for a listing with
+/// warnings or a tasks directory holding anything but the status folders (a folder that is
+/// not one is listed, and reported, every time). Failure is ignored: the rows are only an
+/// accelerator.
 pub(super) fn refresh(
     ws: &Workspace,
     slug: &str,
     dirs: &[DirStamp],
     listing_ns: i128,
     listing: &Listing<Arc<TaskEntry>>,
+    ino: impl Fn(&TaskEntry) -> Option<u64>,
 ) {
     if !listing.warnings.is_empty() || Rows::open(ws, slug).is_some() {
         return;
@@ -579,8 +895,17 @@ pub(super) fn refresh(
     if !only_folders {
         return;
     }
-    let bytes = encode(slug, dirs, listing_ns, &listing.items);
+    let Some(inos) = listing
+        .items
+        .iter()
+        .map(|e| ino(e))
+        .collect::<Option<Vec<u64>>>()
+    else {
+        return;
+    };
+    let (agents, rows, entries) = encode_rows(&listing.items, &inos, true);
+    let head = header(slug, None, listing_ns, dirs, &agents);
     let _ = ws
         .fs
-        .replace_derived(&cache_file_named(ws, &format!("tasks-{slug}.idx")), &bytes);
+        .replace_derived(&base_file(ws, slug), &wrap(&head, &rows, &entries));
 }

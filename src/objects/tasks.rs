@@ -447,7 +447,15 @@ pub fn create(
         id: project.to_string(),
     })?;
     let _seq = ws.fs.lock(&ws.lock_path(&format!("seq-{project}")))?;
-    let number = next_number(ws, project)?;
+    // Current rows know every number in use without listing the folders; opened under the
+    // lock, so that no other task can be created before this one is recorded in them.
+    let rows = (doc.status == Status::Open)
+        .then(|| super::rows::Rows::open(ws, project))
+        .flatten();
+    let number = match &rows {
+        Some(r) => r.max_number() + 1,
+        None => next_number(ws, project)?,
+    };
     let file = file_for(ws, project, doc.status, number, title_slug);
     let rendered = Document::new(doc.front.clone(), doc.body.clone()).render();
     ws.fs.create_new(&file, rendered.as_bytes())?;
@@ -457,6 +465,11 @@ pub fn create(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
+    if let Some(rows) = &rows
+        && let Ok(entry) = super::index::entry_of(ws, &parsed, project, "open", &name, &file)
+    {
+        rows.record_created(ws, &entry, &name);
+    }
     located(ws, project, doc.status.as_str(), &name, file, parsed).map_err(Error::malformed)
 }
 

@@ -295,6 +295,60 @@ fn deleting_the_cache_changes_no_output_after_writes_and_hand_edits() {
 }
 
 #[test]
+fn tasks_added_through_the_rows_and_edits_right_after_show_at_once() {
+    let repo = example();
+    assert_cache_is_only_speed(&repo, "untouched example", true);
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    reads(&repo);
+    let list = |repo: &Repo| {
+        let out = repo
+            .dacli(&["task", "list", "--all", "--json"])
+            .output()
+            .expect("runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    for round in 0..3 {
+        // A task recorded in the rows' overlay, then at once a hand edit in the same
+        // folder: the next reader must see both, whatever the directory's stamp says.
+        ok(
+            &repo,
+            Some(PLANNER),
+            &[
+                "task",
+                "add",
+                &format!("Overlay round {round}"),
+                "--accept",
+                "Done",
+            ],
+        );
+        assert!(
+            repo.ws("cache/tasks-checkout.add").exists(),
+            "round {round}: recorded"
+        );
+        edit_by_rename(
+            &repo.ws("projects/checkout/tasks/open/001-move-checkout-money-to-integer-cents.md"),
+            |t| {
+                let old = t.lines().find(|l| l.starts_with("# ")).unwrap_or_default();
+                t.replace(old, &format!("# Money in cents, round {round}"))
+            },
+        );
+        let warm = list(&repo);
+        assert!(warm.contains(&format!("Overlay round {round}")), "{warm}");
+        assert!(
+            warm.contains(&format!("Money in cents, round {round}")),
+            "{warm}"
+        );
+        let cache = repo.ws("cache");
+        let saved = tempfile::tempdir().unwrap();
+        std::fs::rename(&cache, saved.path().join("cache")).unwrap();
+        let none = list(&repo);
+        std::fs::remove_dir_all(&cache).ok();
+        std::fs::rename(saved.path().join("cache"), &cache).unwrap();
+        similar_asserts(&format!("round {round}"), "rows vs no cache", &warm, &none);
+    }
+}
+
+#[test]
 fn damaged_rows_are_ignored_and_change_no_output() {
     let repo = example();
     let clean = assert_cache_is_only_speed(&repo, "untouched example", true);

@@ -19,6 +19,7 @@ use crate::model::task::{DEP_TYPES, Dependency, Estimate, Status, TaskRef};
 use crate::model::taskdoc::TaskDoc;
 use crate::model::toml_time;
 use crate::objects::index::TaskEntry;
+use crate::objects::rows::ProjectTasks;
 use crate::objects::{projects, tasks};
 use crate::workspace::names::{check_repo_path, check_slug, slugify};
 use std::sync::Arc;
@@ -144,22 +145,88 @@ fn parse_dep(spec: &str) -> Result<(&str, &str), Error> {
     }
 }
 
-/// Resolves a reference for `--parent`/`--depends-on`: short forms within `project` first, then
-/// ids and qualified forms as given (a bare id or number may live in another project).
-fn resolve_in<'s>(
-    snap: &'s Snapshot,
+/// What `task add` reads before writing: the folded snapshot (only the tasks pending
+/// events change, where the rows are current) and the reference of the first task of
+/// `project` that is not done and whose folded title makes `title_slug` (`task.duplicate`).
+fn add_snapshot(
+    ctx: &Ctx,
+    project: &str,
+    title_slug: &str,
+) -> Result<(Snapshot, Option<String>), Error> {
+    let ws = ctx.ws()?;
+    let passes = |f: &crate::model::dod::DodFacts| crate::policy::dod::evaluate(f).passed;
+    let same = |snap: &Snapshot, t: &TaskEntry| {
+        t.project() == project
+            && snap.status(t) != Status::Done
+            && slugify(&snap.task_ref(t).title) == title_slug
+    };
+    let none = |_: &crate::journal::index::Events| std::collections::BTreeSet::new();
+    let Some(picked) =
+        Snapshot::load_picked(ws, &passes, &mut |_, _, _| false, None, Some(0), &none)?
+    else {
+        let snap = snapshot(ctx)?;
+        let dup = snap
+            .tasks
+            .iter()
+            .find(|t| same(&snap, t))
+            .map(|t| t.reference());
+        return Ok((snap, dup));
+    };
+    ctx.warn_all(picked.snap.warnings.clone());
+    let snap = picked.snap;
+    // Tasks the fold changed are judged by their folded fields; the rest by their files,
+    // found through the hash of their title's slug.
+    let mut found: Vec<Arc<TaskEntry>> = picked
+        .by_id
+        .values()
+        .filter(|t| snap.doc(t.id()).is_some())
+        .cloned()
+        .collect();
+    for (slug, tasks) in &picked.projects {
+        if slug != project {
+            continue;
+        }
+        let titled = match tasks {
+            ProjectTasks::Rows(rows) => rows.open_titled(title_slug),
+            ProjectTasks::Listed(_) => None,
+        };
+        let titled = match titled {
+            Some(t) => t,
+            None => tasks.all(ws)?,
+        };
+        found.extend(titled.into_iter().filter(|t| snap.doc(t.id()).is_none()));
+    }
+    let dup = found
+        .iter()
+        .filter(|t| same(&snap, t))
+        .min_by(|a, b| (a.number(), a.id()).cmp(&(b.number(), b.id())))
+        .map(|t| t.reference());
+    Ok((snap, dup))
+}
+
+/// Resolves a reference for `--parent`/`--depends-on` through the rows: short forms within
+/// `project` first, then ids and qualified forms as given (a bare id or number may live in
+/// another project).
+fn resolve_among_rows(
+    ctx: &Ctx,
+    slugs: &[String],
     project: &str,
     reference: &str,
-) -> Result<&'s Arc<TaskEntry>, Error> {
+) -> Result<Arc<TaskEntry>, Error> {
+    let ws = ctx.ws()?;
     let scoped = if reference.contains('/') {
         reference.to_string()
     } else {
         format!("{project}/{reference}")
     };
-    match snap.resolve(&scoped) {
-        Ok(t) => Ok(t),
-        Err(_) => Ok(snap.resolve(reference)?),
+    let (found, warnings) = crate::objects::rows::resolve(ws, slugs, &scoped)?;
+    ctx.warn_all(warnings);
+    if let Ok(t) = found {
+        return Ok(t);
     }
+    let (found, warnings) = crate::objects::rows::resolve(ws, slugs, reference)?;
+    ctx.warn_all(warnings);
+    Ok(found?)
 }
 
 /// Loads the folded snapshot and reports skipped files.
@@ -276,27 +343,23 @@ fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
             ),
         )));
     }
-    let snap = snapshot(ctx)?;
     let title_slug = slugify(&req.title);
+    let (snap, dup) = add_snapshot(ctx, &project, &title_slug)?;
     if !req.allow_duplicate
-        && let Some(dup) = snap.tasks.iter().find(|t| {
-            t.project() == project
-                && snap.status(t) != Status::Done
-                && slugify(&snap.task_ref(t).title) == title_slug
-        })
+        && let Some(dup) = dup
     {
         return Ok(Outcome::Refused(Refusal::new(
             "task.duplicate",
-            format!("{} already has this title and is not done", dup.reference()),
+            format!("{dup} already has this title and is not done"),
             format!(
-                "{} has this title: update it, or pass `--allow-duplicate` if the work differs.",
-                dup.reference()
+                "{dup} has this title: update it, or pass `--allow-duplicate` if the work differs."
             ),
         )));
     }
+    let slugs: Vec<String> = listing.items.iter().map(|p| p.slug.clone()).collect();
     let parent = match &req.parent {
         Some(r) => {
-            let p = resolve_in(&snap, &project, r)?;
+            let p = resolve_among_rows(ctx, &slugs, &project, r)?;
             if p.project() != project {
                 return Err(Error::usage(format!(
                     "--parent {} is in project {}, not {project}: a parent must be in the same project",
@@ -311,7 +374,7 @@ fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
     let mut deps = Vec::new();
     for spec in &req.depends_on {
         let (r, kind) = parse_dep(spec)?;
-        let t = resolve_in(&snap, &project, r)?;
+        let t = resolve_among_rows(ctx, &slugs, &project, r)?;
         if !deps.iter().any(|d: &Dependency| d.on == t.id()) {
             deps.push(Dependency {
                 on: t.id().to_string(),
