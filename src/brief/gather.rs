@@ -16,7 +16,7 @@ use crate::model::role::shortcut_effect;
 use crate::model::task::{Status, TaskRef};
 use crate::model::taskdoc::{TaskDoc, title_of};
 use crate::objects::index::{self, NoteEntry, TaskEntry, md_files};
-use crate::objects::tasks::resolve_keys;
+use crate::objects::rows::Lookup;
 use crate::objects::{self, glossary, projects, risks, roles, warn_or_fail};
 use crate::store::{Document, Problem};
 use crate::workspace::Workspace;
@@ -94,11 +94,9 @@ struct Scope<'a> {
     ws: &'a Workspace,
     reader: &'a Reader,
     task: Arc<TaskEntry>,
-    /// Every task of every project (reference resolution of wikilinks).
-    all: Vec<Arc<TaskEntry>>,
-    /// Positions in `all`, ordered by id (equal ids in listing order): a brief names the
-    /// object of every note, event and question it shows, and a scan per name is O(N) each.
-    by_id: Vec<usize>,
+    /// Every project's tasks, looked up by id, parent or reference: a brief names the
+    /// object of every note, event and question it shows, and reads only those tasks.
+    tasks: Lookup,
     /// Ancestors, nearest first.
     ancestors: Vec<Arc<TaskEntry>>,
     events: Events,
@@ -115,19 +113,20 @@ impl Scope<'_> {
     }
 
     /// The first task listed with this id.
-    fn entry(&self, id: &str) -> Option<&TaskEntry> {
-        let at = self.by_id.partition_point(|&i| self.all[i].id() < id);
-        self.by_id
-            .get(at)
-            .map(|&i| &*self.all[i])
-            .filter(|t| t.id() == id)
+    fn entry(&self, id: &str) -> Result<Option<Arc<TaskEntry>>, Error> {
+        Ok(self.tasks.by_id(self.ws, id, None)?)
     }
 
     /// How an object id is named inside the brief: a task by `<NNN>-<slug>`, anything else
     /// by its id.
     fn name_of(&self, about: Option<&str>) -> String {
         match about {
-            Some(id) => self.entry(id).map_or_else(|| label(id), |t| t.short()),
+            // A task that cannot be looked up is named by its id, like any other object.
+            Some(id) => self
+                .entry(id)
+                .ok()
+                .flatten()
+                .map_or_else(|| label(id), |t| t.short()),
             None => "workspace".to_string(),
         }
     }
@@ -166,18 +165,12 @@ pub(super) fn gather(ws: &Workspace, reader: &Reader, reference: &str) -> Result
     let mut warnings = Vec::new();
     let listing = projects::list(ws)?;
     warnings.extend(listing.warnings);
-    let mut all = Vec::new();
-    for p in &listing.items {
-        let tasks = index::tasks(ws, &p.slug)?;
-        warnings.extend(tasks.warnings);
-        all.extend(tasks.items);
-    }
-    let task = resolve_keys(&all, reference)
-        .map_err(Error::Resolve)?
-        .clone();
+    let slugs: Vec<String> = listing.items.iter().map(|p| p.slug.clone()).collect();
+    let (tasks, listed) = Lookup::load(ws, &slugs)?;
+    warnings.extend(listed);
+    let task = tasks.resolve(ws, reference)?.map_err(Error::Resolve)?;
     let events = crate::journal::index::read(ws)?;
     warnings.extend(events.warnings.iter().cloned());
-    let slugs: Vec<String> = listing.items.iter().map(|p| p.slug.clone()).collect();
     let notes = index::notes(ws, &slugs)?;
     warnings.extend(notes.warnings);
     let superseded = notes
@@ -185,16 +178,12 @@ pub(super) fn gather(ws: &Workspace, reader: &Reader, reference: &str) -> Result
         .iter()
         .filter_map(|n| n.supersedes().map(str::to_string))
         .collect();
-    let ancestors = ancestors_of(&all, &task);
-    let mut by_id: Vec<usize> = (0..all.len()).collect();
-    // Stable, and linear on the usual input (ids are ULIDs, minted in number order).
-    by_id.sort_by(|&a, &b| all[a].id().cmp(all[b].id()));
+    let ancestors = ancestors_of(ws, &tasks, &task)?;
     let mut scope = Scope {
         ws,
         reader,
         task,
-        all,
-        by_id,
+        tasks,
         ancestors,
         events,
         notes: notes.items,
@@ -223,7 +212,7 @@ pub(super) fn gather(ws: &Workspace, reader: &Reader, reference: &str) -> Result
         .flat_map(|s| s.candidates.iter().map(|i| i.id.clone()))
         .collect();
     sections.push(linked(&mut scope, &doc, &shown)?);
-    sections.push(activity(&scope));
+    sections.push(activity(&scope)?);
     sections.push(shortcuts(&mut scope)?);
     let mut task_ref = TaskRef {
         id: scope.task.id().to_string(),
@@ -243,24 +232,25 @@ pub(super) fn gather(ws: &Workspace, reader: &Reader, reference: &str) -> Result
     })
 }
 
-fn ancestors_of(all: &[Arc<TaskEntry>], task: &TaskEntry) -> Vec<Arc<TaskEntry>> {
+fn ancestors_of(
+    ws: &Workspace,
+    tasks: &Lookup,
+    task: &TaskEntry,
+) -> Result<Vec<Arc<TaskEntry>>, Error> {
     let mut out: Vec<Arc<TaskEntry>> = Vec::new();
     let mut seen = BTreeSet::from([task.id().to_string()]);
     let mut next = task.parent().map(str::to_string);
     while let Some(id) = next {
-        let Some(parent) = all
-            .iter()
-            .find(|t| t.id() == id && t.project() == task.project())
-        else {
+        let Some(parent) = tasks.by_id(ws, &id, Some(task.project()))? else {
             break;
         };
         if !seen.insert(parent.id().to_string()) {
             break;
         }
         next = parent.parent().map(str::to_string);
-        out.push(parent.clone());
+        out.push(parent);
     }
-    out
+    Ok(out)
 }
 
 /// The reader's task with its pending events applied in memory (FORMAT §14.3).
@@ -699,8 +689,22 @@ fn findings(scope: &mut Scope<'_>) -> Result<Section, Error> {
     let mut s = Section::new("findings", "What siblings found", "findings")
         .blocks()
         .counted(None);
-    let about: BTreeSet<String> = finding_targets(scope);
     let project = scope.task.project().to_string();
+    let named: BTreeSet<String> = scope
+        .notes
+        .iter()
+        .filter(|n| n.kind() == "finding" && n.project() == Some(project.as_str()))
+        .filter_map(|n| n.about().map(str::to_string))
+        .chain(
+            scope
+                .events
+                .entries
+                .iter()
+                .filter(|e| e.kind() == "finding" && scope.events.is_pending(e))
+                .filter_map(|e| e.about().map(str::to_string)),
+        )
+        .collect();
+    let about: BTreeSet<String> = finding_targets(scope, named)?;
     let mut found: Vec<Finding> = Vec::new();
     let notes: Vec<Arc<NoteEntry>> = scope
         .notes
@@ -798,36 +802,34 @@ fn findings(scope: &mut Scope<'_>) -> Result<Section, Error> {
     Ok(s)
 }
 
-/// The objects whose findings a brief shows: the task, its ancestors and siblings, the
-/// project's most recently done tasks, and the project itself.
-fn finding_targets(scope: &Scope<'_>) -> BTreeSet<String> {
+/// The objects whose findings a brief shows, among `candidates`: the task, its ancestors and
+/// siblings, the project's most recently done tasks, and the project itself.
+fn finding_targets(
+    scope: &Scope<'_>,
+    candidates: BTreeSet<String>,
+) -> Result<BTreeSet<String>, Error> {
     let task = &scope.task;
-    let mut out = BTreeSet::from([task.id().to_string(), scope.project_id()]);
-    out.extend(scope.ancestors.iter().map(|a| a.id().to_string()));
-    let project: Vec<&Arc<TaskEntry>> = scope
-        .all
-        .iter()
-        .filter(|t| t.project() == task.project())
-        .collect();
-    out.extend(
-        project
-            .iter()
-            .filter(|t| t.parent() == task.parent() && t.id() != task.id())
-            .map(|t| t.id().to_string()),
+    let mut fixed = BTreeSet::from([task.id().to_string(), scope.project_id()]);
+    fixed.extend(scope.ancestors.iter().map(|a| a.id().to_string()));
+    fixed.extend(
+        scope
+            .tasks
+            .recent_done(scope.ws, task.project(), RECENT_DONE)?,
     );
-    // Keys read once per task, not once per comparison: thousands of done tasks are sorted.
-    let mut done: Vec<(Option<&str>, &str)> = project
-        .iter()
-        .filter(|t| t.folder() == "done")
-        .map(|t| (t.last_log_at(), t.id()))
-        .collect();
-    done.sort_by(|a, b| b.cmp(a));
-    out.extend(
-        done.into_iter()
-            .take(RECENT_DONE)
-            .map(|(_, id)| id.to_string()),
-    );
-    out
+    let mut out = BTreeSet::new();
+    for id in candidates {
+        let sibling = || -> Result<bool, Error> {
+            Ok(id != task.id()
+                && scope
+                    .tasks
+                    .by_id(scope.ws, &id, Some(task.project()))?
+                    .is_some_and(|t| t.parent() == task.parent()))
+        };
+        if fixed.contains(&id) || sibling()? {
+            out.insert(id);
+        }
+    }
+    Ok(out)
 }
 
 fn severity_rank(s: &str) -> usize {
@@ -888,8 +890,7 @@ fn link_item(
             ),
         }));
     }
-    if let Ok(task) = resolve_keys(&scope.all, target) {
-        let task = task.clone();
+    if let Ok(task) = scope.tasks.resolve(scope.ws, target)? {
         let path = scope.ws.dir().join(task.file());
         let read = objects::read_document(scope.ws, &path);
         let Some(doc) = warn_or_fail(&mut scope.warnings, read)? else {
@@ -1005,9 +1006,9 @@ fn role_of(agent: &str) -> Option<String> {
     (rest.as_bytes().get(split) == Some(&b'-')).then(|| rest[..split].to_string())
 }
 
-fn activity(scope: &Scope<'_>) -> Section {
+fn activity(scope: &Scope<'_>) -> Result<Section, Error> {
     let mut s = Section::new("activity", "Recent activity", "activity lines").counted(Some(10));
-    let subtree = subtree_of(scope);
+    let subtree = subtree_of(scope)?;
     let mut events: Vec<&EventEntry> = scope
         .events
         .entries
@@ -1048,26 +1049,22 @@ fn activity(scope: &Scope<'_>) -> Section {
             text: inert(&line),
         });
     }
-    s
+    Ok(s)
 }
 
 /// The task and its descendants (ids).
-fn subtree_of(scope: &Scope<'_>) -> BTreeSet<String> {
+fn subtree_of(scope: &Scope<'_>) -> Result<BTreeSet<String>, Error> {
     let mut out = BTreeSet::from([scope.task.id().to_string()]);
-    let mut grew = true;
-    while grew {
-        grew = false;
-        for t in scope
-            .all
-            .iter()
-            .filter(|t| t.project() == scope.task.project())
-        {
-            if t.parent().is_some_and(|p| out.contains(p)) && out.insert(t.id().to_string()) {
-                grew = true;
-            }
+    loop {
+        let before = out.len();
+        let children = scope
+            .tasks
+            .children_of(scope.ws, scope.task.project(), &out)?;
+        out.extend(children.iter().map(|t| t.id().to_string()));
+        if out.len() == before {
+            return Ok(out);
         }
     }
-    out
 }
 
 /// A shortcut as a brief lists it.

@@ -19,6 +19,7 @@
 //! - header and rows are checksummed together, each entry on its own; anything that fails
 //!   a check is a miss, and the caller falls back to the listing.
 
+use std::collections::BTreeSet;
 use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
@@ -61,6 +62,7 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 
 /// One rows file read: its header, its rows, and the file, from which entries are read.
 struct Part {
+    path: std::path::PathBuf,
     file: File,
     /// The file's own stamp when opened (an overlay names the base it extends by it).
     stamp: Stamp,
@@ -119,6 +121,7 @@ impl Part {
             return None;
         }
         Some(Part {
+            path: path.to_path_buf(),
             file,
             stamp,
             entries_at: (PREFIX + head_len + rows_len) as u64,
@@ -133,13 +136,31 @@ impl Part {
     fn len(&self) -> usize {
         self.rows.len() / ROW
     }
+
+    /// [`Part::read`], from this process's memory when the file is the version it last
+    /// read: a server asks on every call, and a base is hundreds of kilobytes.
+    fn read_shared(path: &Path, slug: &str) -> Option<Arc<Part>> {
+        static BASES: std::sync::Mutex<Vec<Arc<Part>>> = std::sync::Mutex::new(Vec::new());
+        let stamp = Stamp::of(path)?;
+        if let Ok(bases) = BASES.lock()
+            && let Some(p) = bases.iter().find(|p| p.stamp == stamp && p.path == path)
+        {
+            return Some(Arc::clone(p));
+        }
+        let part = Arc::new(Part::read(path, slug)?);
+        if let Ok(mut bases) = BASES.lock() {
+            bases.retain(|p| p.path != path);
+            bases.push(Arc::clone(&part));
+        }
+        Some(part)
+    }
 }
 
 /// One project's rows, read and validated: a base written from a listing, and the tasks
 /// `task add` created since (an overlay naming that base); entries are read on demand.
 pub struct Rows {
     slug: String,
-    parts: Vec<Part>,
+    parts: Vec<Arc<Part>>,
     /// The directories and stamps the rows describe (the overlay's when there is one).
     dirs: Vec<DirStamp>,
 }
@@ -225,7 +246,7 @@ impl Rows {
             reason = "a monotonic span bounding the index's racy window; never shown or stored as a time"
         )]
         let started = Instant::now();
-        let base = Part::read(&base_file(ws, slug), slug)?;
+        let base = Part::read_shared(&base_file(ws, slug), slug)?;
         if base.base.is_some() {
             return None;
         }
@@ -256,9 +277,10 @@ impl Rows {
         let rows = Rows {
             slug: slug.to_string(),
             dirs: over.dirs.clone(),
-            parts: vec![base, over],
+            parts: vec![base, Arc::new(over)],
         };
-        if recent.is_empty() {
+        let path = overlay_file(ws, slug);
+        if recent.is_empty() || verified_here(&path, rows.parts[1].stamp) {
             return Some(rows);
         }
         for key in &recent {
@@ -269,6 +291,9 @@ impl Rows {
         // Verified by listing: written again, the overlay's stamps become trusted once they
         // are older than this listing by a tick, and the next reader lists nothing.
         rows.rewrite_overlay(ws, elapsed_ns(started));
+        if let (Some(stamp), Ok(mut memo)) = (Stamp::of(&path), VERIFIED.lock()) {
+            *memo = Some((path, stamp));
+        }
         Some(rows)
     }
 
@@ -341,7 +366,7 @@ impl Rows {
     }
 
     pub fn len(&self) -> usize {
-        self.parts.iter().map(Part::len).sum()
+        self.parts.iter().map(|p| p.len()).sum()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -491,6 +516,18 @@ impl Rows {
         let bytes = wrap(&head, &rows, &blob);
         let _ = ws.fs.replace_derived(&overlay_file(ws, &self.slug), &bytes);
     }
+}
+
+/// The overlay this process last checked against its folders, as it wrote it back: a
+/// command opening the rows twice (`task add`: to judge, then under the sequence lock) lists
+/// the folder once. Its folders' stamps are compared on every open all the same.
+static VERIFIED: std::sync::Mutex<Option<(std::path::PathBuf, Stamp)>> =
+    std::sync::Mutex::new(None);
+
+fn verified_here(path: &Path, stamp: Stamp) -> bool {
+    VERIFIED
+        .lock()
+        .is_ok_and(|m| m.as_ref().is_some_and(|(p, s)| p == path && *s == stamp))
 }
 
 /// The start of a span bounding a racy window.
@@ -908,4 +945,197 @@ pub(super) fn refresh(
     let _ = ws
         .fs
         .replace_derived(&base_file(ws, slug), &wrap(&head, &rows, &entries));
+}
+
+/// Every project's tasks for a reader that looks up a few of them by id, parent or
+/// reference, as the brief does: rows where current (entries read as asked, each once),
+/// listings elsewhere. Answers as the same lookups over the whole listing would.
+pub struct Lookup {
+    projects: Vec<(String, ProjectTasks)>,
+    /// Per project, positions by id hash; made on the first lookup by id.
+    by_hash: Vec<std::cell::OnceCell<std::collections::HashMap<u32, Vec<usize>>>>,
+    /// Entries read so far, by project and position.
+    read: std::cell::RefCell<std::collections::HashMap<(usize, usize), Arc<TaskEntry>>>,
+}
+
+impl Lookup {
+    /// The tasks of projects `slugs` (in that order), with the warnings of those listed.
+    pub fn load(ws: &Workspace, slugs: &[String]) -> Result<(Lookup, Vec<Problem>), Error> {
+        let mut warnings = Vec::new();
+        let mut projects = Vec::new();
+        for slug in slugs {
+            let (tasks, found) = ProjectTasks::load(ws, slug)?;
+            warnings.extend(found);
+            projects.push((slug.clone(), tasks));
+        }
+        let by_hash = projects
+            .iter()
+            .map(|_| std::cell::OnceCell::new())
+            .collect();
+        let lookup = Lookup {
+            projects,
+            by_hash,
+            read: std::cell::RefCell::new(std::collections::HashMap::new()),
+        };
+        Ok((lookup, warnings))
+    }
+
+    /// The entry at position `at` of project `p`; a rows file that fails its check makes
+    /// the project listed instead.
+    fn entry(&self, ws: &Workspace, p: usize, at: usize) -> Result<Arc<TaskEntry>, Error> {
+        if let Some(e) = self.read.borrow().get(&(p, at)) {
+            return Ok(Arc::clone(e));
+        }
+        let (slug, tasks) = &self.projects[p];
+        let e = match tasks.item(at).entry() {
+            Some(e) => e,
+            None => super::index::tasks(ws, slug)?
+                .items
+                .get(at)
+                .cloned()
+                .ok_or_else(|| Error::NotFound {
+                    what: "task",
+                    id: format!("{slug} #{at}"),
+                })?,
+        };
+        self.read.borrow_mut().insert((p, at), Arc::clone(&e));
+        Ok(e)
+    }
+
+    /// The first task with this id, in project order; only in project `only` when given.
+    pub fn by_id(
+        &self,
+        ws: &Workspace,
+        id: &str,
+        only: Option<&str>,
+    ) -> Result<Option<Arc<TaskEntry>>, Error> {
+        let h = hash(id);
+        for (p, (slug, tasks)) in self.projects.iter().enumerate() {
+            if only.is_some_and(|o| o != slug) {
+                continue;
+            }
+            let index = self.by_hash[p].get_or_init(|| {
+                let mut m: std::collections::HashMap<u32, Vec<usize>> =
+                    std::collections::HashMap::new();
+                for at in 0..tasks.len() {
+                    m.entry(tasks.item(at).id_hash()).or_default().push(at);
+                }
+                m
+            });
+            for &at in index.get(&h).map(Vec::as_slice).unwrap_or_default() {
+                let e = self.entry(ws, p, at)?;
+                if e.id() == id {
+                    return Ok(Some(e));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Resolves a reference as [`resolve`] does, among these projects.
+    pub fn resolve(&self, ws: &Workspace, reference: &str) -> Result<Resolved, Error> {
+        let input = reference.trim();
+        let (scope, rest) = match input.split_once('/') {
+            Some((p, r)) => (Some(p.strip_prefix("p-").unwrap_or(p)), r),
+            None => (None, input),
+        };
+        let keys = Keys::of(rest);
+        let mut candidates = Vec::new();
+        let mut populated: Vec<&str> = Vec::new();
+        for (p, (slug, tasks)) in self.projects.iter().enumerate() {
+            if scope.is_some_and(|s| s != slug) {
+                continue;
+            }
+            if !tasks.is_empty() {
+                populated.push(slug);
+            }
+            for at in 0..tasks.len() {
+                let may = match tasks {
+                    ProjectTasks::Listed(_) => true,
+                    ProjectTasks::Rows(rows) => {
+                        let r = rows.row(at);
+                        keys.id == Some(r.id_hash())
+                            || keys.number == Some(r.number())
+                            || r.slug_hash() == keys.slug
+                    }
+                };
+                if may {
+                    candidates.push(self.entry(ws, p, at)?);
+                }
+            }
+        }
+        Ok(resolve_among(&candidates, reference, |p| populated.contains(&p)).cloned())
+    }
+
+    /// The tasks of project `slug` whose parent is in `parents`, in listing order.
+    pub fn children_of(
+        &self,
+        ws: &Workspace,
+        slug: &str,
+        parents: &BTreeSet<String>,
+    ) -> Result<Vec<Arc<TaskEntry>>, Error> {
+        let hashes: BTreeSet<u32> = parents.iter().map(|p| hash(p)).collect();
+        let mut out = Vec::new();
+        for (p, (s, tasks)) in self.projects.iter().enumerate() {
+            if s != slug {
+                continue;
+            }
+            for at in 0..tasks.len() {
+                let may = match tasks {
+                    ProjectTasks::Listed(items) => {
+                        items[at].parent().is_some_and(|x| parents.contains(x))
+                    }
+                    ProjectTasks::Rows(rows) => rows
+                        .row(at)
+                        .parent_hash()
+                        .is_some_and(|h| hashes.contains(&h)),
+                };
+                if may {
+                    let e = self.entry(ws, p, at)?;
+                    if e.parent().is_some_and(|x| parents.contains(x)) {
+                        out.push(e);
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The ids of the `n` done tasks of project `slug` whose last Log line is the most
+    /// recent (then the greatest ids).
+    pub fn recent_done(&self, ws: &Workspace, slug: &str, n: usize) -> Result<Vec<String>, Error> {
+        for (p, (s, tasks)) in self.projects.iter().enumerate() {
+            if s != slug {
+                continue;
+            }
+            return match tasks {
+                ProjectTasks::Listed(items) => {
+                    let mut done: Vec<(Option<&str>, &str)> = items
+                        .iter()
+                        .filter(|t| t.folder() == "done")
+                        .map(|t| (t.last_log_at(), t.id()))
+                        .collect();
+                    done.sort_by(|a, b| b.cmp(a));
+                    Ok(done
+                        .into_iter()
+                        .take(n)
+                        .map(|(_, id)| id.to_string())
+                        .collect())
+                }
+                ProjectTasks::Rows(rows) => {
+                    let mut ranked: Vec<(u32, usize)> = rows
+                        .iter()
+                        .filter_map(|r| r.done_rank().map(|k| (k, r.at)))
+                        .filter(|(k, _)| (*k as usize) < n)
+                        .collect();
+                    ranked.sort_unstable();
+                    ranked
+                        .into_iter()
+                        .map(|(_, at)| Ok(self.entry(ws, p, at)?.id().to_string()))
+                        .collect()
+                }
+            };
+        }
+        Ok(Vec::new())
+    }
 }
