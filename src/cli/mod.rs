@@ -8,7 +8,7 @@ use std::io::{IsTerminal, Write};
 use clap::error::ErrorKind as ClapErrorKind;
 
 use crate::dispatch::{
-    CallResult, Ctx, Env, Error, Input, Outcome, Output, Table, envelope, exit_code,
+    CallResult, Ctx, Env, Error, Input, Outcome, Output, Table, envelope, exit_code, into_envelope,
 };
 
 /// A front end that takes the process over for one command (`mcp serve`): it gets the table,
@@ -77,11 +77,14 @@ fn finish(ctx: &Ctx, result: CallResult) -> u8 {
         let _ = writeln!(err, "note: {notice}");
     }
     if ctx.json() {
-        let doc = envelope(&result, &warnings);
+        let doc = into_envelope(result, &warnings);
         let text = serde_json::to_string(&doc).unwrap_or_else(|e| {
             code = 70;
             format!(r#"{{"ok":false,"error":{{"code":"E_INTERNAL","message":"cannot print JSON: {e}","hints":[]}}}}"#)
         });
+        // The process ends after printing: freeing a document of thousands of values one
+        // by one would cost more than printing it.
+        std::mem::forget(doc);
         return emit(&format!("{text}\n"), code);
     }
     for w in &warnings {

@@ -51,28 +51,48 @@ pub fn exit_code(result: &CallResult) -> u8 {
 
 /// The one JSON document a call prints with `--json` (COMMANDS.md §1.5).
 pub fn envelope(result: &CallResult, warnings: &[Problem]) -> serde_json::Value {
+    let body = match result {
+        Ok(Outcome::Done(reply)) => ("data", reply.data.clone()),
+        other => failure(other),
+    };
+    wrap(body, warnings)
+}
+
+/// [`envelope`] of a result the caller is done with: the reply's data is moved, not copied
+/// (a `status` of thousands of active tasks is hundreds of kilobytes).
+pub fn into_envelope(result: CallResult, warnings: &[Problem]) -> serde_json::Value {
+    let body = match result {
+        Ok(Outcome::Done(reply)) => ("data", reply.data),
+        other => failure(&other),
+    };
+    wrap(body, warnings)
+}
+
+/// The member a refusal or an error puts in the envelope.
+fn failure(result: &CallResult) -> (&'static str, serde_json::Value) {
+    use serde_json::{Value, json};
+    match result {
+        Ok(Outcome::Done(_)) => ("data", Value::Null),
+        Ok(Outcome::Refused(r)) => (
+            "refused",
+            json!({"policy": r.policy, "reason": r.reason, "next": r.next}),
+        ),
+        Err(e) => (
+            "error",
+            json!({"code": e.code, "message": e.message, "hints": e.hints}),
+        ),
+    }
+}
+
+/// `{"ok": …, <member>: …, "warnings": […]}`; `ok` is true for data.
+fn wrap(
+    (member, value): (&'static str, serde_json::Value),
+    warnings: &[Problem],
+) -> serde_json::Value {
     use serde_json::{Map, Value, json};
     let mut doc = Map::new();
-    match result {
-        Ok(Outcome::Done(reply)) => {
-            doc.insert("ok".into(), Value::Bool(true));
-            doc.insert("data".into(), reply.data.clone());
-        }
-        Ok(Outcome::Refused(r)) => {
-            doc.insert("ok".into(), Value::Bool(false));
-            doc.insert(
-                "refused".into(),
-                json!({"policy": r.policy, "reason": r.reason, "next": r.next}),
-            );
-        }
-        Err(e) => {
-            doc.insert("ok".into(), Value::Bool(false));
-            doc.insert(
-                "error".into(),
-                json!({"code": e.code, "message": e.message, "hints": e.hints}),
-            );
-        }
-    }
+    doc.insert("ok".into(), Value::Bool(member == "data"));
+    doc.insert(member.into(), value);
     if !warnings.is_empty() {
         let list = warnings
             .iter()

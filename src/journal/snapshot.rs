@@ -159,6 +159,7 @@ impl Snapshot {
         after: Option<&str>,
         limit: Option<usize>,
         wanted: &dyn Fn(&Events) -> BTreeSet<String>,
+        folds: Folds,
     ) -> Result<Option<Picked>, objects::Error> {
         use crate::objects::rows::{ProjectTasks, id_hash};
         let listing = projects::list(ws)?;
@@ -169,7 +170,18 @@ impl Snapshot {
             warnings.extend(found);
             loaded.push((p.slug.clone(), tasks));
         }
-        let (mut snapshot, to_fold) = Snapshot::unfolded(ws, &listing.items, Vec::new(), warnings)?;
+        let (mut snapshot, mut to_fold) =
+            Snapshot::unfolded(ws, &listing.items, Vec::new(), warnings)?;
+        if folds == Folds::DoneOnly {
+            let events = &snapshot.events;
+            to_fold = events
+                .entries
+                .iter()
+                .filter(|e| events.is_pending(e))
+                .filter(|e| matches!(e.kind(), "finish" | "propose-status"))
+                .filter_map(|e| e.about().map(str::to_string))
+                .collect();
+        }
         // The tasks to fold, found by the hashes of their ids, then read and folded.
         let fold_hashes: BTreeSet<u32> = to_fold.iter().map(|id| id_hash(id)).collect();
         let mut changed: BTreeMap<(usize, usize), Arc<TaskEntry>> = BTreeMap::new();
@@ -214,6 +226,10 @@ impl Snapshot {
             },
         };
         let snap = &mut picked.snap;
+        // Positions to read, by project; folded tasks are already read.
+        let mut kept: Vec<Vec<usize>> = vec![Vec::new(); loaded.len()];
+        let mut looked_up: Vec<Vec<usize>> = vec![Vec::new(); loaded.len()];
+        let mut order: Vec<(usize, usize)> = Vec::new();
         for (p, (slug, tasks)) in loaded.iter().enumerate() {
             for at in 0..tasks.len() {
                 let item = tasks.item(at);
@@ -225,16 +241,7 @@ impl Snapshot {
                     // folded fields must see those the fold changed.
                     picked.by_id.insert(e.id().to_string(), Arc::clone(e));
                 } else if wanted_hashes.contains(&item.id_hash()) {
-                    let entry = match folded {
-                        Some(e) => Arc::clone(e),
-                        None => match item.entry() {
-                            Some(e) => e,
-                            None => return Ok(None),
-                        },
-                    };
-                    if wanted.contains(entry.id()) {
-                        picked.by_id.insert(entry.id().to_string(), entry);
-                    }
+                    looked_up[p].push(at);
                 }
                 let (status, assignee) = match folded.and_then(|e| snap.doc(e.id())) {
                     Some(d) => (d.status, d.assignee()),
@@ -256,18 +263,48 @@ impl Snapshot {
                     }
                     continue;
                 }
-                if limit.is_some_and(|l| snap.tasks.len() >= l) {
+                if limit.is_some_and(|l| order.len() >= l) {
                     continue;
                 }
-                let entry = match folded {
-                    Some(e) => Arc::clone(e),
-                    None => match item.entry() {
-                        Some(e) => e,
-                        None => return Ok(None),
-                    },
-                };
-                snap.tasks.push(entry);
+                if folded.is_none() {
+                    kept[p].push(at);
+                }
+                order.push((p, at));
             }
+        }
+        let mut read: BTreeMap<(usize, usize), Arc<TaskEntry>> = BTreeMap::new();
+        for (p, (_, tasks)) in loaded.iter().enumerate() {
+            for ats in [&kept[p], &looked_up[p]] {
+                let Some(found) = tasks.entries(ats) else {
+                    return Ok(None);
+                };
+                read.extend(ats.iter().map(|&at| (p, at)).zip(found));
+            }
+        }
+        let looked: BTreeSet<(usize, usize)> = looked_up
+            .iter()
+            .enumerate()
+            .flat_map(|(p, ats)| ats.iter().map(move |&at| (p, at)))
+            .collect();
+        for (key, entry) in &read {
+            if looked.contains(key) && wanted.contains(entry.id()) {
+                picked
+                    .by_id
+                    .insert(entry.id().to_string(), Arc::clone(entry));
+            }
+        }
+        for key in order {
+            let entry = match changed
+                .get(&key)
+                .filter(|e| snap.folded_at.contains(&address(e)))
+            {
+                Some(e) => Arc::clone(e),
+                None => match read.get(&key) {
+                    Some(e) => Arc::clone(e),
+                    None => return Ok(None),
+                },
+            };
+            snap.tasks.push(entry);
         }
         picked.projects = loaded;
         Ok(Some(picked))
@@ -497,6 +534,17 @@ fn pending_of(events: &Events) -> (BTreeMap<String, usize>, BTreeSet<String>) {
         }
     }
     (pending, to_fold)
+}
+
+/// Which tasks [`Snapshot::load_picked`] folds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Folds {
+    /// Every task pending events change, as [`Snapshot::load`].
+    All,
+    /// Only tasks a pending event may make done or not done (`finish`, `propose-status`):
+    /// for a caller that judges nothing but whether tasks are done, and their titles,
+    /// which no event changes.
+    DoneOnly,
 }
 
 /// What [`Snapshot::load_picked`] kept.

@@ -35,7 +35,7 @@ use super::tasks::{ResolveError, resolve_among};
 use super::{Error, Listing};
 
 /// Layout of the files; bumped whenever it changes.
-const FORMAT: &str = "dacli-rows/2";
+const FORMAT: &str = "dacli-rows/3";
 
 /// Bytes of one row; see [`Row`] for the fields.
 const ROW: usize = 52;
@@ -215,6 +215,16 @@ impl<'a> Row<'a> {
     /// The file's inode and a hash of its name, as listed.
     fn file_key(&self) -> (u32, u64) {
         (u32_at(self.bytes(), 48), u64_at(self.bytes(), 40))
+    }
+
+    /// Where the entry's bytes are among the part's entries, how many, and their checksum.
+    fn extent(&self) -> (u64, usize, u32) {
+        let b = self.bytes();
+        (
+            u64::from(u32_at(b, 23)),
+            u32_at(b, 27) as usize,
+            u32_at(b, 31),
+        )
     }
 
     /// The entry, read from the file; `None` when its bytes fail their check.
@@ -412,7 +422,67 @@ impl Rows {
     /// The entries of the rows `keep` selects, in listing order; `None` when one fails its
     /// check.
     pub fn select(&self, mut keep: impl FnMut(&Row<'_>) -> bool) -> Option<Vec<Arc<TaskEntry>>> {
-        self.iter().filter(|r| keep(r)).map(|r| r.entry()).collect()
+        let ats: Vec<usize> = self.iter().filter(|r| keep(r)).map(|r| r.at).collect();
+        self.entries(&ats)
+    }
+
+    /// The entries of rows `ats`, in that order; `None` when one fails its check. Entries
+    /// lying close together in a file are read together: the entries of a base are laid
+    /// out by folder, so every active task, say, is one read.
+    pub fn entries(&self, ats: &[usize]) -> Option<Vec<Arc<TaskEntry>>> {
+        /// Bytes between two entries read in one go rather than two.
+        const GAP: u64 = 4096;
+        let mut wanted: Vec<(usize, u64, usize, u32, usize)> = Vec::with_capacity(ats.len());
+        for (i, &at) in ats.iter().enumerate() {
+            let (p, local) = self.locate(at)?;
+            let row = Row {
+                part: &self.parts[p],
+                local,
+                at,
+            };
+            let (start, len, sum) = row.extent();
+            wanted.push((p, start, len, sum, i));
+        }
+        wanted.sort_unstable_by_key(|w| (w.0, w.1));
+        let mut out: Vec<Option<Arc<TaskEntry>>> = vec![None; ats.len()];
+        let mut next = 0;
+        while next < wanted.len() {
+            let (p, first, ..) = wanted[next];
+            let mut end = next;
+            let mut stop = first + wanted[next].2 as u64;
+            while end + 1 < wanted.len()
+                && wanted[end + 1].0 == p
+                && wanted[end + 1].1 <= stop + GAP
+            {
+                end += 1;
+                stop = stop.max(wanted[end].1 + wanted[end].2 as u64);
+            }
+            let part = &self.parts[p];
+            let mut buf = vec![0u8; usize::try_from(stop - first).ok()?];
+            read_at(&part.file, &mut buf, part.entries_at + first)?;
+            for &(_, start, len, sum, i) in &wanted[next..=end] {
+                let at = usize::try_from(start - first).ok()?;
+                let bytes = buf.get(at..at + len)?;
+                if crc32fast::hash(bytes) != sum {
+                    return None;
+                }
+                out[i] = Some(Arc::new(TaskEntry::from_bytes(bytes.to_vec())?));
+            }
+            next = end + 1;
+        }
+        out.into_iter().collect()
+    }
+
+    /// The part holding row `at`, and the row's place in it.
+    fn locate(&self, at: usize) -> Option<(usize, usize)> {
+        let mut local = at;
+        for (p, part) in self.parts.iter().enumerate() {
+            if local < part.len() {
+                return Some((p, local));
+            }
+            local -= part.len();
+        }
+        None
     }
 
     /// The entries a reference in any form could name, by their hashes: a superset of the
@@ -612,8 +682,23 @@ fn encode_rows(
             rank[*i] = u32::try_from(r).unwrap_or(NONE32);
         }
     }
-    let mut rows = Vec::with_capacity(listing.len() * ROW);
+    // Entries laid out by folder (then in listing order), so that the tasks of one folder
+    // are read in one go; rows stay in listing order and point at them.
+    let folder_of = |e: &TaskEntry| {
+        STATUS_FOLDERS
+            .iter()
+            .position(|f| *f == e.folder())
+            .unwrap_or(0)
+    };
+    let mut order: Vec<usize> = (0..listing.len()).collect();
+    order.sort_by_key(|&i| folder_of(&listing[i]));
+    let mut offsets = vec![0usize; listing.len()];
     let mut entries = Vec::new();
+    for &i in &order {
+        offsets[i] = entries.len();
+        entries.extend_from_slice(listing[i].entry_bytes());
+    }
+    let mut rows = Vec::with_capacity(listing.len() * ROW);
     for (i, e) in listing.iter().enumerate() {
         let bytes = e.entry_bytes();
         let folder = STATUS_FOLDERS
@@ -634,14 +719,13 @@ fn encode_rows(
         rows.extend_from_slice(&hash(e.slug()).to_le_bytes());
         rows.extend_from_slice(&hash(&slugify(e.title())).to_le_bytes());
         rows.extend_from_slice(&e.parent().map_or(0, hash).to_le_bytes());
-        rows.extend_from_slice(&u32::try_from(entries.len()).unwrap_or(NONE32).to_le_bytes());
+        rows.extend_from_slice(&u32::try_from(offsets[i]).unwrap_or(NONE32).to_le_bytes());
         rows.extend_from_slice(&u32::try_from(bytes.len()).unwrap_or(NONE32).to_le_bytes());
         rows.extend_from_slice(&crc32fast::hash(bytes).to_le_bytes());
         rows.extend_from_slice(&rank[i].to_le_bytes());
         rows.push(u8::from(e.parent().is_some()));
         rows.extend_from_slice(&inos.get(i).copied().unwrap_or(0).to_le_bytes());
         rows.extend_from_slice(&hash(name).to_le_bytes());
-        entries.extend_from_slice(bytes);
     }
     let agents = agents.into_iter().map(str::to_string).collect();
     (agents, rows, entries)
@@ -809,6 +893,15 @@ impl ProjectTasks {
     /// The task at position `at` of the listing, as far as its row tells.
     pub fn item(&self, at: usize) -> Item<'_> {
         Item { tasks: self, at }
+    }
+
+    /// The entries at positions `ats`, in that order; `None` when a rows file failed a
+    /// check.
+    pub fn entries(&self, ats: &[usize]) -> Option<Vec<Arc<TaskEntry>>> {
+        match self {
+            ProjectTasks::Listed(items) => ats.iter().map(|&at| items.get(at).cloned()).collect(),
+            ProjectTasks::Rows(rows) => rows.entries(ats),
+        }
     }
 
     /// Every task, read in full: what a caller that needs them all pays for.

@@ -8,7 +8,7 @@ use crate::dispatch::text::{ago, ago_text, table};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome};
 use crate::journal::EventState;
 use crate::journal::index::Events;
-use crate::journal::snapshot::Snapshot;
+use crate::journal::snapshot::{Folds, Snapshot};
 use crate::model::task::Status;
 use crate::model::task::TaskRef;
 use crate::objects::WorkspaceInfo;
@@ -163,6 +163,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
             None,
             None,
             &|events| named_by_events(events, req.recent),
+            Folds::All,
         )?,
     };
     let (snap, by_id) = match picked {

@@ -7,7 +7,7 @@ use super::common::{Locked, acts_as_owner, cycle_text, project_slug, reaches};
 use crate::dispatch::one_task::OneTask;
 use crate::dispatch::text::table;
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, ErrorKind, Mcp, Outcome, Refusal};
-use crate::journal::snapshot::Snapshot;
+use crate::journal::snapshot::{Folds, Snapshot};
 use crate::journal::view::{TaskSummary, summary_of};
 use crate::model::body::{
     append_to_section, replace_section, replace_title, section_items, section_text,
@@ -161,8 +161,15 @@ fn add_snapshot(
             && slugify(&snap.task_ref(t).title) == title_slug
     };
     let none = |_: &crate::journal::index::Events| std::collections::BTreeSet::new();
-    let Some(picked) =
-        Snapshot::load_picked(ws, &passes, &mut |_, _, _| false, None, Some(0), &none)?
+    let Some(picked) = Snapshot::load_picked(
+        ws,
+        &passes,
+        &mut |_, _, _| false,
+        None,
+        Some(0),
+        &none,
+        Folds::DoneOnly,
+    )?
     else {
         let snap = snapshot(ctx)?;
         let dup = snap
@@ -669,6 +676,7 @@ fn list_page(
         req.cursor.as_deref(),
         limit,
         &|_| std::collections::BTreeSet::new(),
+        Folds::All,
     )?
     else {
         return Ok(None);
