@@ -822,8 +822,7 @@ fn finding_targets(
             Ok(id != task.id()
                 && scope
                     .tasks
-                    .by_id(scope.ws, &id, Some(task.project()))?
-                    .is_some_and(|t| t.parent() == task.parent()))
+                    .has_parent(scope.ws, &id, task.project(), task.parent())?)
         };
         if fixed.contains(&id) || sibling()? {
             out.insert(id);

@@ -1040,13 +1040,21 @@ pub(super) fn refresh(
         .replace_derived(&base_file(ws, slug), &wrap(&head, &rows, &entries));
 }
 
+/// A task as a row tells it, or its entry where the project was listed.
+enum RowOrEntry<'a> {
+    Row(Row<'a>),
+    Entry(&'a TaskEntry),
+}
+
 /// Every project's tasks for a reader that looks up a few of them by id, parent or
 /// reference, as the brief does: rows where current (entries read as asked, each once),
 /// listings elsewhere. Answers as the same lookups over the whole listing would.
 pub struct Lookup {
     projects: Vec<(String, ProjectTasks)>,
-    /// Per project, positions by id hash; made on the first lookup by id.
+    /// Per project, positions by id hash; made after a few lookups by id.
     by_hash: Vec<std::cell::OnceCell<std::collections::HashMap<u32, Vec<usize>>>>,
+    /// Per project, lookups by id answered by scanning the rows so far.
+    scans: Vec<std::cell::Cell<usize>>,
     /// Entries read so far, by project and position.
     read: std::cell::RefCell<std::collections::HashMap<(usize, usize), Arc<TaskEntry>>>,
 }
@@ -1065,9 +1073,11 @@ impl Lookup {
             .iter()
             .map(|_| std::cell::OnceCell::new())
             .collect();
+        let scans = projects.iter().map(|_| std::cell::Cell::new(0)).collect();
         let lookup = Lookup {
             projects,
             by_hash,
+            scans,
             read: std::cell::RefCell::new(std::collections::HashMap::new()),
         };
         Ok((lookup, warnings))
@@ -1102,20 +1112,73 @@ impl Lookup {
         id: &str,
         only: Option<&str>,
     ) -> Result<Option<Arc<TaskEntry>>, Error> {
+        self.find(ws, id, only, |_| true)
+    }
+
+    /// True when task `id` is in project `slug` and its parent is `parent` (both `None`
+    /// for a task at the top): rows compare the hashes first, so that only a likely match
+    /// is read.
+    pub fn has_parent(
+        &self,
+        ws: &Workspace,
+        id: &str,
+        slug: &str,
+        parent: Option<&str>,
+    ) -> Result<bool, Error> {
+        let want = parent.map(hash);
+        let found = self.find(ws, id, Some(slug), |item| match item {
+            RowOrEntry::Row(r) => r.parent_hash() == want,
+            RowOrEntry::Entry(e) => e.parent() == parent,
+        })?;
+        Ok(found.is_some_and(|e| e.parent() == parent))
+    }
+
+    /// The first task with this id whose row `may` accepts, in project order; only in
+    /// project `only` when given.
+    fn find(
+        &self,
+        ws: &Workspace,
+        id: &str,
+        only: Option<&str>,
+        may: impl Fn(RowOrEntry<'_>) -> bool,
+    ) -> Result<Option<Arc<TaskEntry>>, Error> {
+        /// Lookups in one project before its positions are indexed by id hash: a scan of
+        /// the rows costs less than building the index for a few.
+        const SCANS: usize = 16;
         let h = hash(id);
         for (p, (slug, tasks)) in self.projects.iter().enumerate() {
             if only.is_some_and(|o| o != slug) {
                 continue;
             }
-            let index = self.by_hash[p].get_or_init(|| {
-                let mut m: std::collections::HashMap<u32, Vec<usize>> =
-                    std::collections::HashMap::new();
-                for at in 0..tasks.len() {
-                    m.entry(tasks.item(at).id_hash()).or_default().push(at);
+            let scans = self.scans[p].get();
+            let positions: Vec<usize> = match self.by_hash[p].get() {
+                Some(index) => index.get(&h).cloned().unwrap_or_default(),
+                None if scans < SCANS => {
+                    self.scans[p].set(scans + 1);
+                    (0..tasks.len())
+                        .filter(|&at| tasks.item(at).id_hash() == h)
+                        .collect()
                 }
-                m
-            });
-            for &at in index.get(&h).map(Vec::as_slice).unwrap_or_default() {
+                None => {
+                    let index = self.by_hash[p].get_or_init(|| {
+                        let mut m: std::collections::HashMap<u32, Vec<usize>> =
+                            std::collections::HashMap::new();
+                        for at in 0..tasks.len() {
+                            m.entry(tasks.item(at).id_hash()).or_default().push(at);
+                        }
+                        m
+                    });
+                    index.get(&h).cloned().unwrap_or_default()
+                }
+            };
+            for at in positions {
+                let likely = match tasks {
+                    ProjectTasks::Rows(rows) => may(RowOrEntry::Row(rows.row(at))),
+                    ProjectTasks::Listed(items) => may(RowOrEntry::Entry(&items[at])),
+                };
+                if !likely {
+                    continue;
+                }
                 let e = self.entry(ws, p, at)?;
                 if e.id() == id {
                     return Ok(Some(e));
