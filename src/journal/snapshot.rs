@@ -13,7 +13,7 @@ use crate::model::dod::DodFacts;
 use crate::model::event::EventHead;
 use crate::model::task::{Estimate, PlanTask, Status, TaskRef};
 use crate::model::taskdoc::TaskDoc;
-use crate::objects::index::{self, NoteEntry, TaskEntry};
+use crate::objects::index::{self, NoteEntry, Stamp, TaskEntry};
 use crate::objects::{self, projects, tasks};
 use crate::store::Problem;
 use crate::workspace::Workspace;
@@ -320,14 +320,34 @@ impl Snapshot {
         index: &Related,
         passes: &dyn Fn(&DodFacts) -> bool,
     ) -> Result<(tasks::Located, Folded), objects::Error> {
-        let mut task = tasks::read_one(
-            ws,
-            entry.project(),
-            entry.folder(),
-            ws.dir().join(entry.file()),
-        )?;
         let id = entry.id();
+        let path = ws.dir().join(entry.file());
+        let read = journal_entries(&self.events, index, id);
+        // A fold is a pure function of the files it reads, except where the definition of
+        // done is judged (it looks at notes): those are folded every time.
+        let judged = read
+            .iter()
+            .any(|e| matches!(e.kind(), "finish" | "propose-status"));
+        // Stamps taken before anything is read: a file changed meanwhile misses next time.
+        let stamps = FoldStamps {
+            task: Stamp::of(&path),
+            events: read
+                .iter()
+                .map(|e| Stamp::of(&ws.dir().join(e.file())))
+                .collect(),
+        };
+        let key = (ws.dir().to_path_buf(), id.to_string());
+        if !judged
+            && let Ok(memo) = fold_memos().lock()
+            && let Some(m) = memo.get(&key)
+            && m.stamps == stamps
+        {
+            self.warnings.extend(m.warnings.iter().cloned());
+            return Ok(m.value.clone());
+        }
+        let mut task = tasks::read_one(ws, entry.project(), entry.folder(), path)?;
         let mut journal = journal_with(ws, &self.events, index, id)?;
+        let journal_warnings = journal.warnings.clone();
         self.warnings.append(&mut journal.warnings);
         let pending: Vec<&EventHead> = journal.pending_about(id).collect();
         let notes = &self.notes;
@@ -342,6 +362,20 @@ impl Snapshot {
             passes(&dod_facts_with(ws, &journal, &has_note, &before, d))
         });
         task.doc = doc;
+        let complete = stamps.task.is_some() && stamps.events.iter().all(Option::is_some);
+        if !judged
+            && complete
+            && let Ok(mut memo) = fold_memos().lock()
+        {
+            memo.insert(
+                key,
+                FoldMemo {
+                    stamps,
+                    value: (task.clone(), folded.clone()),
+                    warnings: journal_warnings,
+                },
+            );
+        }
         Ok((task, folded))
     }
 
@@ -571,12 +605,33 @@ pub fn task_journal(ws: &Workspace, events: &Events, id: &str) -> Result<Journal
     journal_with(ws, events, &Related::of(events), id)
 }
 
-fn journal_with(
-    ws: &Workspace,
-    events: &Events,
-    index: &Related,
-    id: &str,
-) -> Result<Journal, objects::Error> {
+/// The stamps of the files a fold of one task read: the task's and each event's.
+#[derive(PartialEq)]
+struct FoldStamps {
+    task: Option<Stamp>,
+    events: Vec<Option<Stamp>>,
+}
+
+/// A fold this process made: the stamps of what it read, what it gave and what it warned.
+struct FoldMemo {
+    stamps: FoldStamps,
+    value: (tasks::Located, Folded),
+    warnings: Vec<Problem>,
+}
+
+/// The folds this process made, by workspace and task id. A server folds the same tasks on
+/// every call; their files seldom change between calls, and reading and parsing them again
+/// was most of a warm call. A file rewritten in place, keeping its size, within the clock
+/// tick of the read would keep its stamp: the same limit as the index's (docs/PERFORMANCE.md).
+fn fold_memos() -> &'static std::sync::Mutex<HashMap<(std::path::PathBuf, String), FoldMemo>> {
+    static MEMOS: std::sync::OnceLock<
+        std::sync::Mutex<HashMap<(std::path::PathBuf, String), FoldMemo>>,
+    > = std::sync::OnceLock::new();
+    MEMOS.get_or_init(|| std::sync::Mutex::new(HashMap::new()))
+}
+
+/// The events [`journal_with`] reads for task `id`, in the order it reads them.
+fn journal_entries<'e>(events: &'e Events, index: &Related, id: &str) -> Vec<&'e EventEntry> {
     let entries = &events.entries;
     let mine: Vec<&EventEntry> = index
         .pending
@@ -585,7 +640,6 @@ fn journal_with(
         .iter()
         .map(|&i| &entries[i])
         .collect();
-    // Answers to its questions and its runs, in log order as a scan would meet them.
     let mut related: Vec<usize> = mine
         .iter()
         .filter(|e| e.kind() == "help")
@@ -596,10 +650,22 @@ fn journal_with(
         .collect();
     related.sort_unstable();
     related.dedup();
-    let related = related.into_iter().map(|i| &entries[i]);
+    mine.into_iter()
+        .chain(related.into_iter().map(|i| &entries[i]))
+        .collect()
+}
+
+fn journal_with(
+    ws: &Workspace,
+    events: &Events,
+    index: &Related,
+    id: &str,
+) -> Result<Journal, objects::Error> {
     let mut heads: Vec<EventHead> = Vec::new();
     let mut warnings = Vec::new();
-    for e in mine.iter().copied().chain(related) {
+    // Answers to its questions and its runs follow its pending events, in log order as a
+    // scan would meet them.
+    for e in journal_entries(events, index, id) {
         match events.load(ws, e) {
             Ok(head) => heads.push(head),
             Err(objects::Error::Store(crate::store::Error::Malformed(p))) => warnings.push(p),

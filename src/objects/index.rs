@@ -67,7 +67,7 @@ pub struct Stamp {
 
 impl Stamp {
     /// The stamp of a regular file (`lstat`); `None` for anything else, which is never cached.
-    pub(super) fn of(path: &Path) -> Option<Stamp> {
+    pub fn of(path: &Path) -> Option<Stamp> {
         let meta = std::fs::symlink_metadata(path).ok()?;
         if !meta.file_type().is_file() {
             return None;

@@ -443,3 +443,71 @@ fn dacli_in(dir: &Path, args: &[&str]) -> String {
     let out = dacli().current_dir(dir).args(args).output().unwrap();
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+#[test]
+fn a_warm_server_shows_folded_tasks_as_their_files_change() {
+    use crate::mcp::{Server, assert_done};
+    use serde_json::json;
+    let repo = example();
+    // A pending claim by an ro agent: every reader folds task 3 into active.
+    ok(&repo, Some(REVIEWER), &["task", "claim", "3"]);
+    let mut s = Server::start_with(repo.path(), Some(PLANNER), &[]);
+    s.initialize("2025-06-18");
+    let row = |s: &mut Server| {
+        let rows = assert_done(&s.call("list_tasks", json!({"all": true})));
+        rows["tasks"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .find(|r| {
+                r[1].as_str()
+                    .is_some_and(|x| x.starts_with("checkout/003-"))
+            })
+            .cloned()
+            .expect("task 3 listed")
+    };
+    let first = row(&mut s);
+    assert_eq!(first[3], "active", "{first}");
+    // Asked again, the fold is remembered; then the task file is retitled by rename, and
+    // later the claim withdrawn by hand: each must show at once.
+    assert_eq!(row(&mut s), first);
+    let open = repo.ws("projects/checkout/tasks/open");
+    let file = std::fs::read_dir(&open)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("003-"))
+        .expect("task 3 is in open/");
+    edit_by_rename(&file, |t| {
+        let old = t.lines().find(|l| l.starts_with("# ")).unwrap_or_default();
+        t.replace(old, "# Retitled while the server runs")
+    });
+    let second = row(&mut s);
+    assert_eq!(second[2], "Retitled while the server runs", "{second}");
+    assert_eq!(second[3], "active", "still folded: {second}");
+    let mut events = Vec::new();
+    files(&repo.ws("events"), &mut events);
+    let claim = events
+        .into_iter()
+        .find(|p| {
+            std::fs::read_to_string(p).is_ok_and(|t| {
+                t.contains("kind = \"claim\"") && t.contains("t-01KJPXG1VG7319MATYQK8VQT34")
+            })
+        })
+        .expect("the pending claim's file");
+    std::fs::remove_file(claim).unwrap();
+    let third = row(&mut s);
+    assert_eq!(third[3], "open", "the claim is gone: {third}");
+    assert_eq!(third[2], "Retitled while the server runs", "{third}");
+    s.finish();
+}
+
+fn files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files(&path, out);
+        } else {
+            out.push(path);
+        }
+    }
+}
