@@ -218,7 +218,7 @@ fn shape(tool: &str, request: &Value, data: Value) -> String {
 }
 
 /// Active tasks a `status` result lists at most; the per-project counts have them all.
-const STATUS_ACTIVE: usize = 20;
+pub(super) const STATUS_ACTIVE: usize = 20;
 
 /// `status` summarizes rather than enumerates (spec MCP.md §4): the first
 /// [`STATUS_ACTIVE`] active tasks, with `active_total` and `active_truncated` (as
@@ -228,6 +228,10 @@ fn summarized_status(mut data: Value) -> Value {
     let Value::Object(map) = &mut data else {
         return data;
     };
+    // Cut by the command already (`--active-limit`), totals included.
+    if map.contains_key("active_total") {
+        return data;
+    }
     let Some(Value::Array(active)) = map.get_mut("active") else {
         return data;
     };

@@ -25,6 +25,8 @@ pub fn build(tool: &str, args: &Args) -> Result<Built, Invalid> {
         "status" => {
             copy(args, &mut req, &["project"]);
             req.insert("recent".into(), json!(10));
+            // The summary lists 20 active tasks (call.rs): the command need not read more.
+            req.insert("active_limit".into(), json!(super::call::STATUS_ACTIVE));
             "status"
         }
         "get_context" => {

@@ -106,6 +106,11 @@ const READS: &[(&[&str], Option<&str>)] = &[
         None,
     ),
     (&["status", "--recent", "3", "--json"], Some(PLANNER)),
+    (&["status", "--active-limit", "1", "--json"], Some(BUILDER)),
+    (
+        &["status", "--project", "checkout", "--active-limit", "1"],
+        None,
+    ),
 ];
 
 /// Every read's exit code, stdout and stderr, at one pinned clock.
@@ -345,6 +350,35 @@ fn tasks_added_through_the_rows_and_edits_right_after_show_at_once() {
         std::fs::remove_dir_all(&cache).ok();
         std::fs::rename(saved.path().join("cache"), &cache).unwrap();
         similar_asserts(&format!("round {round}"), "rows vs no cache", &warm, &none);
+    }
+}
+
+#[test]
+fn status_with_an_active_limit_lists_that_many_and_counts_them_all() {
+    let repo = example();
+    ok(&repo, Some(REVIEWER), &["task", "claim", "3"]);
+    let json = |args: &[&str]| -> serde_json::Value {
+        let out = repo.dacli(args).output().expect("runs");
+        serde_json::from_slice(&out.stdout).expect("JSON")
+    };
+    for project in [None, Some("checkout")] {
+        let mut args = vec!["status", "--json"];
+        args.extend(project.map(|p| ["--project", p]).into_iter().flatten());
+        let all = json(&args)["data"]["active"].as_array().unwrap().clone();
+        assert!(
+            all.len() >= 3,
+            "two active tasks and a pending claim: {all:?}"
+        );
+        args.extend(["--active-limit", "2"]);
+        let cut = json(&args);
+        let data = &cut["data"];
+        assert_eq!(
+            data["active"].as_array().unwrap(),
+            &all[..2].to_vec(),
+            "{cut}"
+        );
+        assert_eq!(data["active_total"], all.len(), "{cut}");
+        assert_eq!(data["active_truncated"], true, "{cut}");
     }
 }
 

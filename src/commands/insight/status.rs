@@ -30,6 +30,11 @@ pub struct Request {
     #[arg(long, value_name = "N", default_value_t = 10)]
     #[serde(default = "ten")]
     recent: usize,
+    /// List at most N active tasks; `active_total` and `active_truncated` then say how many
+    /// there are (the counts per project have them all).
+    #[arg(long, value_name = "N")]
+    #[serde(default)]
+    active_limit: Option<usize>,
 }
 
 fn ten() -> usize {
@@ -43,6 +48,12 @@ pub struct Response {
     workspace: WorkspaceInfo,
     projects: Vec<ProjectStatus>,
     active: Vec<Active>,
+    /// With `--active-limit`: how many tasks are active in all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    active_total: Option<usize>,
+    /// With `--active-limit`: whether `active` lists fewer than that.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    active_truncated: Option<bool>,
     questions: Questions,
     pending: Pending,
     recent: Vec<EventRef>,
@@ -161,13 +172,18 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
                 status == Status::Active
             },
             None,
-            None,
+            req.active_limit,
             &|events| named_by_events(events, req.recent),
             Folds::All,
         )?,
     };
+    // Active tasks in all: the rows counted them; the general path counts what it lists.
+    let mut active_total = None;
     let (snap, by_id) = match picked {
-        Some(p) => (p.snap, Some(p.by_id)),
+        Some(p) => {
+            active_total = Some(p.total);
+            (p.snap, Some(p.by_id))
+        }
         None => (Snapshot::load(ws, &passes)?, None),
     };
     ctx.warn_all(snap.warnings.clone());
@@ -210,6 +226,11 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         }
     }
 
+    let active_total = active_total.unwrap_or(active.len());
+    let active_truncated = req.active_limit.map(|n| active_total > n);
+    if let Some(n) = req.active_limit {
+        active.truncate(n);
+    }
     let events = &snap.events;
     let in_scope_event = |about: Option<&str>| match (&only, about) {
         (None, _) => true,
@@ -300,6 +321,8 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         workspace: WorkspaceInfo::of(ws),
         projects: out_projects,
         active,
+        active_total: req.active_limit.map(|_| active_total),
+        active_truncated,
         questions: Questions {
             open: questions.len(),
             items: questions,
@@ -356,6 +379,9 @@ fn render(r: &Response, ctx: &Ctx) -> String {
                     .map(|s| format!("  (since {})", ago_text(now, s)))
                     .unwrap_or_default()
             ));
+        }
+        if let (Some(total), Some(true)) = (r.active_total, r.active_truncated) {
+            out.push_str(&format!("  … {} more\n", total - r.active.len()));
         }
     }
     if r.questions.open > 0 {
