@@ -816,19 +816,15 @@ fn finding_targets(
             .tasks
             .recent_done(scope.ws, task.project(), RECENT_DONE)?,
     );
-    let mut out = BTreeSet::new();
-    for id in candidates {
-        let sibling = || -> Result<bool, Error> {
-            Ok(id != task.id()
-                && scope
-                    .tasks
-                    .has_parent(scope.ws, &id, task.project(), task.parent())?)
-        };
-        if fixed.contains(&id) || sibling()? {
-            out.insert(id);
-        }
-    }
-    Ok(out)
+    let mut siblings =
+        scope
+            .tasks
+            .with_parent(scope.ws, task.project(), task.parent(), &candidates)?;
+    siblings.remove(task.id());
+    Ok(candidates
+        .into_iter()
+        .filter(|id| fixed.contains(id) || siblings.contains(id))
+        .collect())
 }
 
 fn severity_rank(s: &str) -> usize {

@@ -1040,12 +1040,6 @@ pub(super) fn refresh(
         .replace_derived(&base_file(ws, slug), &wrap(&head, &rows, &entries));
 }
 
-/// A task as a row tells it, or its entry where the project was listed.
-enum RowOrEntry<'a> {
-    Row(Row<'a>),
-    Entry(&'a TaskEntry),
-}
-
 /// Every project's tasks for a reader that looks up a few of them by id, parent or
 /// reference, as the brief does: rows where current (entries read as asked, each once),
 /// listings elsewhere. Answers as the same lookups over the whole listing would.
@@ -1112,35 +1106,52 @@ impl Lookup {
         id: &str,
         only: Option<&str>,
     ) -> Result<Option<Arc<TaskEntry>>, Error> {
-        self.find(ws, id, only, |_| true)
+        self.find(ws, id, only)
     }
 
-    /// True when task `id` is in project `slug` and its parent is `parent` (both `None`
-    /// for a task at the top): rows compare the hashes first, so that only a likely match
-    /// is read.
-    pub fn has_parent(
+    /// The ids among `ids` of tasks of project `slug` whose parent is `parent` (`None`: tasks
+    /// at the top). One pass over the rows compares hashes; only likely matches are read.
+    pub fn with_parent(
         &self,
         ws: &Workspace,
-        id: &str,
         slug: &str,
         parent: Option<&str>,
-    ) -> Result<bool, Error> {
+        ids: &BTreeSet<String>,
+    ) -> Result<BTreeSet<String>, Error> {
         let want = parent.map(hash);
-        let found = self.find(ws, id, Some(slug), |item| match item {
-            RowOrEntry::Row(r) => r.parent_hash() == want,
-            RowOrEntry::Entry(e) => e.parent() == parent,
-        })?;
-        Ok(found.is_some_and(|e| e.parent() == parent))
+        let hashes: BTreeSet<u32> = ids.iter().map(|id| hash(id)).collect();
+        let mut out = BTreeSet::new();
+        for (p, (s, tasks)) in self.projects.iter().enumerate() {
+            if s != slug {
+                continue;
+            }
+            for at in 0..tasks.len() {
+                let likely = match tasks {
+                    ProjectTasks::Rows(rows) => {
+                        let r = rows.row(at);
+                        r.parent_hash() == want && hashes.contains(&r.id_hash())
+                    }
+                    ProjectTasks::Listed(items) => {
+                        items[at].parent() == parent && ids.contains(items[at].id())
+                    }
+                };
+                if likely {
+                    let e = self.entry(ws, p, at)?;
+                    if e.parent() == parent && ids.contains(e.id()) {
+                        out.insert(e.id().to_string());
+                    }
+                }
+            }
+        }
+        Ok(out)
     }
 
-    /// The first task with this id whose row `may` accepts, in project order; only in
-    /// project `only` when given.
+    /// The first task with this id, in project order; only in project `only` when given.
     fn find(
         &self,
         ws: &Workspace,
         id: &str,
         only: Option<&str>,
-        may: impl Fn(RowOrEntry<'_>) -> bool,
     ) -> Result<Option<Arc<TaskEntry>>, Error> {
         /// Lookups in one project before its positions are indexed by id hash: a scan of
         /// the rows costs less than building the index for a few.
@@ -1172,13 +1183,6 @@ impl Lookup {
                 }
             };
             for at in positions {
-                let likely = match tasks {
-                    ProjectTasks::Rows(rows) => may(RowOrEntry::Row(rows.row(at))),
-                    ProjectTasks::Listed(items) => may(RowOrEntry::Entry(&items[at])),
-                };
-                if !likely {
-                    continue;
-                }
                 let e = self.entry(ws, p, at)?;
                 if e.id() == id {
                     return Ok(Some(e));
