@@ -31,7 +31,7 @@ fn main() -> ExitCode {
     }
 }
 
-const USAGE: &str = "usage: bench mkws [--dacli PATH] N DIR | bench run [--dacli PATH] [--sizes 100,1000,10000] [--runs R] [--mcp-calls C] [--out FILE]";
+const USAGE: &str = "usage: bench mkws [--dacli PATH] [--events E] N DIR | bench run [--dacli PATH] [--sizes 100,1000,10000] [--events-per-task K] [--runs R] [--mcp-calls C] [--out FILE]";
 
 /// The value after flag `name`, removed from `args`.
 fn take_flag(args: &mut Vec<String>, name: &str) -> Option<String> {
@@ -57,6 +57,12 @@ fn dacli_path(args: &mut Vec<String>) -> Result<PathBuf, String> {
 fn mkws_main(args: &[String]) -> Result<(), String> {
     let mut args = args.to_vec();
     let dacli = dacli_path(&mut args)?;
+    let events = take_flag(&mut args, "--events")
+        .map(|e| {
+            e.parse::<usize>()
+                .map_err(|_| format!("--events must be a number, not `{e}`"))
+        })
+        .transpose()?;
     let [n, dir] = args.as_slice() else {
         return Err(USAGE.to_string());
     };
@@ -64,7 +70,7 @@ fn mkws_main(args: &[String]) -> Result<(), String> {
         .parse()
         .map_err(|_| format!("N must be a number, not `{n}`"))?;
     let started = std::time::Instant::now();
-    let built = mkws::build(&dacli, std::path::Path::new(dir), n)?;
+    let built = mkws::build(&dacli, std::path::Path::new(dir), n, events)?;
     println!(
         "built {} tasks in {} ({:.1} s), verified through the CLI: {:?}",
         n,

@@ -201,7 +201,12 @@ struct Task {
 }
 
 /// Builds the workspace and verifies it. `dir` must not exist or be empty.
-pub fn build(dacli: &Path, dir: &Path, n: usize) -> Result<Built, String> {
+///
+/// `events` is the number of event files (receipts included); `None` means N/10. Beyond N/10,
+/// the extra events are history, as a long-lived workspace accumulates it: runs and comments
+/// their owner's receipt already settled, spread among the rest, so that the pending events
+/// stay about as many as at N/10.
+pub fn build(dacli: &Path, dir: &Path, n: usize, events: Option<usize>) -> Result<Built, String> {
     if dir.exists() && dir.read_dir().map_err(|e| e.to_string())?.next().is_some() {
         return Err(format!("{} exists and is not empty", dir.display()));
     }
@@ -351,7 +356,14 @@ pub fn build(dacli: &Path, dir: &Path, n: usize) -> Result<Built, String> {
     let ws = dir.join(".dacli");
     let mut rng = Rng::new(n as u64 ^ 0x5eed);
     let tasks = plan_tasks(&mut rng, n, &agents);
-    let (tasks, events, claims) = plan_events(&mut rng, tasks, n / 10, &agents, &mut counts);
+    let base = n / 10;
+    let (tasks, events, claims) = plan_events(
+        &mut rng,
+        tasks,
+        (base, events.unwrap_or(base).max(base)),
+        &agents,
+        &mut counts,
+    );
     for t in &tasks {
         write(&ws, &task_path(t), &render_task(t))?;
         match t.folder {
@@ -459,11 +471,12 @@ fn plan_tasks(rng: &mut Rng, n: usize, agents: &Agents) -> Vec<Task> {
 }
 
 /// Events: runs (journal), comments settled by their owner's receipt, and pending claims,
-/// comments and findings from several agents.
+/// comments and findings from several agents. `(base, count)`: `count` files in all, of which
+/// about `base` are drawn from the whole mix and the rest from the settled kinds only.
 fn plan_events(
     rng: &mut Rng,
     mut tasks: Vec<Task>,
-    count: usize,
+    (base, count): (usize, usize),
     agents: &Agents,
     counts: &mut Counts,
 ) -> (Vec<Task>, Vec<(String, String)>, usize) {
@@ -476,7 +489,14 @@ fn plan_events(
         ms += step;
         let t = rng.below(tasks.len());
         let builder = agents.builders[rng.below(agents.builders.len())].0.clone();
-        let roll = rng.below(100);
+        // Drawn only when there is history to make, so that the default workspace stays the
+        // one earlier results were measured on.
+        let history = count > base && rng.below(count) >= base;
+        let roll = if history {
+            rng.below(75)
+        } else {
+            rng.below(100)
+        };
         let about = tasks[t].id.clone();
         let id = ulid(rng, ms);
         let (kind, author, fields, body) = match roll {

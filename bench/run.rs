@@ -13,6 +13,8 @@ use crate::mkws::{self, Built, PROJECT};
 struct Options {
     dacli: PathBuf,
     sizes: Vec<usize>,
+    /// Events per task; `None`: N/10 events in all (mkws's default).
+    events_per_task: Option<usize>,
     runs: usize,
     warmup: usize,
     mcp_calls: usize,
@@ -30,6 +32,9 @@ pub fn main(args: &[String]) -> Result<(), String> {
     };
     let runs = number(crate::take_flag(&mut args, "--runs"), 20)?;
     let mcp_calls = number(crate::take_flag(&mut args, "--mcp-calls"), 200)?;
+    let events_per_task = crate::take_flag(&mut args, "--events-per-task")
+        .map(|v| v.parse().map_err(|_| format!("not a number: {v}")))
+        .transpose()?;
     let date = jiff::Timestamp::now().strftime("%Y-%m-%d").to_string();
     let out = crate::take_flag(&mut args, "--out").map_or_else(
         || PathBuf::from(format!("bench/results/{date}.json")),
@@ -48,6 +53,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
                     .map_err(|_| format!("--sizes: not a number: {s}"))
             })
             .collect::<Result<_, _>>()?,
+        events_per_task,
         runs: runs.max(1),
         warmup: 3,
         mcp_calls: mcp_calls.max(1),
@@ -67,7 +73,8 @@ pub fn main(args: &[String]) -> Result<(), String> {
     for &n in &opts.sizes {
         eprintln!("N = {n}: building the workspace");
         let started = Instant::now();
-        let built = mkws::build(&opts.dacli, &scratch.path().join(n.to_string()), n)?;
+        let events = opts.events_per_task.map(|k| k * n);
+        let built = mkws::build(&opts.dacli, &scratch.path().join(n.to_string()), n, events)?;
         eprintln!(
             "  built and verified in {:.1} s",
             started.elapsed().as_secs_f64()
@@ -80,6 +87,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
         "machine": machine(),
         "timer": timer,
         "runs": opts.runs,
+        "events_per_task": opts.events_per_task,
         "sizes": per_size,
     });
     let targets = targets(&results);

@@ -99,7 +99,13 @@ struct Scope<'a> {
     tasks: Lookup,
     /// Ancestors, nearest first.
     ancestors: Vec<Arc<TaskEntry>>,
+    /// The task and its descendants (ids).
+    subtree: BTreeSet<String>,
+    /// The events about the task, its ancestors and its subtree, the pending ones and the
+    /// answers to questions among them ([`crate::journal::digest::about`]).
     events: Events,
+    /// Runs of each shortcut in the whole log.
+    runs: BTreeMap<String, usize>,
     notes: Vec<Arc<NoteEntry>>,
     superseded: BTreeSet<String>,
     /// Note bodies read so far, by id: a note shown twice is read once.
@@ -169,7 +175,14 @@ pub(super) fn gather(ws: &Workspace, reader: &Reader, reference: &str) -> Result
     let (tasks, listed) = Lookup::load(ws, &slugs)?;
     warnings.extend(listed);
     let task = tasks.resolve(ws, reference)?.map_err(Error::Resolve)?;
-    let events = crate::journal::index::read(ws)?;
+    let ancestors = ancestors_of(ws, &tasks, &task)?;
+    let subtree = subtree_of(ws, &tasks, &task)?;
+    // The events a brief can show are about the task, its ancestors or its subtree, or
+    // pending (findings on siblings), or answers to questions among those.
+    let mut subjects: BTreeSet<String> = subtree.clone();
+    subjects.extend(ancestors.iter().map(|a| a.id().to_string()));
+    let selection = crate::journal::digest::about(ws, &subjects)?;
+    let events = selection.events;
     warnings.extend(events.warnings.iter().cloned());
     let notes = index::notes(ws, &slugs)?;
     warnings.extend(notes.warnings);
@@ -178,14 +191,15 @@ pub(super) fn gather(ws: &Workspace, reader: &Reader, reference: &str) -> Result
         .iter()
         .filter_map(|n| n.supersedes().map(str::to_string))
         .collect();
-    let ancestors = ancestors_of(ws, &tasks, &task)?;
     let mut scope = Scope {
         ws,
         reader,
         task,
         tasks,
         ancestors,
+        subtree,
         events,
+        runs: selection.runs,
         notes: notes.items,
         superseded,
         bodies: BTreeMap::new(),
@@ -690,21 +704,25 @@ fn findings(scope: &mut Scope<'_>) -> Result<Section, Error> {
         .blocks()
         .counted(None);
     let project = scope.task.project().to_string();
-    let named: BTreeSet<String> = scope
-        .notes
-        .iter()
-        .filter(|n| n.kind() == "finding" && n.project() == Some(project.as_str()))
-        .filter_map(|n| n.about().map(str::to_string))
-        .chain(
-            scope
-                .events
-                .entries
-                .iter()
-                .filter(|e| e.kind() == "finding" && scope.events.is_pending(e))
-                .filter_map(|e| e.about().map(str::to_string)),
-        )
-        .collect();
-    let about: BTreeSet<String> = finding_targets(scope, named)?;
+    // Borrowed, not copied: every finding of the project names a candidate, thousands of
+    // them in a large workspace, and only the few that are targets are kept.
+    let about: BTreeSet<String> = {
+        let named: BTreeSet<&str> = scope
+            .notes
+            .iter()
+            .filter(|n| n.kind() == "finding" && n.project() == Some(project.as_str()))
+            .filter_map(|n| n.about())
+            .chain(
+                scope
+                    .events
+                    .entries
+                    .iter()
+                    .filter(|e| e.kind() == "finding" && scope.events.is_pending(e))
+                    .filter_map(|e| e.about()),
+            )
+            .collect();
+        finding_targets(scope, named)?
+    };
     let mut found: Vec<Finding> = Vec::new();
     let notes: Vec<Arc<NoteEntry>> = scope
         .notes
@@ -806,7 +824,7 @@ fn findings(scope: &mut Scope<'_>) -> Result<Section, Error> {
 /// siblings, the project's most recently done tasks, and the project itself.
 fn finding_targets(
     scope: &Scope<'_>,
-    candidates: BTreeSet<String>,
+    candidates: BTreeSet<&str>,
 ) -> Result<BTreeSet<String>, Error> {
     let task = &scope.task;
     let mut fixed = BTreeSet::from([task.id().to_string(), scope.project_id()]);
@@ -823,7 +841,8 @@ fn finding_targets(
     siblings.remove(task.id());
     Ok(candidates
         .into_iter()
-        .filter(|id| fixed.contains(id) || siblings.contains(id))
+        .filter(|id| fixed.contains(*id) || siblings.contains(*id))
+        .map(str::to_string)
         .collect())
 }
 
@@ -1003,7 +1022,7 @@ fn role_of(agent: &str) -> Option<String> {
 
 fn activity(scope: &Scope<'_>) -> Result<Section, Error> {
     let mut s = Section::new("activity", "Recent activity", "activity lines").counted(Some(10));
-    let subtree = subtree_of(scope)?;
+    let subtree = &scope.subtree;
     let mut events: Vec<&EventEntry> = scope
         .events
         .entries
@@ -1048,13 +1067,11 @@ fn activity(scope: &Scope<'_>) -> Result<Section, Error> {
 }
 
 /// The task and its descendants (ids).
-fn subtree_of(scope: &Scope<'_>) -> Result<BTreeSet<String>, Error> {
-    let mut out = BTreeSet::from([scope.task.id().to_string()]);
+fn subtree_of(ws: &Workspace, tasks: &Lookup, task: &TaskEntry) -> Result<BTreeSet<String>, Error> {
+    let mut out = BTreeSet::from([task.id().to_string()]);
     loop {
         let before = out.len();
-        let children = scope
-            .tasks
-            .children_of(scope.ws, scope.task.project(), &out)?;
+        let children = tasks.children_of(ws, task.project(), &out)?;
         out.extend(children.iter().map(|t| t.id().to_string()));
         if out.len() == before {
             return Ok(out);
@@ -1102,12 +1119,7 @@ fn shortcuts(scope: &mut Scope<'_>) -> Result<Section, Error> {
         });
     }
     let runnable = runnable(scope, all)?;
-    let mut uses: BTreeMap<&str, usize> = BTreeMap::new();
-    for e in scope.events.entries.iter().filter(|e| e.kind() == "run") {
-        if let Some(name) = e.shortcut() {
-            *uses.entry(name).or_default() += 1;
-        }
-    }
+    let uses = &scope.runs;
     let mut ranked: Vec<(usize, &Shortcut)> = runnable
         .iter()
         .map(|sc| (uses.get(sc.name.as_str()).copied().unwrap_or(0), sc))

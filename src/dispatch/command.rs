@@ -275,9 +275,13 @@ impl Table {
                     .action(ArgAction::SetTrue)
                     .help("Same as `dacli version`"),
             );
+        let mut tree = Node::default();
         for cmd in &self.commands {
-            let words: Vec<&str> = cmd.words().collect();
-            root = insert(root, &words, cmd.augment);
+            let words: Vec<&'static str> = cmd.words().collect();
+            tree.insert(&words, cmd.augment);
+        }
+        for child in tree.children {
+            root = root.subcommand(child.build());
         }
         for (name, about) in &self.groups {
             if root.find_subcommand(name).is_some() {
@@ -320,35 +324,57 @@ impl Table {
     }
 }
 
-fn insert(
-    parent: clap::Command,
-    words: &[&'static str],
-    augment: fn(clap::Command) -> clap::Command,
-) -> clap::Command {
-    let Some((first, rest)) = words.split_first() else {
-        return parent;
-    };
-    let existing = parent.find_subcommand(first).cloned();
-    let child = match (existing, rest.is_empty()) {
-        (_, true) => augment(clap::Command::new(*first)),
-        (Some(group), false) => insert(group, rest, augment),
-        (None, false) => insert(
-            clap::Command::new(*first)
-                .subcommand_required(true)
-                .arg_required_else_help(true),
-            rest,
-            augment,
-        ),
-    };
-    replace_subcommand(parent, child)
+/// The command tree before it becomes clap's: built by name, then turned into
+/// [`clap::Command`]s once. (Adding each command to a finished clap tree cloned its whole
+/// group every time, a tenth of the process floor.)
+#[derive(Default)]
+struct Node {
+    name: &'static str,
+    /// The command's own flags; `None` for a group, which needs a subcommand.
+    augment: Option<fn(clap::Command) -> clap::Command>,
+    /// In the order first named.
+    children: Vec<Node>,
 }
 
-fn replace_subcommand(parent: clap::Command, child: clap::Command) -> clap::Command {
-    let name = child.get_name().to_string();
-    if parent.find_subcommand(&name).is_some() {
-        parent.mut_subcommand(name, |_| child)
-    } else {
-        parent.subcommand(child)
+impl Node {
+    fn insert(&mut self, words: &[&'static str], augment: fn(clap::Command) -> clap::Command) {
+        let Some((first, rest)) = words.split_first() else {
+            return;
+        };
+        let at = match self.children.iter().position(|c| c.name == *first) {
+            Some(at) => at,
+            None => {
+                self.children.push(Node {
+                    name: first,
+                    ..Node::default()
+                });
+                self.children.len() - 1
+            }
+        };
+        let child = &mut self.children[at];
+        if rest.is_empty() {
+            // A command named again replaces what was there, as a later registration wins.
+            *child = Node {
+                name: first,
+                augment: Some(augment),
+                children: Vec::new(),
+            };
+        } else {
+            child.insert(rest, augment);
+        }
+    }
+
+    fn build(self) -> clap::Command {
+        let mut cmd = match self.augment {
+            Some(augment) => augment(clap::Command::new(self.name)),
+            None => clap::Command::new(self.name)
+                .subcommand_required(true)
+                .arg_required_else_help(true),
+        };
+        for child in self.children {
+            cmd = cmd.subcommand(child.build());
+        }
+        cmd
     }
 }
 

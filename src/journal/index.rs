@@ -148,6 +148,15 @@ impl EventEntry {
     pub fn file(&self) -> &str {
         self.0.str(16)
     }
+
+    /// The entry's bytes, as [`EventEntry::from_bytes`] takes them back.
+    pub(super) fn bytes(&self) -> &[u8] {
+        self.0.bytes()
+    }
+
+    pub(super) fn from_bytes(bytes: Vec<u8>) -> Option<EventEntry> {
+        Record::from_bytes(bytes).map(EventEntry)
+    }
 }
 
 impl std::fmt::Debug for EventEntry {
@@ -202,6 +211,25 @@ pub struct Events {
 }
 
 impl Events {
+    /// A part of the log: `entries` (sorted by id, one per id), each with the state the whole
+    /// log gives it ([`Events::state`] answers exactly that for each of them).
+    pub(super) fn part(entries: Vec<EventEntry>, states: Vec<EventState>) -> Events {
+        let mut out = Events::default();
+        for (e, state) in entries.iter().zip(states) {
+            match state {
+                EventState::Settled => {
+                    out.applied.insert(e.id().to_string());
+                }
+                EventState::Rejected(why) => {
+                    out.rejected.insert(e.id().to_string(), why);
+                }
+                EventState::Pending | EventState::Journal => {}
+            }
+        }
+        out.entries = entries;
+        out
+    }
+
     /// The state of one event.
     pub fn state(&self, ev: &EventEntry) -> EventState {
         if let Some(reason) = self.rejected.get(ev.id()) {
@@ -241,7 +269,7 @@ impl Events {
 pub fn read(ws: &Workspace) -> Result<Events, objects::Error> {
     let (mut out, cache) = settled_pass(ws, "events", |cache| scan(ws, cache))?;
     cache.save(ws);
-    out.entries.sort_by(|a, b| a.id().cmp(b.id()));
+    objects::sort_by_str_key(&mut out.entries, |e| e.id());
     settle(ws, &mut out);
     Ok(out)
 }
@@ -286,7 +314,10 @@ fn scan(ws: &Workspace, cache: &mut FileCache<EventEntry>) -> Result<Events, obj
             }
         }
         if n == 0 {
-            seen.extend(found.iter().map(|e| e.id().to_string()));
+            // Only an unsealed segment can repeat an id; without one, the ids are not kept.
+            if roots.len() > 1 {
+                seen.extend(found.iter().map(|e| e.id().to_string()));
+            }
             out.entries.extend(found);
         } else {
             out.entries.extend(

@@ -2,6 +2,7 @@
 //! knowing which mailbox events are still pending.
 
 pub mod archive;
+pub mod digest;
 pub mod evidence;
 pub mod fold;
 pub mod index;

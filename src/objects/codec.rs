@@ -423,6 +423,17 @@ impl Record {
         self.0.encode(out);
     }
 
+    /// The record's own bytes, as [`Record::from_bytes`] takes them back.
+    pub fn bytes(&self) -> &[u8] {
+        self.0.bytes()
+    }
+
+    /// The record whose bytes [`Record::bytes`] gave; `None` when they are not UTF-8, which
+    /// no record this module wrote can be.
+    pub fn from_bytes(bytes: Vec<u8>) -> Option<Record> {
+        buf_of(bytes).map(|buf| Record(Extent::whole(buf)))
+    }
+
     /// The record at the input's position in `buf` ([`Extent::decode`]).
     pub fn decode(buf: &Buf, input: &mut Input<'_>) -> Option<Record> {
         Extent::decode(buf, input).map(Record)

@@ -77,7 +77,7 @@ impl Stamp {
 
     /// The stamp of a real directory; `None` when absent or anything else. A directory's size
     /// is left out: it says nothing its times do not.
-    pub(super) fn of_dir(path: &Path) -> Option<Stamp> {
+    pub fn of_dir(path: &Path) -> Option<Stamp> {
         let meta = std::fs::symlink_metadata(path).ok()?;
         if !meta.file_type().is_dir() {
             return None;
@@ -89,12 +89,12 @@ impl Stamp {
     }
 
     /// The modification time, in nanoseconds since the epoch.
-    pub(super) fn mtime_ns(&self) -> i128 {
+    pub fn mtime_ns(&self) -> i128 {
         self.mtime_ns
     }
 
     #[cfg(unix)]
-    pub(super) fn from_meta(meta: &std::fs::Metadata) -> Stamp {
+    pub fn from_meta(meta: &std::fs::Metadata) -> Stamp {
         use std::os::unix::fs::MetadataExt;
         let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
         Stamp {
@@ -106,7 +106,7 @@ impl Stamp {
     }
 
     #[cfg(not(unix))]
-    pub(super) fn from_meta(meta: &std::fs::Metadata) -> Stamp {
+    pub fn from_meta(meta: &std::fs::Metadata) -> Stamp {
         let mtime_ns = meta
             .modified()
             .ok()
@@ -120,14 +120,14 @@ impl Stamp {
         }
     }
 
-    pub(super) fn encode(&self, out: &mut Output) {
+    pub fn encode(&self, out: &mut Output) {
         out.var(self.size);
         out.ivar(self.mtime_ns);
         out.ivar(self.ctime_ns);
         out.var(self.ino);
     }
 
-    pub(super) fn decode(input: &mut Input<'_>) -> Option<Stamp> {
+    pub fn decode(input: &mut Input<'_>) -> Option<Stamp> {
         Some(Stamp {
             size: input.var()?,
             mtime_ns: input.ivar()?,
@@ -138,7 +138,7 @@ impl Stamp {
 
     /// True when this stamp was already old when the cache written at `written_ns` listed it,
     /// `listing_ns` before writing.
-    pub(super) fn settled(&self, written_ns: i128, listing_ns: i128) -> bool {
+    pub fn settled(&self, written_ns: i128, listing_ns: i128) -> bool {
         let tick = if self.ctime_ns % 1_000_000_000 == 0 {
             COARSE_TICK_NS
         } else {
@@ -596,7 +596,7 @@ fn cache_file(ws: &Workspace, name: &str) -> std::path::PathBuf {
 }
 
 /// `cache/<file>` in the workspace.
-pub(super) fn cache_file_named(ws: &Workspace, file: &str) -> std::path::PathBuf {
+pub fn cache_file_named(ws: &Workspace, file: &str) -> std::path::PathBuf {
     ws.path(&["cache", file])
 }
 
@@ -1416,7 +1416,7 @@ pub fn notes(ws: &Workspace, projects: &[String]) -> Result<Listing<Arc<NoteEntr
         out.items = items.clone();
         return Ok(out);
     }
-    out.items.sort_by(|a, b| a.id().cmp(b.id()));
+    super::sort_by_str_key(&mut out.items, |n| n.id());
     if let Ok(mut memo) = SORTED.lock() {
         memo.retain(|(k, _)| *k != key);
         memo.push((key, (dirs, out.items.clone())));

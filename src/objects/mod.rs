@@ -67,6 +67,25 @@ impl<T> Default for Listing<T> {
     }
 }
 
+/// Sorts `items` by a string each one holds, stably, reading each key once.
+///
+/// Index extracts decode a field on every access; a comparison sort reads two keys per
+/// comparison, which made sorting 2,000 notes a tenth of a brief. Already sorted input (the
+/// common case for a listing served from a settled cache) costs one pass.
+pub fn sort_by_str_key<T>(items: &mut Vec<T>, key: impl Fn(&T) -> &str) {
+    let order: Vec<usize> = {
+        let mut keys: Vec<(&str, usize)> = items.iter().map(&key).zip(0..).collect();
+        if keys.is_sorted_by(|a, b| a.0 <= b.0) {
+            return;
+        }
+        // (key, position) pairs are distinct, so an unstable sort is stable on the items.
+        keys.sort_unstable();
+        keys.into_iter().map(|(_, i)| i).collect()
+    };
+    let mut slots: Vec<Option<T>> = items.drain(..).map(Some).collect();
+    items.extend(order.into_iter().filter_map(|i| slots[i].take()));
+}
+
 /// The `workspace` block several commands return: id, display name, format.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct WorkspaceInfo {

@@ -1116,7 +1116,7 @@ impl Lookup {
         ws: &Workspace,
         slug: &str,
         parent: Option<&str>,
-        ids: &BTreeSet<String>,
+        ids: &BTreeSet<&str>,
     ) -> Result<BTreeSet<String>, Error> {
         let want = parent.map(hash);
         let hashes: BTreeSet<u32> = ids.iter().map(|id| hash(id)).collect();

@@ -156,6 +156,10 @@ fn assert_cache_is_only_speed(repo: &Repo, when: &str, rows: bool) -> Vec<String
             "{when}: the rows were written"
         );
     }
+    assert!(
+        cache.join("events.idx").exists(),
+        "{when}: the event digest was written"
+    );
     std::fs::remove_dir_all(&cache).expect("delete cache");
     let none = reads(repo);
     for ((a, b), c) in building.iter().zip(&served).zip(&none) {
@@ -384,13 +388,22 @@ fn status_with_an_active_limit_lists_that_many_and_counts_them_all() {
 
 #[test]
 fn damaged_rows_are_ignored_and_change_no_output() {
+    damaged_cache_file_is_ignored("cache/tasks-checkout.idx");
+}
+
+#[test]
+fn a_damaged_event_digest_is_ignored_and_changes_no_output() {
+    damaged_cache_file_is_ignored("cache/events.idx");
+}
+
+fn damaged_cache_file_is_ignored(file: &str) {
     let repo = example();
     let clean = assert_cache_is_only_speed(&repo, "untouched example", true);
     std::thread::sleep(std::time::Duration::from_millis(100));
     reads(&repo);
     reads(&repo);
-    let rows = repo.ws("cache/tasks-checkout.idx");
-    let bytes = std::fs::read(&rows).expect("rows written");
+    let rows = repo.ws(file);
+    let bytes = std::fs::read(&rows).expect("cache file written");
     // Every region in turn: the prefix, the header and rows, the entries, and a cut file.
     let damaged: Vec<Vec<u8>> = vec![
         flip(&bytes, 2),
@@ -402,7 +415,7 @@ fn damaged_rows_are_ignored_and_change_no_output() {
         std::fs::write(&rows, &b).unwrap();
         let out = reads(&repo);
         for (a, b) in clean.iter().zip(&out) {
-            similar_asserts(&format!("damage {i}"), "clean vs damaged rows", a, b);
+            similar_asserts(&format!("damage {i} of {file}"), "clean vs damaged", a, b);
         }
     }
 }
@@ -463,7 +476,7 @@ fn concurrent_writers_leave_an_index_equal_to_the_files() {
 fn bench_mkws_builds_a_workspace_the_cli_reads_back() {
     let dir = tempfile::tempdir().unwrap();
     let dacli = assert_cmd::cargo::cargo_bin("dacli");
-    let built = mkws::build(&dacli, &dir.path().join("ws"), 100).expect("built and verified");
+    let built = mkws::build(&dacli, &dir.path().join("ws"), 100, None).expect("built and verified");
     let c = &built.counts;
     assert_eq!(c.open + c.active + c.blocked + c.done, 100);
     assert_eq!((c.risks, c.terms, c.shortcuts), (5, 10, 4));
@@ -545,3 +558,64 @@ fn files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
         }
     }
 }
+
+/// The brief reads the event log through its digest (`cache/events.idx`): an event written
+/// by hand, and then a receipt settling it, each show in the very next brief.
+#[test]
+fn events_written_by_hand_reach_the_next_brief_through_the_digest() {
+    let repo = example();
+    let brief = |repo: &Repo| {
+        let out = repo
+            .dacli(&["context", "checkout/004-add-rounding-shim"])
+            .env("DACLI_AGENT", BUILDER)
+            .output()
+            .expect("runs");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let aged = || std::thread::sleep(std::time::Duration::from_millis(100));
+    let before = brief(&repo);
+    aged();
+    assert_eq!(brief(&repo), before, "served from the digest");
+    assert!(
+        repo.ws("cache/events.idx").exists(),
+        "the digest was written"
+    );
+    let day = repo.ws("events/2026/03/05");
+    let comment = "01KJYQRJD1P9XHPQK9T0R6W8K9";
+    std::fs::write(
+        day.join(format!("{comment}-{REVIEWER_ID}-comment.md")),
+        format!(
+            "+++\nid = \"{comment}\"\nkind = \"event\"\nevent_kind = \"comment\"\n\
+             created = 2026-03-05T10:12:46Z\ncreated_by = \"{REVIEWER_ID}\"\n\
+             about = \"t-01KJPXJ57RGDMEE50E5T1E877Q\"\n+++\n\nWritten by hand.\n"
+        ),
+    )
+    .unwrap();
+    let pending = brief(&repo);
+    let line = |text: &str| {
+        text.lines()
+            .find(|l| l.contains(comment))
+            .map(str::to_string)
+            .unwrap_or_else(|| panic!("the hand-written event is in the brief:\n{text}"))
+    };
+    assert!(line(&pending).ends_with("(pending)"), "{pending}");
+    aged();
+    assert_eq!(brief(&repo), pending, "the rebuilt digest serves the same");
+    let receipt = "01KJYQRJD1P9XHPQK9T0R6W8KA";
+    std::fs::write(
+        day.join(format!("{receipt}-a-root-applied.md")),
+        format!(
+            "+++\nid = \"{receipt}\"\nkind = \"event\"\nevent_kind = \"applied\"\n\
+             created = 2026-03-05T10:12:47Z\ncreated_by = \"a-root\"\n\
+             about = \"t-01KJPXJ57RGDMEE50E5T1E877Q\"\napplied = [\"{comment}\"]\nrejected = []\n+++\n"
+        ),
+    )
+    .unwrap();
+    let settled = brief(&repo);
+    assert!(!line(&settled).contains("(pending)"), "{settled}");
+    std::fs::remove_dir_all(repo.ws("cache")).unwrap();
+    assert_eq!(brief(&repo), settled, "no cache, same brief");
+}
+
+const REVIEWER_ID: &str = "a-reviewer-01KJPX9WK0VH0D88BH59TARTNH";
