@@ -15,7 +15,8 @@ use crate::model::id::ROOT_AGENT;
 use crate::model::role::shortcut_effect;
 use crate::model::task::{Status, TaskRef};
 use crate::model::taskdoc::{TaskDoc, title_of};
-use crate::objects::index::{self, NoteEntry, TaskEntry, md_files};
+use crate::objects::index::{NoteEntry, TaskEntry, md_files};
+use crate::objects::note_digest::{self, Notes};
 use crate::objects::rows::Lookup;
 use crate::objects::{self, glossary, projects, risks, roles, warn_or_fail};
 use crate::store::{Document, Problem};
@@ -106,8 +107,12 @@ struct Scope<'a> {
     events: Events,
     /// Runs of each shortcut in the whole log.
     runs: BTreeMap<String, usize>,
+    /// The notes the sections may show, sorted by id ([`Notes::select`]): at least every
+    /// note each section looks for, perhaps more.
     notes: Vec<Arc<NoteEntry>>,
     superseded: BTreeSet<String>,
+    /// The objects whose findings the brief shows ([`finding_targets`]).
+    finding_about: BTreeSet<String>,
     /// Note bodies read so far, by id: a note shown twice is read once.
     bodies: BTreeMap<String, String>,
     warnings: Vec<Problem>,
@@ -184,13 +189,9 @@ pub(super) fn gather(ws: &Workspace, reader: &Reader, reference: &str) -> Result
     let selection = crate::journal::digest::about(ws, &subjects)?;
     let events = selection.events;
     warnings.extend(events.warnings.iter().cloned());
-    let notes = index::notes(ws, &slugs)?;
-    warnings.extend(notes.warnings);
-    let superseded = notes
-        .items
-        .iter()
-        .filter_map(|n| n.supersedes().map(str::to_string))
-        .collect();
+    let notes = Notes::load(ws, &slugs)?;
+    warnings.extend(notes.warnings.iter().cloned());
+    let superseded = notes.superseded.clone();
     let mut scope = Scope {
         ws,
         reader,
@@ -200,12 +201,40 @@ pub(super) fn gather(ws: &Workspace, reader: &Reader, reference: &str) -> Result
         subtree,
         events,
         runs: selection.runs,
-        notes: notes.items,
+        notes: Vec::new(),
         superseded,
+        finding_about: BTreeSet::new(),
         bodies: BTreeMap::new(),
         warnings,
     };
     let doc = folded_task(&mut scope)?;
+    // The notes the sections can show, by subject: from the note digest, a few of them;
+    // without it, every note (the sections filter by the notes' own fields either way).
+    let project_slug = scope.task.project().to_string();
+    let named: BTreeSet<&str> = notes
+        .finding_subjects
+        .get(&project_slug)
+        .into_iter()
+        .flatten()
+        .map(String::as_str)
+        .chain(pending_findings(&scope).filter_map(|e| e.about()))
+        .collect();
+    scope.finding_about = finding_targets(&scope, named)?;
+    let mut wanted: BTreeSet<String> = BTreeSet::from([
+        note_digest::workspace(),
+        note_digest::project(&project_slug),
+        note_digest::about(&scope.project_id()),
+        note_digest::about(scope.task.id()),
+    ]);
+    wanted.extend(scope.ancestors.iter().map(|a| note_digest::about(a.id())));
+    wanted.extend(scope.finding_about.iter().map(|a| note_digest::about(a)));
+    wanted.extend(pending_findings(&scope).map(|e| note_digest::id(&format!("n-{}", e.id()))));
+    for target in wikilinks(&link_text(&doc)) {
+        wanted.insert(note_digest::id(&target));
+        wanted.insert(note_digest::stem(&target));
+        wanted.insert(note_digest::id(&format!("n-{target}")));
+    }
+    scope.notes = notes.select(ws, &slugs, &wanted)?;
     let project_path = ws.path(&["projects", scope.task.project(), "project.md"]);
     let project = objects::read_document(ws, &project_path).map_err(objects::Error::from)?;
     let task_text = searchable(&doc);
@@ -704,25 +733,7 @@ fn findings(scope: &mut Scope<'_>) -> Result<Section, Error> {
         .blocks()
         .counted(None);
     let project = scope.task.project().to_string();
-    // Borrowed, not copied: every finding of the project names a candidate, thousands of
-    // them in a large workspace, and only the few that are targets are kept.
-    let about: BTreeSet<String> = {
-        let named: BTreeSet<&str> = scope
-            .notes
-            .iter()
-            .filter(|n| n.kind() == "finding" && n.project() == Some(project.as_str()))
-            .filter_map(|n| n.about())
-            .chain(
-                scope
-                    .events
-                    .entries
-                    .iter()
-                    .filter(|e| e.kind() == "finding" && scope.events.is_pending(e))
-                    .filter_map(|e| e.about()),
-            )
-            .collect();
-        finding_targets(scope, named)?
-    };
+    let about = scope.finding_about.clone();
     let mut found: Vec<Finding> = Vec::new();
     let notes: Vec<Arc<NoteEntry>> = scope
         .notes
@@ -860,13 +871,8 @@ fn linked(
     shown: &BTreeSet<String>,
 ) -> Result<Section, Error> {
     let mut s = Section::new("linked", "Linked", "links").blocks();
-    let mut text = String::new();
-    for name in ["So that", "Context", "Acceptance", "Out of scope"] {
-        text.push_str(section_text(&t.doc.body, name).unwrap_or(""));
-        text.push('\n');
-    }
     let mut seen = BTreeSet::new();
-    for target in wikilinks(&text) {
+    for target in wikilinks(&link_text(t)) {
         if !seen.insert(target.clone()) {
             continue;
         }
@@ -921,6 +927,25 @@ fn link_item(
         }));
     }
     Ok(None)
+}
+
+/// The sections of the task whose links the brief follows.
+fn link_text(t: &FoldedTask) -> String {
+    let mut text = String::new();
+    for name in ["So that", "Context", "Acceptance", "Out of scope"] {
+        text.push_str(section_text(&t.doc.body, name).unwrap_or(""));
+        text.push('\n');
+    }
+    text
+}
+
+/// The pending `finding` events of the selection.
+fn pending_findings<'s>(scope: &'s Scope<'_>) -> impl Iterator<Item = &'s EventEntry> {
+    scope
+        .events
+        .entries
+        .iter()
+        .filter(|e| e.kind() == "finding" && scope.events.is_pending(e))
 }
 
 /// The `[[target]]` and `[[target|label]]` links of `text`, outside code spans and fenced

@@ -1396,6 +1396,17 @@ impl Extract for NoteEntry {
     }
 }
 
+impl NoteEntry {
+    /// The entry's bytes, as [`NoteEntry::from_bytes`] takes them back.
+    pub(super) fn bytes(&self) -> &[u8] {
+        self.0.bytes()
+    }
+
+    pub(super) fn from_bytes(bytes: Vec<u8>) -> Option<NoteEntry> {
+        Record::from_bytes(bytes).map(NoteEntry)
+    }
+}
+
 /// Every note of the projects `projects` (directory names, as [`super::projects::list`]
 /// gives them) and of the workspace scope, sorted by id, with the warnings of the listing.
 pub fn notes(ws: &Workspace, projects: &[String]) -> Result<Listing<Arc<NoteEntry>>, Error> {

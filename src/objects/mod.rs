@@ -4,8 +4,10 @@
 
 pub mod agents;
 pub mod codec;
+pub mod filed;
 pub mod glossary;
 pub mod index;
+pub mod note_digest;
 pub mod notes;
 pub mod projects;
 pub mod queues;

@@ -160,6 +160,12 @@ fn assert_cache_is_only_speed(repo: &Repo, when: &str, rows: bool) -> Vec<String
         cache.join("events.idx").exists(),
         "{when}: the event digest was written"
     );
+    if rows {
+        assert!(
+            cache.join("notes.idx").exists(),
+            "{when}: the note digest was written"
+        );
+    }
     std::fs::remove_dir_all(&cache).expect("delete cache");
     let none = reads(repo);
     for ((a, b), c) in building.iter().zip(&served).zip(&none) {
@@ -396,6 +402,11 @@ fn a_damaged_event_digest_is_ignored_and_changes_no_output() {
     damaged_cache_file_is_ignored("cache/events.idx");
 }
 
+#[test]
+fn a_damaged_note_digest_is_ignored_and_changes_no_output() {
+    damaged_cache_file_is_ignored("cache/notes.idx");
+}
+
 fn damaged_cache_file_is_ignored(file: &str) {
     let repo = example();
     let clean = assert_cache_is_only_speed(&repo, "untouched example", true);
@@ -559,8 +570,9 @@ fn files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     }
 }
 
-/// The brief reads the event log through its digest (`cache/events.idx`): an event written
-/// by hand, and then a receipt settling it, each show in the very next brief.
+/// The brief reads the event log and the notes through their digests (`cache/events.idx`,
+/// `cache/notes.idx`): an event written by hand, a receipt settling it, and a note written
+/// by hand each show in the very next brief.
 #[test]
 fn events_written_by_hand_reach_the_next_brief_through_the_digest() {
     let repo = example();
@@ -614,6 +626,19 @@ fn events_written_by_hand_reach_the_next_brief_through_the_digest() {
     .unwrap();
     let settled = brief(&repo);
     assert!(!line(&settled).contains("(pending)"), "{settled}");
+    // A decision written by hand, through the note digest.
+    aged();
+    assert_eq!(brief(&repo), settled, "served from both digests");
+    std::fs::write(
+        repo.ws("projects/checkout/notes/decisions/log-every-rounding.md"),
+        "+++\nid = \"n-01KJQP55T07PRX6PT5044WPXW2\"\nkind = \"note\"\n\
+         note_kind = \"decision\"\ncreated = 2026-03-02T16:31:00Z\ncreated_by = \"a-root\"\n\
+         scope = \"project\"\nabout = \"p-checkout\"\n+++\n\n# Log every rounding\n\n\
+         ## Chose\nA log line per rounding.\n",
+    )
+    .unwrap();
+    let settled = brief(&repo);
+    assert!(settled.contains("Log every rounding"), "{settled}");
     std::fs::remove_dir_all(repo.ws("cache")).unwrap();
     assert_eq!(brief(&repo), settled, "no cache, same brief");
 }
