@@ -1051,7 +1051,13 @@ pub struct Lookup {
     scans: Vec<std::cell::Cell<usize>>,
     /// Entries read so far, by project and position.
     read: std::cell::RefCell<std::collections::HashMap<(usize, usize), Arc<TaskEntry>>>,
+    /// Answers of [`Lookup::find`] so far, by id and project: a brief names the same few
+    /// objects on many of its lines.
+    found: FoundMemo,
 }
+
+type FoundMemo =
+    std::cell::RefCell<std::collections::HashMap<(String, Option<String>), Option<Arc<TaskEntry>>>>;
 
 impl Lookup {
     /// The tasks of projects `slugs` (in that order), with the warnings of those listed.
@@ -1073,6 +1079,7 @@ impl Lookup {
             by_hash,
             scans,
             read: std::cell::RefCell::new(std::collections::HashMap::new()),
+            found: std::cell::RefCell::new(std::collections::HashMap::new()),
         };
         Ok((lookup, warnings))
     }
@@ -1148,6 +1155,21 @@ impl Lookup {
 
     /// The first task with this id, in project order; only in project `only` when given.
     fn find(
+        &self,
+        ws: &Workspace,
+        id: &str,
+        only: Option<&str>,
+    ) -> Result<Option<Arc<TaskEntry>>, Error> {
+        let key = (id.to_string(), only.map(str::to_string));
+        if let Some(found) = self.found.borrow().get(&key) {
+            return Ok(found.clone());
+        }
+        let found = self.find_uncached(ws, id, only)?;
+        self.found.borrow_mut().insert(key, found.clone());
+        Ok(found)
+    }
+
+    fn find_uncached(
         &self,
         ws: &Workspace,
         id: &str,
