@@ -74,39 +74,50 @@ pub fn about(ws: &Workspace, subjects: &BTreeSet<String>) -> Result<Selection, o
 
 /// The selection of [`about`], made from the whole log.
 pub fn select(events: &Events, subjects: &BTreeSet<String>) -> Selection {
-    let first: Vec<&EventEntry> = events
-        .entries
-        .iter()
-        .filter(|e| e.kind() != "applied")
-        .filter(|e| {
-            filed_under(e, events.is_pending(e))
-                .iter()
-                .any(|s| *s == PENDING || subjects.contains(*s))
-        })
-        .collect();
-    let questions: BTreeSet<&str> = first
-        .iter()
-        .filter(|e| e.kind() == "help")
-        .map(|e| e.id())
-        .collect();
-    let picked: Vec<EventEntry> = events
-        .entries
-        .iter()
-        .filter(|e| e.kind() != "applied")
-        .filter(|e| {
-            filed_under(e, events.is_pending(e))
-                .iter()
-                .any(|s| *s == PENDING || subjects.contains(*s) || questions.contains(*s))
-        })
-        .cloned()
-        .collect();
-    let states = picked.iter().map(|e| events.state(e)).collect();
+    let candidates = || {
+        events
+            .entries
+            .iter()
+            .filter(|e| e.kind() != "applied")
+            .map(|e| (e, events.state(e)))
+    };
+    let none = BTreeSet::new();
+    let questions = questions_among(
+        candidates()
+            .filter(|(e, state)| chosen(e, state, subjects, &none))
+            .map(|(e, _)| e),
+    );
+    let (picked, states): (Vec<EventEntry>, Vec<EventState>) = candidates()
+        .filter(|(e, state)| chosen(e, state, subjects, &questions))
+        .map(|(e, state)| (e.clone(), state))
+        .unzip();
     let mut part = Events::part(picked, states);
     part.warnings = events.warnings.clone();
     Selection {
         events: part,
         runs: run_counts(events),
     }
+}
+
+/// The rule of a selection: an event (not a receipt) in state `state` is chosen when it is
+/// pending or filed under one of `subjects`, or answers one of `questions`.
+fn chosen(
+    e: &EventEntry,
+    state: &EventState,
+    subjects: &BTreeSet<String>,
+    questions: &BTreeSet<String>,
+) -> bool {
+    filed_under(e, *state == EventState::Pending)
+        .iter()
+        .any(|s| *s == PENDING || subjects.contains(*s) || questions.contains(*s))
+}
+
+/// The ids of the questions (`help` events) among `events`.
+fn questions_among<'e>(events: impl Iterator<Item = &'e EventEntry>) -> BTreeSet<String> {
+    events
+        .filter(|e| e.kind() == "help")
+        .map(|e| e.id().to_string())
+        .collect()
 }
 
 /// The subjects an event is filed under.
@@ -253,23 +264,14 @@ fn entries<'s>(
 /// [`select`] over the digest; `None` when a part of the file fails its check.
 fn select_filed(digest: &Filed, subjects: &BTreeSet<String>) -> Option<Selection> {
     let (runs, rejected) = header(digest)?;
-    let files = |e: &EventEntry, state: &EventState, also: &BTreeSet<String>| {
-        filed_under(e, *state == EventState::Pending)
-            .iter()
-            .any(|s| *s == PENDING || subjects.contains(*s) || also.contains(*s))
-    };
     let none = BTreeSet::new();
     let keys = subjects.iter().map(String::as_str).chain([PENDING]);
     let mut found = entries(digest, &rejected, keys)?;
-    found.retain(|(e, state)| files(e, state, &none));
-    let questions: BTreeSet<String> = found
-        .iter()
-        .filter(|(e, _)| e.kind() == "help")
-        .map(|(e, _)| e.id().to_string())
-        .collect();
+    found.retain(|(e, state)| chosen(e, state, subjects, &none));
+    let questions = questions_among(found.iter().map(|(e, _)| e));
     if !questions.is_empty() {
         let mut answers = entries(digest, &rejected, questions.iter().map(String::as_str))?;
-        answers.retain(|(e, state)| files(e, state, &questions));
+        answers.retain(|(e, state)| chosen(e, state, subjects, &questions));
         found.extend(answers);
     }
     found.sort_by(|a, b| a.0.id().cmp(b.0.id()));

@@ -357,14 +357,15 @@ impl Filed {
     }
 }
 
+/// Reads exactly `buf.len()` bytes of `file` at offset `at`; `None` on any failure.
 #[cfg(unix)]
-fn read_at(file: &File, buf: &mut [u8], at: u64) -> Option<()> {
+pub fn read_at(file: &File, buf: &mut [u8], at: u64) -> Option<()> {
     use std::os::unix::fs::FileExt;
     file.read_exact_at(buf, at).ok()
 }
 
 #[cfg(not(unix))]
-fn read_at(mut file: &File, buf: &mut [u8], at: u64) -> Option<()> {
+pub fn read_at(mut file: &File, buf: &mut [u8], at: u64) -> Option<()> {
     use std::io::{Read, Seek, SeekFrom};
     file.seek(SeekFrom::Start(at)).ok()?;
     file.read_exact(buf).ok()

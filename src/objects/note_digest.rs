@@ -99,10 +99,7 @@ impl Notes {
                     .insert(a.to_string());
             }
         }
-        if listing.warnings.is_empty()
-            && let Some(before) = before
-            && walk(ws, slugs).as_ref() == Some(&before)
-        {
+        if listing.warnings.is_empty() && walk(ws, slugs) == before {
             let mut extra = Output::default();
             extra.var(slugs.len() as u64);
             for s in slugs {
@@ -217,7 +214,7 @@ fn header(digest: &Filed) -> Option<Header> {
 }
 
 /// The stamps of the directories the note listing of `slugs` reads, in a fixed order.
-fn walk(ws: &Workspace, slugs: &[String]) -> Option<Vec<DirStamp>> {
+fn walk(ws: &Workspace, slugs: &[String]) -> Vec<DirStamp> {
     let mut out = vec![filed::dir_stamp(ws, &ws.path(&["projects"]))];
     let mut bases: Vec<std::path::PathBuf> = slugs
         .iter()
@@ -230,5 +227,5 @@ fn walk(ws: &Workspace, slugs: &[String]) -> Option<Vec<DirStamp>> {
             out.push(filed::dir_stamp(ws, &base.join(dir)));
         }
     }
-    Some(out)
+    out
 }

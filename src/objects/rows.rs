@@ -21,6 +21,8 @@
 
 use std::collections::BTreeSet;
 use std::fs::File;
+
+use super::filed::read_at;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
@@ -251,11 +253,7 @@ impl Rows {
     /// otherwise.
     pub fn open(ws: &Workspace, slug: &str) -> Option<Rows> {
         // The verification of a recent directory is a listing: measure from before it.
-        #[allow(
-            clippy::disallowed_methods,
-            reason = "a monotonic span bounding the index's racy window; never shown or stored as a time"
-        )]
-        let started = Instant::now();
+        let started = super::filed::started();
         let base = Part::read_shared(&base_file(ws, slug), slug)?;
         if base.base.is_some() {
             return None;
@@ -543,7 +541,7 @@ impl Rows {
     /// holds exactly the files of the rows ([`Rows::open`]), which catches any other change
     /// made there meanwhile. Failure is ignored: the next reader lists the project.
     pub fn record_created(&self, ws: &Workspace, entry: &TaskEntry, name: &str) {
-        let started = self_started();
+        let started = super::filed::started();
         let open = ws.path(&["projects", &self.slug, "tasks", "open"]);
         let key = format!("projects/{}/tasks/open", self.slug);
         let (Some(now), Some(ino)) = (Stamp::of_dir(&open), file_ino(&open.join(name))) else {
@@ -600,16 +598,6 @@ fn verified_here(path: &Path, stamp: Stamp) -> bool {
         .is_ok_and(|m| m.as_ref().is_some_and(|(p, s)| p == path && *s == stamp))
 }
 
-/// The start of a span bounding a racy window.
-fn self_started() -> Instant {
-    #[allow(
-        clippy::disallowed_methods,
-        reason = "a monotonic span bounding the index's racy window; never shown or stored as a time"
-    )]
-    let now = Instant::now();
-    now
-}
-
 fn elapsed_ns(started: Instant) -> i128 {
     i128::try_from(started.elapsed().as_nanos()).unwrap_or(i128::MAX)
 }
@@ -644,19 +632,6 @@ fn base_file(ws: &Workspace, slug: &str) -> std::path::PathBuf {
 
 fn overlay_file(ws: &Workspace, slug: &str) -> std::path::PathBuf {
     cache_file_named(ws, &format!("tasks-{slug}.add"))
-}
-
-#[cfg(unix)]
-fn read_at(file: &File, buf: &mut [u8], at: u64) -> Option<()> {
-    use std::os::unix::fs::FileExt;
-    file.read_exact_at(buf, at).ok()
-}
-
-#[cfg(not(unix))]
-fn read_at(mut file: &File, buf: &mut [u8], at: u64) -> Option<()> {
-    use std::io::{Read, Seek, SeekFrom};
-    file.seek(SeekFrom::Start(at)).ok()?;
-    file.read_exact(buf).ok()
 }
 
 /// The assignee table, the rows and the entry bytes of `listing` (sorted, one entry per
