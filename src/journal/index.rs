@@ -3,14 +3,14 @@
 //! how often a shortcut ran costs a directory walk and a cache lookup, not a parse of every
 //! event. Whole events are loaded only where their body or kind fields are needed.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::model::Grant;
 use crate::model::event::{EventHead, is_journal, is_mailbox};
 use crate::model::id::{ROOT_AGENT, parse_ulid, ulid_time};
 use crate::objects::codec::{Buf, Input, Output, Record, RecordBuilder};
-use crate::objects::index::{Extract, FileCache, settled_pass};
+use crate::objects::index::{Extract, FileCache, Served, Stamp, settled_pass};
 use crate::objects::{self, field_problem};
 use crate::store::{Document, Problem, Reason};
 use crate::workspace::Workspace;
@@ -206,28 +206,34 @@ impl Extract for EventEntry {
 pub struct Events {
     pub entries: Vec<EventEntry>,
     pub warnings: Vec<Problem>,
-    applied: BTreeSet<String>,
-    rejected: BTreeMap<String, String>,
+    // Shared: a server hands the same settled log to every call ([`read`]).
+    applied: Arc<HashSet<String>>,
+    rejected: Arc<HashMap<String, String>>,
 }
 
 impl Events {
     /// A part of the log: `entries` (sorted by id, one per id), each with the state the whole
     /// log gives it ([`Events::state`] answers exactly that for each of them).
     pub(super) fn part(entries: Vec<EventEntry>, states: Vec<EventState>) -> Events {
-        let mut out = Events::default();
+        let mut applied = HashSet::new();
+        let mut rejected = HashMap::new();
         for (e, state) in entries.iter().zip(states) {
             match state {
                 EventState::Settled => {
-                    out.applied.insert(e.id().to_string());
+                    applied.insert(e.id().to_string());
                 }
                 EventState::Rejected(why) => {
-                    out.rejected.insert(e.id().to_string(), why);
+                    rejected.insert(e.id().to_string(), why);
                 }
                 EventState::Pending | EventState::Journal => {}
             }
         }
-        out.entries = entries;
-        out
+        Events {
+            entries,
+            warnings: Vec::new(),
+            applied: Arc::new(applied),
+            rejected: Arc::new(rejected),
+        }
     }
 
     /// The state of one event.
@@ -268,10 +274,59 @@ impl Events {
 /// [`super::read`] reports them.
 pub fn read(ws: &Workspace) -> Result<Events, objects::Error> {
     let (mut out, cache) = settled_pass(ws, "events", |cache| scan(ws, cache))?;
+    let served = cache.served_token();
     cache.save(ws);
+    // A server reads the same log on every call: when the scan served every directory from
+    // the very extracts it served last time, and the agents whose receipts count are as they
+    // were, the log sorted and settled then is the answer.
+    if let Some(token) = &served
+        && let Ok(memos) = read_memos().lock()
+        && let Some(m) = memos.get(ws.dir())
+        && m.served.same(token)
+        && m.agents
+            .iter()
+            .all(|(path, stamp)| Stamp::of(path) == *stamp)
+    {
+        return Ok(Events {
+            entries: m.entries.clone(),
+            warnings: out.warnings,
+            applied: Arc::clone(&m.applied),
+            rejected: Arc::clone(&m.rejected),
+        });
+    }
     objects::sort_by_str_key(&mut out.entries, |e| e.id());
-    settle(ws, &mut out);
+    let agents = settle(ws, &mut out);
+    if let Some(served) = served
+        && let Ok(mut memos) = read_memos().lock()
+    {
+        memos.insert(
+            ws.dir().to_path_buf(),
+            ReadMemo {
+                served,
+                agents,
+                entries: out.entries.clone(),
+                applied: Arc::clone(&out.applied),
+                rejected: Arc::clone(&out.rejected),
+            },
+        );
+    }
     Ok(out)
+}
+
+/// The log a [`read`] sorted and settled, what it was read from: the directories' extracts
+/// and the stamps of the agent files whose grants decided which receipts count.
+struct ReadMemo {
+    served: Served,
+    agents: Vec<(std::path::PathBuf, Option<Stamp>)>,
+    entries: Vec<EventEntry>,
+    applied: Arc<HashSet<String>>,
+    rejected: Arc<HashMap<String, String>>,
+}
+
+fn read_memos() -> &'static std::sync::Mutex<HashMap<std::path::PathBuf, ReadMemo>> {
+    static MEMOS: std::sync::OnceLock<std::sync::Mutex<HashMap<std::path::PathBuf, ReadMemo>>> =
+        std::sync::OnceLock::new();
+    MEMOS.get_or_init(|| std::sync::Mutex::new(HashMap::new()))
 }
 
 /// One pass over the live log and the unsealed archive segments, unsorted and unsettled.
@@ -388,33 +443,44 @@ fn entry_of(
 }
 
 /// Applies the honoured receipts in ULID order, as [`super::read`] does.
-fn settle(ws: &Workspace, events: &mut Events) {
+/// Returns the agent files consulted, each with its stamp taken before it was read.
+fn settle(ws: &Workspace, events: &mut Events) -> Vec<(std::path::PathBuf, Option<Stamp>)> {
     let mut honoured: BTreeMap<String, bool> = BTreeMap::new();
+    let mut consulted = Vec::new();
+    let mut applied = HashSet::new();
+    let mut rejected = HashMap::new();
     for ev in events.entries.iter().filter(|e| e.kind() == "applied") {
         let ok = *honoured
             .entry(ev.created_by().to_string())
             .or_insert_with(|| {
-                ev.created_by() == ROOT_AGENT
-                    || objects::agents::load(ws, ev.created_by())
-                        .is_ok_and(|a| a.grant == Grant::Rw)
+                if ev.created_by() == ROOT_AGENT {
+                    return true;
+                }
+                if crate::model::id::is_agent_id(ev.created_by()) {
+                    let path = objects::agents::file(ws, ev.created_by());
+                    consulted.push((path.clone(), Stamp::of(&path)));
+                }
+                objects::agents::load(ws, ev.created_by()).is_ok_and(|a| a.grant == Grant::Rw)
             });
         if !ok {
             continue;
         }
         for id in ev.applied() {
-            if !events.rejected.contains_key(id) {
-                events.applied.insert(id.to_string());
+            if !rejected.contains_key(id) {
+                applied.insert(id.to_string());
             }
         }
         for (id, reason) in ev.rejected() {
-            if !events.applied.contains(id) {
-                events
-                    .rejected
+            if !applied.contains(id) {
+                rejected
                     .entry(id.to_string())
                     .or_insert_with(|| reason.to_string());
             }
         }
     }
+    events.applied = Arc::new(applied);
+    events.rejected = Arc::new(rejected);
+    consulted
 }
 
 fn digits(s: &str, n: usize) -> bool {

@@ -5,6 +5,7 @@ pub mod archive;
 pub mod digest;
 pub mod evidence;
 pub mod fold;
+pub mod folds;
 pub mod index;
 pub mod record;
 pub mod runs;

@@ -20,6 +20,7 @@ use crate::workspace::Workspace;
 
 use super::Journal;
 use super::fold::{Folded, dod_facts_with, fold_task};
+use super::folds::{FoldCache, Inputs, View};
 use super::index::{EventEntry, Events};
 use super::view::{Acceptance, EstimateView, TaskSummary};
 
@@ -34,8 +35,11 @@ pub struct Snapshot {
     /// The projects whose notes [`Snapshot::load_notes`] reads; `None` once read.
     notes_of: Option<Vec<String>>,
     /// The tasks whose pending events change what a reader sees (anything but comments and
-    /// findings), read in full and folded, with what folding did.
+    /// findings), read in full and folded, with what folding did. [`Snapshot::load_picked`]
+    /// leaves out those whose view it found in `cache/folds.bin`.
     pub folded: BTreeMap<String, (tasks::Located, Folded)>,
+    /// What readers see of every task pending events change: what the accessors answer.
+    views: BTreeMap<String, View>,
     /// Pending events by the object they are about.
     pending: BTreeMap<String, usize>,
     /// The addresses of the folded tasks' entries: most tasks are not folded, and asking
@@ -86,9 +90,11 @@ impl Snapshot {
             .collect();
         let related = Related::of(&snapshot.events);
         for entry in changed {
-            match snapshot.fold(ws, &entry, &related, passes) {
-                Ok(folded) => {
+            let (judged, inputs) = snapshot.fold_inputs(ws, &entry, &related);
+            match snapshot.fold(ws, &entry, &related, passes, judged, inputs) {
+                Ok((folded, view)) => {
                     snapshot.folded_at.insert(address(&entry));
+                    snapshot.views.insert(entry.id().to_string(), view);
                     snapshot.folded.insert(entry.id().to_string(), folded);
                 }
                 // Broken since it was indexed (rewritten in place): reported, shown unfolded.
@@ -123,6 +129,7 @@ impl Snapshot {
             notes: Vec::new(),
             notes_of: Some(slugs),
             folded: BTreeMap::new(),
+            views: BTreeMap::new(),
             pending,
             folded_at: BTreeSet::new(),
             warnings,
@@ -183,12 +190,13 @@ impl Snapshot {
                 .collect();
         }
         // The tasks to fold, found by the hashes of their ids, then read and folded.
-        let fold_hashes: BTreeSet<u32> = to_fold.iter().map(|id| id_hash(id)).collect();
+        // Sorted hashes, searched for each of thousands of rows: cheaper than a set.
+        let fold_hashes = sorted_hashes(to_fold.iter().map(|id| id_hash(id)));
         let mut changed: BTreeMap<(usize, usize), Arc<TaskEntry>> = BTreeMap::new();
         for (p, (_, tasks)) in loaded.iter().enumerate() {
             for at in 0..tasks.len() {
                 let item = tasks.item(at);
-                if !fold_hashes.contains(&item.id_hash()) {
+                if fold_hashes.binary_search(&item.id_hash()).is_err() {
                     continue;
                 }
                 let Some(entry) = item.entry() else {
@@ -200,11 +208,28 @@ impl Snapshot {
             }
         }
         let related = Related::of(&snapshot.events);
+        // Folds are kept in `cache/folds.bin` for the next reader (and found there).
+        let mut kept = (!changed.is_empty()).then(|| FoldCache::load(ws));
         for entry in changed.values() {
-            match snapshot.fold(ws, entry, &related, passes) {
-                Ok(folded) => {
+            let id = entry.id();
+            let (judged, inputs) = snapshot.fold_inputs(ws, entry, &related);
+            if !judged && let Some(view) = kept.as_mut().and_then(|k| k.get(id, &inputs)) {
+                snapshot.folded_at.insert(address(entry));
+                snapshot.views.insert(id.to_string(), view);
+                continue;
+            }
+            let warned = snapshot.warnings.len();
+            match snapshot.fold(ws, entry, &related, passes, judged, inputs.clone()) {
+                Ok((folded, view)) => {
+                    if !judged
+                        && snapshot.warnings.len() == warned
+                        && let Some(k) = kept.as_mut()
+                    {
+                        k.put(id, inputs, view.clone());
+                    }
                     snapshot.folded_at.insert(address(entry));
-                    snapshot.folded.insert(entry.id().to_string(), folded);
+                    snapshot.views.insert(id.to_string(), view);
+                    snapshot.folded.insert(id.to_string(), folded);
                 }
                 Err(objects::Error::Store(crate::store::Error::Malformed(p))) => {
                     snapshot.warnings.push(p);
@@ -212,9 +237,12 @@ impl Snapshot {
                 Err(e) => return Err(e),
             }
         }
+        if let Some(k) = kept {
+            k.save(ws);
+        }
         let after_hash = after.map(id_hash);
         let wanted = wanted(&snapshot.events);
-        let wanted_hashes: BTreeSet<u32> = wanted.iter().map(|id| id_hash(id)).collect();
+        let wanted_hashes = sorted_hashes(wanted.iter().map(|id| id_hash(id)));
         let mut picked = Picked {
             total: 0,
             by_id: BTreeMap::new(),
@@ -231,20 +259,23 @@ impl Snapshot {
         let mut looked_up: Vec<Vec<usize>> = vec![Vec::new(); loaded.len()];
         let mut order: Vec<(usize, usize)> = Vec::new();
         for (p, (slug, tasks)) in loaded.iter().enumerate() {
+            // The changed tasks of this project, met in order as the walk goes.
+            let mut next_changed = changed.range((p, 0)..(p + 1, 0)).peekable();
             for at in 0..tasks.len() {
                 let item = tasks.item(at);
-                let folded = changed
-                    .get(&(p, at))
+                let folded = next_changed
+                    .next_if(|((_, c), _)| *c == at)
+                    .map(|(_, e)| e)
                     .filter(|e| snap.folded_at.contains(&address(e)));
                 if let Some(e) = folded {
                     // Every folded task is found by id: a caller judging tasks by their
                     // folded fields must see those the fold changed.
                     picked.by_id.insert(e.id().to_string(), Arc::clone(e));
-                } else if wanted_hashes.contains(&item.id_hash()) {
+                } else if wanted_hashes.binary_search(&item.id_hash()).is_ok() {
                     looked_up[p].push(at);
                 }
-                let (status, assignee) = match folded.and_then(|e| snap.doc(e.id())) {
-                    Some(d) => (d.status, d.assignee()),
+                let (status, assignee) = match folded.and_then(|e| snap.views.get(e.id())) {
+                    Some(v) => (v.entry.status(), v.entry.assignee()),
                     None => (
                         Status::parse(item.folder()).unwrap_or(Status::Open),
                         item.assignee(),
@@ -310,32 +341,42 @@ impl Snapshot {
         Ok(Some(picked))
     }
 
+    /// What a fold of `entry` reads: whether it judges a definition of done (such a fold
+    /// looks at notes and is never kept), and the stamps of the task's file and of each
+    /// event file it reads, taken before anything is read (a file changed meanwhile misses
+    /// next time).
+    fn fold_inputs(&self, ws: &Workspace, entry: &TaskEntry, index: &Related) -> (bool, Inputs) {
+        let read = journal_entries(&self.events, index, entry.id());
+        let judged = read
+            .iter()
+            .any(|e| matches!(e.kind(), "finish" | "propose-status"));
+        let inputs = Inputs {
+            task: Stamp::of(&ws.dir().join(entry.file())),
+            events: read
+                .iter()
+                .map(|e| Stamp::of(&ws.dir().join(e.file())))
+                .collect(),
+        };
+        (judged, inputs)
+    }
+
     /// Reads one task in full and applies its pending events, as `fold_all` does with the
     /// whole journal: the partial journal holds every event the fold and the definition of
     /// done look at for this task (its pending events, answers to its questions, its runs).
+    /// `judged` and `stamps` are [`Snapshot::fold_inputs`]'s.
     fn fold(
         &mut self,
         ws: &Workspace,
         entry: &TaskEntry,
         index: &Related,
         passes: &dyn Fn(&DodFacts) -> bool,
-    ) -> Result<(tasks::Located, Folded), objects::Error> {
+        judged: bool,
+        stamps: Inputs,
+    ) -> Result<((tasks::Located, Folded), View), objects::Error> {
         let id = entry.id();
         let path = ws.dir().join(entry.file());
-        let read = journal_entries(&self.events, index, id);
         // A fold is a pure function of the files it reads, except where the definition of
         // done is judged (it looks at notes): those are folded every time.
-        let judged = read
-            .iter()
-            .any(|e| matches!(e.kind(), "finish" | "propose-status"));
-        // Stamps taken before anything is read: a file changed meanwhile misses next time.
-        let stamps = FoldStamps {
-            task: Stamp::of(&path),
-            events: read
-                .iter()
-                .map(|e| Stamp::of(&ws.dir().join(e.file())))
-                .collect(),
-        };
         let key = (ws.dir().to_path_buf(), id.to_string());
         if !judged
             && let Ok(memo) = fold_memos().lock()
@@ -343,7 +384,7 @@ impl Snapshot {
             && m.stamps == stamps
         {
             self.warnings.extend(m.warnings.iter().cloned());
-            return Ok(m.value.clone());
+            return Ok((m.value.clone(), m.view.clone()));
         }
         let mut task = tasks::read_one(ws, entry.project(), entry.folder(), path)?;
         let mut journal = journal_with(ws, &self.events, index, id)?;
@@ -362,9 +403,9 @@ impl Snapshot {
             passes(&dod_facts_with(ws, &journal, &has_note, &before, d))
         });
         task.doc = doc;
-        let complete = stamps.task.is_some() && stamps.events.iter().all(Option::is_some);
+        let view = View::of(entry, &task.doc, &folded);
         if !judged
-            && complete
+            && stamps.complete()
             && let Ok(mut memo) = fold_memos().lock()
         {
             memo.insert(
@@ -372,11 +413,12 @@ impl Snapshot {
                 FoldMemo {
                     stamps,
                     value: (task.clone(), folded.clone()),
+                    view: view.clone(),
                     warnings: journal_warnings,
                 },
             );
         }
-        Ok((task, folded))
+        Ok(((task, folded), view))
     }
 
     /// The folded document of a task that pending events change.
@@ -384,12 +426,21 @@ impl Snapshot {
         self.folded.get(id).map(|(t, _)| &t.doc)
     }
 
-    /// [`Snapshot::doc`] for an entry of `tasks`.
-    fn doc_of(&self, t: &TaskEntry) -> Option<&TaskDoc> {
-        if self.folded_at.contains(&address(t)) {
-            self.doc(t.id())
+    /// True when pending events change task `id` (its accessors answer with their fold),
+    /// whether or not [`Snapshot::doc`] holds its document.
+    pub fn is_folded(&self, id: &str) -> bool {
+        self.views.contains_key(id)
+    }
+
+    /// The entry the accessors read for an entry of `tasks`: its folded view when pending
+    /// events change it, else itself.
+    fn shown<'a>(&'a self, t: &'a TaskEntry) -> &'a TaskEntry {
+        if self.folded_at.contains(&address(t))
+            && let Some(v) = self.views.get(t.id())
+        {
+            &v.entry
         } else {
-            None
+            t
         }
     }
 
@@ -422,39 +473,27 @@ impl Snapshot {
 
     /// The folded owner.
     pub fn owner<'a>(&'a self, t: &'a TaskEntry) -> &'a str {
-        self.doc_of(t).map_or(t.owner(), |d| d.owner())
+        self.shown(t).owner()
     }
 
     /// The folded status.
     pub fn status(&self, t: &TaskEntry) -> Status {
-        self.doc_of(t).map_or_else(|| t.status(), |d| d.status)
+        self.shown(t).status()
     }
 
     /// The folded assignee.
     pub fn assignee<'a>(&'a self, t: &'a TaskEntry) -> Option<&'a str> {
-        match self.doc_of(t) {
-            Some(d) => d.assignee(),
-            None => t.assignee(),
-        }
+        self.shown(t).assignee()
     }
 
     /// The folded title as a `TaskRef` shows it.
     pub fn task_ref(&self, t: &TaskEntry) -> TaskRef {
-        let mut r = t.task_ref();
-        if let Some(d) = self.doc_of(t)
-            && !d.title().is_empty()
-        {
-            r.title = d.title().to_string();
-        }
-        r
+        self.shown(t).task_ref()
     }
 
     /// When an active task became active: the last Log line that made it so.
     pub fn active_since(&self, t: &TaskEntry) -> Option<String> {
-        match self.doc_of(t) {
-            Some(d) => crate::model::task::active_since(&d.log()),
-            None => t.active_since().map(str::to_string),
-        }
+        self.shown(t).active_since().map(str::to_string)
     }
 
     /// Pending events about an object.
@@ -464,49 +503,27 @@ impl Snapshot {
 
     /// The `TaskSummary` of a task, folded.
     pub fn summary(&self, t: &TaskEntry) -> TaskSummary {
-        let folded = self.folded.get(t.id());
-        let (acceptance, estimate, priority) = match folded {
-            Some((l, _)) => {
-                let criteria = l.doc.criteria();
-                (
-                    Acceptance {
-                        checked: criteria.iter().filter(|c| c.checked).count(),
-                        total: criteria.len(),
-                    },
-                    l.doc.estimate().ok().flatten(),
-                    l.doc.priority().to_string(),
-                )
-            }
-            None => (
-                Acceptance {
-                    checked: t.checked(),
-                    total: t.criteria(),
-                },
-                t.estimate().map(|[o, p, q]| Estimate {
+        let shown = self.shown(t);
+        TaskSummary {
+            task: shown.task_ref(),
+            status: shown.status(),
+            priority: shown.priority().to_string(),
+            owner: shown.owner().to_string(),
+            assignee: shown.assignee().map(str::to_string),
+            acceptance: Acceptance {
+                checked: shown.checked(),
+                total: shown.criteria(),
+            },
+            estimate: shown.estimate().map(|[o, p, q]| {
+                EstimateView::of(Estimate {
                     optimistic: o,
                     probable: p,
                     pessimistic: q,
-                }),
-                t.priority().to_string(),
-            ),
-        };
-        TaskSummary {
-            task: self.task_ref(t),
-            status: self.status(t),
-            priority,
-            owner: match folded {
-                Some((l, _)) => l.doc.owner().to_string(),
-                None => t.owner().to_string(),
-            },
-            assignee: self.assignee(t).map(str::to_string),
-            acceptance,
-            estimate: estimate.map(EstimateView::of),
-            tags: match folded {
-                Some((l, _)) => l.doc.tags(),
-                None => t.tags().into_iter().map(str::to_string).collect(),
-            },
+                })
+            }),
+            tags: shown.tags().into_iter().map(str::to_string).collect(),
             pending: self.pending_count(t.id()),
-            finish_requested: folded.is_some_and(|(_, f)| f.finish_requested()),
+            finish_requested: self.views.get(t.id()).is_some_and(|v| v.finish_requested),
         }
     }
 
@@ -514,27 +531,17 @@ impl Snapshot {
     pub fn plan_tasks(&self) -> Vec<PlanTask> {
         self.tasks
             .iter()
-            .map(|t| match self.folded.get(t.id()) {
-                Some((l, _)) => PlanTask {
+            .map(|t| {
+                let shown = self.shown(t);
+                PlanTask {
                     id: t.id().to_string(),
                     project: t.project().to_string(),
                     number: t.number(),
-                    status: l.doc.status,
-                    assignee: l.doc.assignee().map(str::to_string),
-                    priority: l.doc.priority().to_string(),
-                    parent: l.doc.parent().map(str::to_string),
-                    depends_on: l.doc.depends_on(),
-                    estimate: l.doc.estimate().ok().flatten(),
-                },
-                None => PlanTask {
-                    id: t.id().to_string(),
-                    project: t.project().to_string(),
-                    number: t.number(),
-                    status: t.status(),
-                    assignee: t.assignee().map(str::to_string),
-                    priority: t.priority().to_string(),
-                    parent: t.parent().map(str::to_string),
-                    depends_on: t
+                    status: shown.status(),
+                    assignee: shown.assignee().map(str::to_string),
+                    priority: shown.priority().to_string(),
+                    parent: shown.parent().map(str::to_string),
+                    depends_on: shown
                         .depends_on()
                         .iter()
                         .map(|(on, kind)| crate::model::task::Dependency {
@@ -542,12 +549,12 @@ impl Snapshot {
                             kind: kind.to_string(),
                         })
                         .collect(),
-                    estimate: t.estimate().map(|[o, p, q]| Estimate {
+                    estimate: shown.estimate().map(|[o, p, q]| Estimate {
                         optimistic: o,
                         probable: p,
                         pessimistic: q,
                     }),
-                },
+                }
             })
             .collect()
     }
@@ -568,6 +575,13 @@ fn pending_of(events: &Events) -> (BTreeMap<String, usize>, BTreeSet<String>) {
         }
     }
     (pending, to_fold)
+}
+
+fn sorted_hashes(hashes: impl Iterator<Item = u32>) -> Vec<u32> {
+    let mut v: Vec<u32> = hashes.collect();
+    v.sort_unstable();
+    v.dedup();
+    v
 }
 
 /// Which tasks [`Snapshot::load_picked`] folds.
@@ -605,17 +619,11 @@ pub fn task_journal(ws: &Workspace, events: &Events, id: &str) -> Result<Journal
     journal_with(ws, events, &Related::of(events), id)
 }
 
-/// The stamps of the files a fold of one task read: the task's and each event's.
-#[derive(PartialEq)]
-struct FoldStamps {
-    task: Option<Stamp>,
-    events: Vec<Option<Stamp>>,
-}
-
 /// A fold this process made: the stamps of what it read, what it gave and what it warned.
 struct FoldMemo {
-    stamps: FoldStamps,
+    stamps: Inputs,
     value: (tasks::Located, Folded),
+    view: View,
     warnings: Vec<Problem>,
 }
 

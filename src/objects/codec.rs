@@ -183,6 +183,22 @@ impl Output {
     }
 }
 
+/// Ends a cache file: a CRC-32 of everything before it, in five bytes of seven bits.
+pub fn seal(mut out: Output) -> Vec<u8> {
+    let sum = crc32fast::hash(&out.0);
+    out.fixed(u64::from(sum), 5);
+    out.0
+}
+
+/// The bytes [`seal`] sealed, when the checksum holds: a file torn by a crash (caches are
+/// written without fsync) or changed by hand is refused whole.
+pub fn unseal(bytes: &[u8]) -> Option<&[u8]> {
+    let body = bytes.len().checked_sub(5)?;
+    let sum = Input::new(bytes.get(body..)?).fixed(5)?;
+    let body = bytes.get(..body)?;
+    (u64::from(crc32fast::hash(body)) == sum).then_some(body)
+}
+
 /// Reads primitives from a buffer; every read is bounds-checked and `None` past the end.
 pub struct Input<'a> {
     buf: &'a [u8],

@@ -164,7 +164,7 @@ pub trait Extract: Send + Sync + Sized + 'static {
 
 /// The format string of a cache file of `T` extracts. (Two intermediate layouts once shared
 /// one format string; a cache written by one decoded as empty events under the other.)
-fn format_of<T: Extract>() -> String {
+pub fn format_of<T: Extract>() -> String {
     let mut out = Output::default();
     T::sample().encode(&mut out);
     format!("{FORMAT}/{:08x}", crc32fast::hash(&out.0))
@@ -208,6 +208,17 @@ fn memos() -> &'static Mutex<HashMap<PathBuf, Memo>> {
 }
 
 type Dirs<T> = BTreeMap<String, Arc<DirCache<T>>>;
+
+/// The directories a [`FileCache`] served unchanged ([`FileCache::served_token`]), held so
+/// that they stay what they were.
+pub struct Served(Vec<Arc<dyn Any + Send + Sync>>);
+
+impl Served {
+    /// True when both name the very same extracts.
+    pub fn same(&self, other: &Served) -> bool {
+        self.0.len() == other.0.len() && self.0.iter().zip(&other.0).all(|(a, b)| Arc::ptr_eq(a, b))
+    }
+}
 
 /// One cache file of extracts, organised by directory (relative to the workspace directory).
 ///
@@ -374,6 +385,21 @@ impl<T: Extract> FileCache<T> {
         Ok(out)
     }
 
+    /// What this cache served, when every directory scanned so far was served unchanged
+    /// (the very extracts of the previous scan, nothing listed or parsed again): a token
+    /// [`Served::same`] as one a previous scan returned means the same files, so a long-running
+    /// process may reuse what it derived from them. `None` when anything was listed or parsed.
+    pub fn served_token(&self) -> Option<Served> {
+        let (dirs, unchanged) = self.served();
+        unchanged.then(|| {
+            Served(
+                dirs.into_iter()
+                    .map(|d| d as Arc<dyn Any + Send + Sync>)
+                    .collect(),
+            )
+        })
+    }
+
     /// The directories scanned so far, and whether each was served unchanged from the cache
     /// (the very extracts of the previous scan, nothing listed or parsed again).
     fn served(&self) -> (Vec<Arc<DirCache<T>>>, bool) {
@@ -411,24 +437,26 @@ impl<T: Extract> FileCache<T> {
 
     /// The directories the last pass scanned and `also` (keys relative to the workspace),
     /// each with its stamp from before it was looked at, and when the pass started; `None`
-    /// unless every stamp is settled, so that what was found there is what they hold.
-    fn settled_dirs(
+    /// unless `also`'s stamp is settled. The scanned directories' stamps may be recent: a
+    /// reader of the rows made from them checks such a directory's names and inodes
+    /// before it trusts them ([`super::rows::Rows::open`]), so that back-to-back writers
+    /// do not each make the next reader list the project.
+    fn listed_dirs(
         &self,
         ws: &Workspace,
         also: (&Path, Option<Stamp>),
     ) -> Option<(Vec<DirStamp>, Instant)> {
+        if !also.1.is_none_or(|s| self.trusted(&s)) {
+            return None;
+        }
         let dirs = std::iter::once(also)
             .chain(
                 self.scanned
                     .iter()
                     .map(|(dir, stamp, _)| (dir.as_path(), *stamp)),
             )
-            .map(|(dir, stamp)| {
-                stamp
-                    .is_none_or(|s| self.trusted(&s))
-                    .then(|| (key_of(ws, dir), stamp))
-            })
-            .collect::<Option<Vec<_>>>()?;
+            .map(|(dir, stamp)| (key_of(ws, dir), stamp))
+            .collect();
         Some((dirs, self.started))
     }
 
@@ -487,9 +515,7 @@ fn encode_dirs<T: Extract>(listing_ns: i128, dirs: &Dirs<T>) -> Vec<u8> {
             }
         }
     }
-    let sum = crc32fast::hash(&out.0);
-    out.fixed(u64::from(sum), 5);
-    out.0
+    super::codec::seal(out)
 }
 
 /// [`encode_dirs`] read back; `None` for anything it did not write. The checksum at the end
@@ -497,13 +523,7 @@ fn encode_dirs<T: Extract>(listing_ns: i128, dirs: &Dirs<T>) -> Vec<u8> {
 /// changed by hand is refused whole, which is what lets the extracts skip checking their own
 /// bytes.
 fn decode_dirs<T: Extract>(buf: &Buf) -> Option<(i128, Dirs<T>)> {
-    let bytes = buf.as_bytes();
-    let body = bytes.len().checked_sub(5)?;
-    let sum = Input::new(bytes.get(body..)?).fixed(5)?;
-    if u64::from(crc32fast::hash(bytes.get(..body)?)) != sum {
-        return None;
-    }
-    let mut input = Input::new(bytes.get(..body)?);
+    let mut input = Input::new(super::codec::unseal(buf.as_bytes())?);
     if input.str()? != format_of::<T>() {
         return None;
     }
@@ -1051,7 +1071,7 @@ pub fn tasks(ws: &Workspace, slug: &str) -> Result<Listing<Arc<TaskEntry>>, Erro
     })?;
     let found = std::mem::take(&mut out.items);
     let (dirs, unchanged) = cache.served();
-    let settled = cache.settled_dirs(ws, (&tasks_dir, tasks_stamp));
+    let settled = cache.listed_dirs(ws, (&tasks_dir, tasks_stamp));
     cache.save(ws);
     let kept = settled.as_ref().map(|_| dirs.clone());
     let out = sorted_listing(ws, memo_key_dirs(ws, slug), dirs, unchanged, found, out);

@@ -13,7 +13,10 @@
 //!   but the status folders (every other case is served by the listing, which reports it);
 //! - it records the stamps of the tasks directory and of each status folder, taken before
 //!   they were listed, and is used only while each is unchanged and settled by the rule of
-//!   the index ([`Stamp::settled`]), applied to this file's own write time;
+//!   the index ([`Stamp::settled`]), applied to this file's own write time, or, for a status
+//!   folder whose stamp is too recent for that rule, after a listing of it finds exactly
+//!   the files the rows name, by name and inode (a writer that just changed it is then no
+//!   reason for every next reader to list the whole project);
 //! - rows hold hashes, never answers: a lookup fetches the entries whose hashes match and
 //!   compares their fields, so a collision costs a read, never a wrong result;
 //! - header and rows are checksummed together, each entry on its own; anything that fails
@@ -248,9 +251,9 @@ impl<'a> Row<'a> {
 
 impl Rows {
     /// The rows of project `slug`, when the files exist, pass their checks and every
-    /// directory they record is unchanged and settled (or, for a directory `task add` wrote
-    /// too recently to trust its stamp, holds exactly the files the rows name); `None`
-    /// otherwise.
+    /// directory they record is unchanged and settled, or is a status folder whose stamp is
+    /// too recent to prove anything (a writer just changed it) and holds exactly the files
+    /// the rows name; `None` otherwise.
     pub fn open(ws: &Workspace, slug: &str) -> Option<Rows> {
         // The verification of a recent directory is a listing: measure from before it.
         let started = super::filed::started();
@@ -258,41 +261,68 @@ impl Rows {
         if base.base.is_some() {
             return None;
         }
-        if base
-            .dirs
-            .iter()
-            .all(|(key, s)| current(ws, key, *s, base.stamp.mtime_ns(), base.listing_ns))
-        {
+        // The base alone, when no directory changed since it was written.
+        let mut base_recent = Vec::new();
+        let mut unchanged = true;
+        for (key, recorded) in &base.dirs {
+            if Stamp::of_dir(&ws.dir().join(key)) != *recorded {
+                unchanged = false;
+                break;
+            }
+            if !recorded.is_none_or(|s| s.settled(base.stamp.mtime_ns(), base.listing_ns)) {
+                base_recent.push(key.clone());
+            }
+        }
+        if unchanged && base_recent.is_empty() {
             return Some(Rows {
                 slug: slug.to_string(),
                 dirs: base.dirs.clone(),
                 parts: vec![base],
             });
         }
-        let over = Part::read(&overlay_file(ws, slug), slug)?;
-        if over.base != Some(base.stamp) {
-            return None;
-        }
-        let mut recent = Vec::new();
-        for (key, recorded) in &over.dirs {
-            if Stamp::of_dir(&ws.dir().join(key)) != *recorded {
-                return None;
-            }
-            if !current(ws, key, *recorded, over.stamp.mtime_ns(), over.listing_ns) {
-                recent.push(key.clone());
-            }
-        }
-        let rows = Rows {
-            slug: slug.to_string(),
-            dirs: over.dirs.clone(),
-            parts: vec![base, Arc::new(over)],
-        };
+        // Else the overlay that extends it (what `task add` created since, or a record that
+        // a reader verified the base's recent folders); a base whose folders are unchanged
+        // but recent, without one, is verified here and such a record written.
         let path = overlay_file(ws, slug);
-        if recent.is_empty() || verified_here(&path, rows.parts[1].stamp) {
+        let over = Part::read(&path, slug).filter(|o| o.base == Some(base.stamp));
+        let (rows, recent) = match over {
+            Some(over) => {
+                let mut recent = Vec::new();
+                for (key, recorded) in &over.dirs {
+                    if Stamp::of_dir(&ws.dir().join(key)) != *recorded {
+                        return None;
+                    }
+                    if !current(ws, key, *recorded, over.stamp.mtime_ns(), over.listing_ns) {
+                        recent.push(key.clone());
+                    }
+                }
+                let rows = Rows {
+                    slug: slug.to_string(),
+                    dirs: over.dirs.clone(),
+                    parts: vec![base, Arc::new(over)],
+                };
+                (rows, recent)
+            }
+            None if unchanged => {
+                let rows = Rows {
+                    slug: slug.to_string(),
+                    dirs: base.dirs.clone(),
+                    parts: vec![base],
+                };
+                (rows, base_recent)
+            }
+            None => return None,
+        };
+        if recent.is_empty()
+            || rows
+                .parts
+                .get(1)
+                .is_some_and(|over| verified_here(&path, over.stamp))
+        {
             return Some(rows);
         }
         for key in &recent {
-            if !rows.holds_exactly(ws, key) {
+            if !is_status_folder(key) || !rows.holds_exactly(ws, key) {
                 return None;
             }
         }
@@ -343,10 +373,18 @@ impl Rows {
         false
     }
 
-    /// Writes the overlay again as it is, timed by a listing that started `listing_ns` ago.
+    /// Writes the overlay again as it is (an empty one over a lone base), timed by a
+    /// listing that started `listing_ns` ago.
     fn rewrite_overlay(&self, ws: &Workspace, listing_ns: i128) {
-        let [base, over] = self.parts.as_slice() else {
-            return;
+        let (base, over) = match self.parts.as_slice() {
+            [base] => {
+                let head = header(&self.slug, Some(base.stamp), listing_ns, &base.dirs, &[]);
+                let bytes = wrap(&head, &[], &[]);
+                let _ = ws.fs.replace_derived(&overlay_file(ws, &self.slug), &bytes);
+                return;
+            }
+            [base, over] => (base, over),
+            _ => return,
         };
         let mut entries = Vec::new();
         if (read_at(
@@ -600,6 +638,14 @@ fn verified_here(path: &Path, stamp: Stamp) -> bool {
 
 fn elapsed_ns(started: Instant) -> i128 {
     i128::try_from(started.elapsed().as_nanos()).unwrap_or(i128::MAX)
+}
+
+/// True when `key` names a status folder (`…/tasks/<folder>`), not the tasks directory,
+/// whose folders the names of its `.md` files say nothing about.
+fn is_status_folder(key: &str) -> bool {
+    key.rsplit_once('/').is_some_and(|(parent, folder)| {
+        parent.ends_with("/tasks") && STATUS_FOLDERS.contains(&folder)
+    })
 }
 
 /// True when directory `key` still has stamp `recorded`, settled as of a file written at
@@ -971,8 +1017,9 @@ pub fn resolve(
 }
 
 /// Writes the rows of project `slug` from its listing when they are not current: called by
-/// the listing, whose directories' stamps `dirs` were taken before they were listed and are
-/// settled; `ino` gives each listed entry's inode. Nothing is written for a listing with
+/// the listing, whose directories' stamps `dirs` were taken before they were listed (the
+/// tasks directory's settled, a status folder's perhaps too recent to trust: a reader then
+/// verifies it, [`Rows::open`]); `ino` gives each listed entry's inode. Nothing is written for a listing with
 /// warnings or a tasks directory holding anything but the status folders (a folder that is
 /// not one is listed, and reported, every time). Failure is ignored: the rows are only an
 /// accelerator.

@@ -175,6 +175,15 @@ fn assert_cache_is_only_speed(repo: &Repo, when: &str, rows: bool) -> Vec<String
     none
 }
 
+/// `task list --all --json`, as it printed.
+fn list_all(repo: &Repo) -> String {
+    let out = repo
+        .dacli(&["task", "list", "--all", "--json"])
+        .output()
+        .expect("runs");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 fn similar_asserts(when: &str, what: &str, a: &str, b: &str) {
     if a != b {
         let diff = similar::TextDiff::from_lines(a, b)
@@ -315,13 +324,6 @@ fn tasks_added_through_the_rows_and_edits_right_after_show_at_once() {
     assert_cache_is_only_speed(&repo, "untouched example", true);
     std::thread::sleep(std::time::Duration::from_millis(100));
     reads(&repo);
-    let list = |repo: &Repo| {
-        let out = repo
-            .dacli(&["task", "list", "--all", "--json"])
-            .output()
-            .expect("runs");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
     for round in 0..3 {
         // A task recorded in the rows' overlay, then at once a hand edit in the same
         // folder: the next reader must see both, whatever the directory's stamp says.
@@ -347,7 +349,7 @@ fn tasks_added_through_the_rows_and_edits_right_after_show_at_once() {
                 t.replace(old, &format!("# Money in cents, round {round}"))
             },
         );
-        let warm = list(&repo);
+        let warm = list_all(&repo);
         assert!(warm.contains(&format!("Overlay round {round}")), "{warm}");
         assert!(
             warm.contains(&format!("Money in cents, round {round}")),
@@ -356,7 +358,7 @@ fn tasks_added_through_the_rows_and_edits_right_after_show_at_once() {
         let cache = repo.ws("cache");
         let saved = tempfile::tempdir().unwrap();
         std::fs::rename(&cache, saved.path().join("cache")).unwrap();
-        let none = list(&repo);
+        let none = list_all(&repo);
         std::fs::remove_dir_all(&cache).ok();
         std::fs::rename(saved.path().join("cache"), &cache).unwrap();
         similar_asserts(&format!("round {round}"), "rows vs no cache", &warm, &none);
@@ -405,6 +407,105 @@ fn a_damaged_event_digest_is_ignored_and_changes_no_output() {
 #[test]
 fn a_damaged_note_digest_is_ignored_and_changes_no_output() {
     damaged_cache_file_is_ignored("cache/notes.idx");
+}
+
+/// A write must not make the next command list the project (spec QUALITY.md §2): after a
+/// listing right behind a hand edit, whose folders' stamps are too recent to trust, the
+/// rows it wrote are verified by the next `task add`, and each add records its task for the
+/// next; no add lists the project again (which would rewrite the listing's cache file).
+#[test]
+fn back_to_back_task_adds_after_a_fresh_listing_do_not_list_the_project() {
+    let repo = example();
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    reads(&repo);
+    edit_by_rename(
+        &repo.ws("projects/checkout/tasks/open/001-move-checkout-money-to-integer-cents.md"),
+        |t| t.replace("# Move checkout money", "# Move all checkout money"),
+    );
+    ok(&repo, None, &["task", "list", "--json"]);
+    let listing = repo.ws("cache/tasks-checkout.bin");
+    let stamp = |p: &Path| {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(p).expect("the listing's cache");
+        (m.ino(), m.mtime(), m.mtime_nsec())
+    };
+    let before = stamp(&listing);
+    for k in 0..4 {
+        ok(
+            &repo,
+            Some(PLANNER),
+            &[
+                "task",
+                "add",
+                &format!("Back to back {k}"),
+                "--accept",
+                "Done",
+            ],
+        );
+    }
+    assert_eq!(before, stamp(&listing), "an add listed the project");
+    let warm = list_all(&repo);
+    assert!(warm.contains("Back to back 3") && warm.contains("Move all checkout money"));
+    std::fs::remove_dir_all(repo.ws("cache")).unwrap();
+    similar_asserts("back to back", "rows vs no cache", &warm, &list_all(&repo));
+}
+
+#[test]
+fn a_damaged_fold_cache_is_ignored_and_changes_no_output() {
+    damaged_cache_file_is_ignored("cache/folds.bin");
+}
+
+/// A task pending events change is folded by every reader; the fold is kept in
+/// `cache/folds.bin` by the stamps of the files it read, so an edit of the task's file, by
+/// rename or in place, shows in the next read, exactly as without the cache.
+#[test]
+fn kept_folds_follow_edits_of_the_files_they_read() {
+    let repo = example();
+    // A pending claim by the ro reviewer: every reader folds task 3.
+    ok(&repo, Some(REVIEWER), &["task", "claim", "3"]);
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    reads(&repo);
+    reads(&repo);
+    assert!(repo.ws("cache/folds.bin").exists(), "the folds were kept");
+    let path =
+        repo.ws("projects/checkout/tasks/open/003-round-totals-once-at-the-pricing-boundary.md");
+    let title = "# Round totals once at the pricing boundary";
+    edit_by_rename(&path, |t| t.replace(title, "# Round totals once, renamed"));
+    let renamed = list_all(&repo);
+    assert!(renamed.contains("Round totals once, renamed"), "{renamed}");
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    reads(&repo);
+    // In place: the same inode, new bytes.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let edited = text.replace(
+        "# Round totals once, renamed",
+        "# Round totals once, edited in place",
+    );
+    {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        f.write_all(edited.as_bytes()).unwrap();
+    }
+    let warm = list_all(&repo);
+    assert!(
+        warm.contains("Round totals once, edited in place"),
+        "{warm}"
+    );
+    assert!(
+        warm.contains("a-reviewer-01KJPX9WK0VH0D88BH59TARTNH"),
+        "the pending claim is still folded in: {warm}"
+    );
+    std::fs::remove_dir_all(repo.ws("cache")).unwrap();
+    similar_asserts(
+        "in-place edit",
+        "kept folds vs no cache",
+        &warm,
+        &list_all(&repo),
+    );
 }
 
 fn damaged_cache_file_is_ignored(file: &str) {

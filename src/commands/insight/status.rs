@@ -30,15 +30,24 @@ pub struct Request {
     #[arg(long, value_name = "N", default_value_t = 10)]
     #[serde(default = "ten")]
     recent: usize,
-    /// List at most N active tasks; `active_total` and `active_truncated` then say how many
-    /// there are (the counts per project have them all).
-    #[arg(long, value_name = "N")]
-    #[serde(default)]
-    active_limit: Option<usize>,
+    /// List at most N active tasks, 0 for all; `active_total` and `active_truncated` say how
+    /// many there are (the counts per project have them all).
+    #[arg(long, value_name = "N", default_value_t = ACTIVE_LIMIT)]
+    #[serde(default = "active_limit")]
+    active_limit: usize,
 }
 
 fn ten() -> usize {
     10
+}
+
+/// Active tasks listed by default. Status is a glance, not an enumeration (as the MCP
+/// summary, spec MCP.md §4): at 10,000 tasks a workspace has a thousand or more active,
+/// 400 KB of output nobody reads; `task list --status active` pages through them all.
+const ACTIVE_LIMIT: usize = 20;
+
+fn active_limit() -> usize {
+    ACTIVE_LIMIT
 }
 
 impl Classify for Request {}
@@ -48,12 +57,10 @@ pub struct Response {
     workspace: WorkspaceInfo,
     projects: Vec<ProjectStatus>,
     active: Vec<Active>,
-    /// With `--active-limit`: how many tasks are active in all.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    active_total: Option<usize>,
-    /// With `--active-limit`: whether `active` lists fewer than that.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    active_truncated: Option<bool>,
+    /// How many tasks are active in all.
+    active_total: usize,
+    /// Whether `active` lists fewer than that (`--active-limit`).
+    active_truncated: bool,
     questions: Questions,
     pending: Pending,
     recent: Vec<EventRef>,
@@ -157,6 +164,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     // tasks pending events change are read in full; the rest come from the index, and for
     // the whole workspace from its rows: only active tasks and those events name are read.
     let passes = |f: &crate::model::dod::DodFacts| crate::policy::dod::evaluate(f).passed;
+    let limit = (req.active_limit > 0).then_some(req.active_limit);
     let mut counted: BTreeMap<String, BTreeMap<&'static str, usize>> = BTreeMap::new();
     let picked = match only {
         Some(_) => None,
@@ -164,15 +172,16 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
             ws,
             &passes,
             &mut |p, status, _| {
-                *counted
-                    .entry(p.to_string())
-                    .or_insert_with(zero_counts)
-                    .entry(status.as_str())
-                    .or_default() += 1;
+                // Called for every task: the project's counts are looked up, not keyed anew.
+                let counts = match counted.get_mut(p) {
+                    Some(c) => c,
+                    None => counted.entry(p.to_string()).or_insert_with(zero_counts),
+                };
+                *counts.entry(status.as_str()).or_default() += 1;
                 status == Status::Active
             },
             None,
-            req.active_limit,
+            limit,
             &|events| named_by_events(events, req.recent),
             Folds::All,
         )?,
@@ -227,8 +236,8 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     }
 
     let active_total = active_total.unwrap_or(active.len());
-    let active_truncated = req.active_limit.map(|n| active_total > n);
-    if let Some(n) = req.active_limit {
+    let active_truncated = limit.is_some_and(|n| active_total > n);
+    if let Some(n) = limit {
         active.truncate(n);
     }
     let events = &snap.events;
@@ -277,10 +286,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
             Some("workspace") | None => Some(crate::model::id::ROOT_AGENT.to_string()),
             Some(id) => task_index
                 .get(id)
-                .map(|t| {
-                    snap.doc(t.id())
-                        .map_or_else(|| t.owner().to_string(), |d| d.owner().to_string())
-                })
+                .map(|t| snap.owner(t).to_string())
                 .or_else(|| project_owner.get(id).cloned()),
         };
         let owner = owner.unwrap_or_else(|| "unresolved".to_string());
@@ -321,7 +327,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         workspace: WorkspaceInfo::of(ws),
         projects: out_projects,
         active,
-        active_total: req.active_limit.map(|_| active_total),
+        active_total,
         active_truncated,
         questions: Questions {
             open: questions.len(),
@@ -380,8 +386,11 @@ fn render(r: &Response, ctx: &Ctx) -> String {
                     .unwrap_or_default()
             ));
         }
-        if let (Some(total), Some(true)) = (r.active_total, r.active_truncated) {
-            out.push_str(&format!("  … {} more\n", total - r.active.len()));
+        if r.active_truncated {
+            out.push_str(&format!(
+                "  … {} more (dacli task list --status active)\n",
+                r.active_total - r.active.len()
+            ));
         }
     }
     if r.questions.open > 0 {

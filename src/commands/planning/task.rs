@@ -186,7 +186,7 @@ fn add_snapshot(
     let mut found: Vec<Arc<TaskEntry>> = picked
         .by_id
         .values()
-        .filter(|t| snap.doc(t.id()).is_some())
+        .filter(|t| snap.is_folded(t.id()))
         .cloned()
         .collect();
     for (slug, tasks) in &picked.projects {
@@ -201,7 +201,7 @@ fn add_snapshot(
             Some(t) => t,
             None => tasks.all(ws)?,
         };
-        found.extend(titled.into_iter().filter(|t| snap.doc(t.id()).is_none()));
+        found.extend(titled.into_iter().filter(|t| !snap.is_folded(t.id())));
     }
     let dup = found
         .iter()
