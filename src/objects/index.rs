@@ -1177,6 +1177,10 @@ fn scan_tasks(
 ) -> Result<Listing<Arc<TaskEntry>>, Error> {
     let mut out = Listing::default();
     let tasks_dir = ws.path(&["projects", slug, "tasks"]);
+    // No status move runs while the folders are listed ([`super::tasks::moves_lock`]).
+    let _moves = ws
+        .fs
+        .lock_shared_if_exists(&super::tasks::moves_lock(ws, slug))?;
     super::tasks::unknown_folders(ws, &tasks_dir, &mut out.warnings)?;
     let mut found: Vec<Arc<TaskEntry>> = Vec::new();
     for folder in STATUS_FOLDERS {

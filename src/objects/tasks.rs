@@ -488,6 +488,10 @@ pub fn write(ws: &Workspace, at: &Located, doc: &TaskDoc) -> Result<PathBuf, Err
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let dest = ws.path(&["projects", &at.project, "tasks", doc.status.as_str(), &name]);
+    // Listings of the project take this lock shared ([`moves_lock`]): none of them lists the
+    // folders while the task is in both, or, across two folders listed one after the
+    // other, in neither.
+    let _moving = ws.fs.lock(&moves_lock(ws, &at.project))?;
     match ws.fs.create_new(&dest, rendered.as_bytes()) {
         Ok(()) => {}
         // A stale copy left by a crash mid-move: the writer under the lock replaces it.
@@ -496,6 +500,14 @@ pub fn write(ws: &Workspace, at: &Located, doc: &TaskDoc) -> Result<PathBuf, Err
     }
     ws.fs.remove(&at.file)?;
     Ok(dest)
+}
+
+/// The lock a status move of a task of project `slug` holds (exclusively, innermost: after
+/// the task's own lock) and a listing of its status folders holds shared, so that a listing
+/// never sees a task mid-move. (A move made by anything else, `mv` or git, is caught by the
+/// listing's settle checks instead: it changes the folders' stamps and names.)
+pub fn moves_lock(ws: &Workspace, slug: &str) -> PathBuf {
+    ws.lock_path(&format!("moves-{slug}"))
 }
 
 /// Every copy of task `id` among the files of project `slug` bearing the number the index

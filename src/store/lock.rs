@@ -47,6 +47,40 @@ impl Fs {
         }
     }
 
+    /// Takes lock `path` shared (any number of shared holders, never while the exclusive
+    /// lock is held), waiting at most the configured deadline, when its file exists: `None`
+    /// when it does not (a reader creates nothing; the first writer creates it). A reader
+    /// that cannot open the file (a read-only checkout) also gets `None`.
+    pub fn lock_shared_if_exists(&self, path: &Path) -> Result<Option<LockGuard>, Error> {
+        let Ok(file) = File::open(path) else {
+            return Ok(None);
+        };
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "a lock deadline needs a monotonic clock"
+        )]
+        let start = Instant::now();
+        let mut pause = Duration::from_micros(200);
+        loop {
+            match file.try_lock_shared() {
+                Ok(()) => return Ok(Some(LockGuard { _file: file })),
+                Err(TryLockError::WouldBlock) => {}
+                Err(TryLockError::Error(e)) => {
+                    return Err(Error::io("lock", self.display(path), e));
+                }
+            }
+            let waited = start.elapsed();
+            if waited >= self.lock_timeout {
+                return Err(Error::LockTimeout {
+                    path: self.display(path),
+                    waited_ms: waited.as_millis() as u64,
+                });
+            }
+            std::thread::sleep(pause.min(self.lock_timeout - waited));
+            pause = (pause * 2).min(Duration::from_millis(50));
+        }
+    }
+
     /// Takes the exclusive lock `path` if nobody holds it, without waiting: `None` when
     /// another process (or another open of the file in this one) holds it.
     pub fn try_lock(&self, path: &Path) -> Result<Option<LockGuard>, Error> {

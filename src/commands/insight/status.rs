@@ -123,16 +123,31 @@ fn zero_counts() -> BTreeMap<&'static str, usize> {
     STATUS_FOLDERS.iter().map(|f| (*f, 0)).collect()
 }
 
-/// The objects the workspace-wide status names from the event log: the subjects of
-/// questions, of pending events and of the `recent` latest events.
+/// The objects the workspace-wide status names from the event log: the subjects of open
+/// questions, of pending events and of the `recent` latest events. (Each is an entry read:
+/// answered questions are not shown.)
 fn named_by_events(events: &Events, recent: usize) -> BTreeSet<String> {
-    let questions = events.entries.iter().filter(|e| e.kind() == "help");
+    let answered = answered(events);
+    let questions = events
+        .entries
+        .iter()
+        .filter(|e| e.kind() == "help" && !answered.contains(e.id()));
     let pending = events.entries.iter().filter(|e| events.is_pending(e));
     let latest = events.entries.iter().rev().take(recent);
     questions
         .chain(pending)
         .chain(latest)
         .filter_map(|e| e.about().map(str::to_string))
+        .collect()
+}
+
+/// The questions an `answer` event answers.
+fn answered(events: &Events) -> BTreeSet<&str> {
+    events
+        .entries
+        .iter()
+        .filter(|e| e.kind() == "answer")
+        .filter_map(|e| e.question())
         .collect()
 }
 
@@ -249,12 +264,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         (Some(_), None) => false,
     };
     let now = ctx.now();
-    let answered: BTreeSet<&str> = events
-        .entries
-        .iter()
-        .filter(|e| e.kind() == "answer")
-        .filter_map(|e| e.question())
-        .collect();
+    let answered = answered(events);
     let mut questions = Vec::new();
     let mut pending = Pending {
         events: 0,
