@@ -21,30 +21,7 @@ impl Fs {
     /// `DACLI_LOCK_TIMEOUT_MS` says otherwise). It never proceeds unlocked.
     pub fn lock(&self, path: &Path) -> Result<LockGuard, Error> {
         let file = self.open_lock_file(path)?;
-        #[allow(
-            clippy::disallowed_methods,
-            reason = "a lock deadline needs a monotonic clock"
-        )]
-        let start = Instant::now();
-        let mut pause = Duration::from_millis(2);
-        loop {
-            match file.try_lock() {
-                Ok(()) => return Ok(LockGuard { _file: file }),
-                Err(TryLockError::WouldBlock) => {}
-                Err(TryLockError::Error(e)) => {
-                    return Err(Error::io("lock", self.display(path), e));
-                }
-            }
-            let waited = start.elapsed();
-            if waited >= self.lock_timeout {
-                return Err(Error::LockTimeout {
-                    path: self.display(path),
-                    waited_ms: waited.as_millis() as u64,
-                });
-            }
-            std::thread::sleep(pause.min(self.lock_timeout - waited));
-            pause = (pause * 2).min(Duration::from_millis(50));
-        }
+        self.wait_for(file, path, Duration::from_millis(2), File::try_lock)
     }
 
     /// Takes lock `path` shared (any number of shared holders, never while the exclusive
@@ -55,15 +32,33 @@ impl Fs {
         let Ok(file) = File::open(path) else {
             return Ok(None);
         };
+        // A move holds it for a few file operations: retry soon.
+        self.wait_for(
+            file,
+            path,
+            Duration::from_micros(200),
+            File::try_lock_shared,
+        )
+        .map(Some)
+    }
+
+    /// Retries `try_lock` on `file` with a growing pause until it succeeds or the deadline
+    /// passes.
+    fn wait_for(
+        &self,
+        file: File,
+        path: &Path,
+        mut pause: Duration,
+        try_lock: fn(&File) -> Result<(), TryLockError>,
+    ) -> Result<LockGuard, Error> {
         #[allow(
             clippy::disallowed_methods,
             reason = "a lock deadline needs a monotonic clock"
         )]
         let start = Instant::now();
-        let mut pause = Duration::from_micros(200);
         loop {
-            match file.try_lock_shared() {
-                Ok(()) => return Ok(Some(LockGuard { _file: file })),
+            match try_lock(&file) {
+                Ok(()) => return Ok(LockGuard { _file: file }),
                 Err(TryLockError::WouldBlock) => {}
                 Err(TryLockError::Error(e)) => {
                     return Err(Error::io("lock", self.display(path), e));
