@@ -30,6 +30,8 @@ use super::fold::Folded;
 /// Layout of the file; the entry layout's fingerprint is appended ([`format_of`]).
 const FORMAT: &str = "dacli-folds/1";
 const FILE: &str = "folds.bin";
+/// Entries kept at most: folds no reader used are dropped first.
+const KEPT: usize = 4096;
 
 /// What a reader of many tasks sees of a task pending events change: its folded fields as
 /// the index would extract them from the folded file, and whether a finish request waits.
@@ -144,17 +146,25 @@ impl FoldCache {
         }
     }
 
-    /// Writes the entries used or made when they differ from the file's. Failure is
-    /// ignored: the file only spares the next reader some folds.
+    /// Writes the file back when this reader made a fold: the entries it used or made, then
+    /// the file's other trusted entries (another reader's folds: `task add` folds fewer
+    /// tasks than `status`), [`KEPT`] in all at most. Failure is ignored: the file only
+    /// spares the next reader some folds.
     pub fn save(self, ws: &Workspace) {
-        let same = !self.made
-            && self.used.len() == self.old.len()
-            && self.used.keys().all(|k| self.old.contains_key(k));
-        if same {
+        if !self.made {
             return;
         }
+        let mut entries = self.used;
+        for (id, (inputs, view, trusted)) in self.old {
+            if entries.len() >= KEPT {
+                break;
+            }
+            if trusted {
+                entries.entry(id).or_insert((inputs, view));
+            }
+        }
         let listing_ns = i128::try_from(self.started.elapsed().as_nanos()).unwrap_or(i128::MAX);
-        let bytes = encode(listing_ns, &self.used);
+        let bytes = encode(listing_ns, &entries);
         let _ = ws.fs.replace_derived(&cache_file_named(ws, FILE), &bytes);
     }
 }

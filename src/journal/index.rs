@@ -209,6 +209,18 @@ pub struct Events {
     // Shared: a server hands the same settled log to every call ([`read`]).
     applied: Arc<HashSet<String>>,
     rejected: Arc<HashMap<String, String>>,
+    /// Each entry's state ([`Code`]), index for index with `entries` as they were settled:
+    /// readers ask the state of every event several times a call.
+    codes: Arc<Vec<Code>>,
+}
+
+/// An [`EventState`] without its reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Code {
+    Pending,
+    Settled,
+    Rejected,
+    Journal,
 }
 
 impl Events {
@@ -233,11 +245,53 @@ impl Events {
             warnings: Vec::new(),
             applied: Arc::new(applied),
             rejected: Arc::new(rejected),
+            codes: Arc::default(),
         }
+        .coded()
+    }
+
+    /// With each entry's state worked out once.
+    fn coded(mut self) -> Events {
+        let codes = self
+            .entries
+            .iter()
+            .map(|e| match self.judge(e) {
+                EventState::Pending => Code::Pending,
+                EventState::Settled => Code::Settled,
+                EventState::Rejected(_) => Code::Rejected,
+                EventState::Journal => Code::Journal,
+            })
+            .collect();
+        self.codes = Arc::new(codes);
+        self
+    }
+
+    /// The position of `ev` in `entries` when it is one of them (by address: no lookup),
+    /// and the codes still match them.
+    fn position(&self, ev: &EventEntry) -> Option<usize> {
+        let size = std::mem::size_of::<EventEntry>();
+        let offset =
+            (std::ptr::from_ref(ev) as usize).checked_sub(self.entries.as_ptr() as usize)?;
+        let at = offset / size;
+        (size > 0
+            && offset % size == 0
+            && at < self.entries.len()
+            && self.codes.len() == self.entries.len())
+        .then_some(at)
     }
 
     /// The state of one event.
     pub fn state(&self, ev: &EventEntry) -> EventState {
+        match self.position(ev).map(|at| self.codes[at]) {
+            Some(Code::Pending) => EventState::Pending,
+            Some(Code::Settled) => EventState::Settled,
+            Some(Code::Journal) => EventState::Journal,
+            Some(Code::Rejected) | None => self.judge(ev),
+        }
+    }
+
+    /// The state of one event, from the receipts and its kind.
+    fn judge(&self, ev: &EventEntry) -> EventState {
         if let Some(reason) = self.rejected.get(ev.id()) {
             EventState::Rejected(reason.clone())
         } else if self.applied.contains(ev.id()) {
@@ -252,7 +306,10 @@ impl Events {
 
     /// True when the event waits for a receipt.
     pub fn is_pending(&self, ev: &EventEntry) -> bool {
-        self.state(ev) == EventState::Pending
+        match self.position(ev) {
+            Some(at) => self.codes[at] == Code::Pending,
+            None => self.judge(ev) == EventState::Pending,
+        }
     }
 
     /// The whole event (frontmatter and body) of an entry, read from its file.
@@ -292,10 +349,12 @@ pub fn read(ws: &Workspace) -> Result<Events, objects::Error> {
             warnings: out.warnings,
             applied: Arc::clone(&m.applied),
             rejected: Arc::clone(&m.rejected),
+            codes: Arc::clone(&m.codes),
         });
     }
     objects::sort_by_str_key(&mut out.entries, |e| e.id());
     let agents = settle(ws, &mut out);
+    let out = out.coded();
     if let Some(served) = served
         && let Ok(mut memos) = read_memos().lock()
     {
@@ -307,6 +366,7 @@ pub fn read(ws: &Workspace) -> Result<Events, objects::Error> {
                 entries: out.entries.clone(),
                 applied: Arc::clone(&out.applied),
                 rejected: Arc::clone(&out.rejected),
+                codes: Arc::clone(&out.codes),
             },
         );
     }
@@ -321,6 +381,7 @@ struct ReadMemo {
     entries: Vec<EventEntry>,
     applied: Arc<HashSet<String>>,
     rejected: Arc<HashMap<String, String>>,
+    codes: Arc<Vec<Code>>,
 }
 
 fn read_memos() -> &'static std::sync::Mutex<HashMap<std::path::PathBuf, ReadMemo>> {

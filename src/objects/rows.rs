@@ -313,12 +313,13 @@ impl Rows {
             }
             None => return None,
         };
-        if recent.is_empty()
-            || rows
-                .parts
-                .get(1)
-                .is_some_and(|over| verified_here(&path, over.stamp))
-        {
+        // What was verified: the overlay, or the lone base.
+        let verified = match rows.parts.as_slice() {
+            [_, over] => (path.clone(), over.stamp),
+            [base, ..] => (base.path.clone(), base.stamp),
+            [] => return None,
+        };
+        if recent.is_empty() || verified_here(&verified.0, verified.1) {
             return Some(rows);
         }
         for key in &recent {
@@ -327,10 +328,16 @@ impl Rows {
             }
         }
         // Verified by listing: written again, the overlay's stamps become trusted once they
-        // are older than this listing by a tick, and the next reader lists nothing.
-        rows.rewrite_overlay(ws, elapsed_ns(started));
-        if let (Some(stamp), Ok(mut memo)) = (Stamp::of(&path), VERIFIED.lock()) {
-            *memo = Some((path, stamp));
+        // are older than this listing by a tick, and the next reader lists nothing. A caller
+        // about to record a task writes the overlay itself ([`deferring_rewrite`]).
+        let verified = if DEFER_REWRITE.get() {
+            Some(verified)
+        } else {
+            rows.rewrite_overlay(ws, elapsed_ns(started));
+            Stamp::of(&path).map(|stamp| (path, stamp))
+        };
+        if let (Some(v), Ok(mut memo)) = (verified, VERIFIED.lock()) {
+            *memo = Some(v);
         }
         Some(rows)
     }
@@ -624,11 +631,27 @@ impl Rows {
     }
 }
 
-/// The overlay this process last checked against its folders, as it wrote it back: a
-/// command opening the rows twice (`task add`: to judge, then under the sequence lock) lists
-/// the folder once. Its folders' stamps are compared on every open all the same.
+/// The overlay (or lone base) this process last checked against its folders, as it wrote it
+/// back: a command opening the rows twice (`task add`: to judge, then under the sequence
+/// lock) lists the folder once. Its folders' stamps are compared on every open all the same.
 static VERIFIED: std::sync::Mutex<Option<(std::path::PathBuf, Stamp)>> =
     std::sync::Mutex::new(None);
+
+thread_local! {
+    /// Set by [`deferring_rewrite`].
+    static DEFER_REWRITE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with the rows it opens not written back after a verification: for `task add`,
+/// which records its new task in a new overlay right after (a rewrite first would cost one
+/// more file created, the dearest operation of an add on a file system with many freed
+/// inodes). Should the add stop short, the next reader verifies again.
+pub fn deferring_rewrite<R>(f: impl FnOnce() -> R) -> R {
+    DEFER_REWRITE.set(true);
+    let out = f();
+    DEFER_REWRITE.set(false);
+    out
+}
 
 fn verified_here(path: &Path, stamp: Stamp) -> bool {
     VERIFIED

@@ -180,19 +180,24 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     // the whole workspace from its rows: only active tasks and those events name are read.
     let passes = |f: &crate::model::dod::DodFacts| crate::policy::dod::evaluate(f).passed;
     let limit = (req.active_limit > 0).then_some(req.active_limit);
-    let mut counted: BTreeMap<String, BTreeMap<&'static str, usize>> = BTreeMap::new();
+    // Per project (in walking order), tasks per status folder: the walk visits every task.
+    let mut counted: Vec<(String, [usize; 4])> = Vec::new();
     let picked = match only {
         Some(_) => None,
         None => Snapshot::load_picked(
             ws,
             &passes,
             &mut |p, status, _| {
-                // Called for every task: the project's counts are looked up, not keyed anew.
-                let counts = match counted.get_mut(p) {
-                    Some(c) => c,
-                    None => counted.entry(p.to_string()).or_insert_with(zero_counts),
-                };
-                *counts.entry(status.as_str()).or_default() += 1;
+                // Called for every task, a project's tasks one after the other.
+                if counted.last().is_none_or(|(slug, _)| slug != p) {
+                    counted.push((p.to_string(), [0; 4]));
+                }
+                if let (Some((_, counts)), Some(at)) = (
+                    counted.last_mut(),
+                    STATUS_FOLDERS.iter().position(|f| *f == status.as_str()),
+                ) {
+                    counts[at] += 1;
+                }
                 status == Status::Active
             },
             None,
@@ -223,8 +228,10 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         project_owner.insert(p.id.clone(), p.owner.clone());
         let in_scope = only.as_ref().is_none_or(|s| s == &p.slug);
         let mut counts = zero_counts();
-        if by_id.is_some() {
-            counts = counted.remove(&p.slug).unwrap_or_else(zero_counts);
+        if by_id.is_some()
+            && let Some((_, n)) = counted.iter().find(|(slug, _)| *slug == p.slug)
+        {
+            counts = STATUS_FOLDERS.iter().copied().zip(*n).collect();
         }
         for t in snap.tasks.iter().filter(|t| t.project() == p.slug) {
             let status = snap.status(t);

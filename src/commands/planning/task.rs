@@ -351,7 +351,9 @@ fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
         )));
     }
     let title_slug = slugify(&req.title);
-    let (snap, dup) = add_snapshot(ctx, &project, &title_slug)?;
+    // The rows are opened again under the sequence lock and the task recorded in them.
+    let (snap, dup) =
+        crate::objects::rows::deferring_rewrite(|| add_snapshot(ctx, &project, &title_slug))?;
     if !req.allow_duplicate
         && let Some(dup) = dup
     {
