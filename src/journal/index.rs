@@ -212,6 +212,9 @@ pub struct Events {
     /// Each entry's state ([`Code`]), index for index with `entries` as they were settled:
     /// readers ask the state of every event several times a call.
     codes: Arc<Vec<Code>>,
+    /// What readers derived from this settled log ([`Events::derived`]), shared by every copy
+    /// the server's memo hands out.
+    derived: Arc<std::sync::Mutex<Vec<Arc<dyn std::any::Any + Send + Sync>>>>,
 }
 
 /// An [`EventState`] without its reason.
@@ -246,8 +249,31 @@ impl Events {
             applied: Arc::new(applied),
             rejected: Arc::new(rejected),
             codes: Arc::default(),
+            derived: Arc::default(),
         }
         .coded()
+    }
+
+    /// The value `make` derives from this log, made once per settled log: a server asks
+    /// for the same (pending events by object, events related to each task) on every call.
+    /// `make` must depend on nothing but the entries and their states, which never change
+    /// once the log is settled.
+    pub fn derived<T: std::any::Any + Send + Sync>(
+        &self,
+        make: impl FnOnce(&Events) -> T,
+    ) -> Arc<T> {
+        if let Ok(made) = self.derived.lock() {
+            for value in made.iter() {
+                if let Ok(found) = Arc::clone(value).downcast::<T>() {
+                    return found;
+                }
+            }
+        }
+        let value = Arc::new(make(self));
+        if let Ok(mut made) = self.derived.lock() {
+            made.push(Arc::clone(&value) as Arc<dyn std::any::Any + Send + Sync>);
+        }
+        value
     }
 
     /// With each entry's state worked out once.
@@ -350,6 +376,7 @@ pub fn read(ws: &Workspace) -> Result<Events, objects::Error> {
             applied: Arc::clone(&m.applied),
             rejected: Arc::clone(&m.rejected),
             codes: Arc::clone(&m.codes),
+            derived: Arc::clone(&m.derived),
         });
     }
     objects::sort_by_str_key(&mut out.entries, |e| e.id());
@@ -367,6 +394,7 @@ pub fn read(ws: &Workspace) -> Result<Events, objects::Error> {
                 applied: Arc::clone(&out.applied),
                 rejected: Arc::clone(&out.rejected),
                 codes: Arc::clone(&out.codes),
+                derived: Arc::clone(&out.derived),
             },
         );
     }
@@ -382,6 +410,7 @@ struct ReadMemo {
     applied: Arc<HashSet<String>>,
     rejected: Arc<HashMap<String, String>>,
     codes: Arc<Vec<Code>>,
+    derived: Arc<std::sync::Mutex<Vec<Arc<dyn std::any::Any + Send + Sync>>>>,
 }
 
 fn read_memos() -> &'static std::sync::Mutex<HashMap<std::path::PathBuf, ReadMemo>> {

@@ -40,8 +40,8 @@ pub struct Snapshot {
     pub folded: BTreeMap<String, (tasks::Located, Folded)>,
     /// What readers see of every task pending events change: what the accessors answer.
     views: BTreeMap<String, View>,
-    /// Pending events by the object they are about.
-    pending: BTreeMap<String, usize>,
+    /// Pending events by the object they are about ([`Pending::by_object`]).
+    pending: Arc<Pending>,
     /// The addresses of the folded tasks' entries: most tasks are not folded, and asking
     /// this set (a few integer comparisons, no hashing) is cheaper than a lookup by id for
     /// each of thousands of tasks.
@@ -88,7 +88,7 @@ impl Snapshot {
             .filter(|t| to_fold.contains(t.id()))
             .cloned()
             .collect();
-        let related = Related::of(&snapshot.events);
+        let related = snapshot.events.derived(Related::of);
         for entry in changed {
             let (judged, inputs) = snapshot.fold_inputs(ws, &entry, &related);
             match snapshot.fold(ws, &entry, &related, passes, judged, inputs) {
@@ -118,11 +118,12 @@ impl Snapshot {
         let slugs: Vec<String> = projects.iter().map(|p| p.slug.clone()).collect();
         let events = super::index::read(ws)?;
         warnings.extend(events.warnings.iter().cloned());
-        let (pending, to_fold) = pending_of(&events);
-        let finishing = events
-            .entries
-            .iter()
-            .any(|e| e.kind() == "finish" && events.is_pending(e));
+        let derived = events.derived(pending_of);
+        let (pending, to_fold, finishing) = (
+            Arc::clone(&derived),
+            derived.to_fold.clone(),
+            derived.finishing,
+        );
         let mut snapshot = Snapshot {
             tasks,
             events,
@@ -192,13 +193,16 @@ impl Snapshot {
         // The tasks to fold, found by the hashes of their ids, then read and folded.
         // Sorted hashes, searched for each of thousands of rows: cheaper than a set.
         let fold_hashes = sorted_hashes(to_fold.iter().map(|id| id_hash(id)));
+        // What the walks below ask of every task, read once.
+        let walks: Vec<Vec<crate::objects::rows::Walked<'_>>> =
+            loaded.iter().map(|(_, tasks)| tasks.walk()).collect();
         let mut changed: BTreeMap<(usize, usize), Arc<TaskEntry>> = BTreeMap::new();
         for (p, (_, tasks)) in loaded.iter().enumerate() {
-            for at in 0..tasks.len() {
-                let item = tasks.item(at);
-                if fold_hashes.binary_search(&item.id_hash()).is_err() {
+            for (at, row) in walks[p].iter().enumerate() {
+                if fold_hashes.binary_search(&row.id_hash).is_err() {
                     continue;
                 }
+                let item = tasks.item(at);
                 let Some(entry) = item.entry() else {
                     return Ok(None);
                 };
@@ -207,7 +211,7 @@ impl Snapshot {
                 }
             }
         }
-        let related = Related::of(&snapshot.events);
+        let related = snapshot.events.derived(Related::of);
         // Folds are kept in `cache/folds.bin` for the next reader (and found there).
         let mut kept = (!changed.is_empty()).then(|| FoldCache::load(ws));
         for entry in changed.values() {
@@ -261,8 +265,7 @@ impl Snapshot {
         for (p, (slug, tasks)) in loaded.iter().enumerate() {
             // The changed tasks of this project, met in order as the walk goes.
             let mut next_changed = changed.range((p, 0)..(p + 1, 0)).peekable();
-            for at in 0..tasks.len() {
-                let item = tasks.item(at);
+            for (at, row) in walks[p].iter().enumerate() {
                 let folded = next_changed
                     .next_if(|((_, c), _)| *c == at)
                     .map(|(_, e)| e)
@@ -271,14 +274,16 @@ impl Snapshot {
                     // Every folded task is found by id: a caller judging tasks by their
                     // folded fields must see those the fold changed.
                     picked.by_id.insert(e.id().to_string(), Arc::clone(e));
-                } else if wanted_hashes.binary_search(&item.id_hash()).is_ok() {
+                } else if !wanted_hashes.is_empty()
+                    && wanted_hashes.binary_search(&row.id_hash).is_ok()
+                {
                     looked_up[p].push(at);
                 }
                 let (status, assignee) = match folded.and_then(|e| snap.views.get(e.id())) {
                     Some(v) => (v.entry.status(), v.entry.assignee()),
                     None => (
-                        Status::parse(item.folder()).unwrap_or(Status::Open),
-                        item.assignee(),
+                        Status::parse(row.folder).unwrap_or(Status::Open),
+                        row.assignee,
                     ),
                 };
                 if !pick(slug, status, assignee) {
@@ -286,8 +291,8 @@ impl Snapshot {
                 }
                 picked.total += 1;
                 if !picked.after_found {
-                    if after_hash == Some(item.id_hash()) {
-                        let Some(entry) = item.entry() else {
+                    if after_hash == Some(row.id_hash) {
+                        let Some(entry) = tasks.item(at).entry() else {
                             return Ok(None);
                         };
                         picked.after_found = Some(entry.id()) == after;
@@ -498,7 +503,7 @@ impl Snapshot {
 
     /// Pending events about an object.
     pub fn pending_count(&self, id: &str) -> usize {
-        self.pending.get(id).copied().unwrap_or(0)
+        self.pending.by_object.get(id).copied().unwrap_or(0)
     }
 
     /// The `TaskSummary` of a task, folded.
@@ -563,18 +568,34 @@ impl Snapshot {
 /// Pending events by the object they are about, and the tasks they change. A pending
 /// comment or finding only adds a Log line (and a note): no field a summary, a count or a
 /// plan shows. Only tasks with other pending events are read and folded.
-fn pending_of(events: &Events) -> (BTreeMap<String, usize>, BTreeSet<String>) {
-    let mut pending: BTreeMap<String, usize> = BTreeMap::new();
+fn pending_of(events: &Events) -> Pending {
+    let mut by_object: BTreeMap<String, usize> = BTreeMap::new();
     let mut to_fold: BTreeSet<String> = BTreeSet::new();
+    let mut finishing = false;
     for e in events.entries.iter().filter(|e| events.is_pending(e)) {
+        finishing |= e.kind() == "finish";
         if let Some(about) = &e.about() {
-            *pending.entry(about.to_string()).or_default() += 1;
+            *by_object.entry(about.to_string()).or_default() += 1;
             if !matches!(e.kind(), "comment" | "finding") {
                 to_fold.insert(about.to_string());
             }
         }
     }
-    (pending, to_fold)
+    Pending {
+        by_object,
+        to_fold,
+        finishing,
+    }
+}
+
+/// The pending events of a settled log ([`pending_of`]).
+struct Pending {
+    /// Pending events by the object they are about.
+    by_object: BTreeMap<String, usize>,
+    /// The tasks they change.
+    to_fold: BTreeSet<String>,
+    /// Whether a finish request is among them.
+    finishing: bool,
 }
 
 fn sorted_hashes(hashes: impl Iterator<Item = u32>) -> Vec<u32> {
@@ -616,7 +637,7 @@ pub struct Picked {
 /// and its runs. Files that no longer parse are in the journal's `warnings`. A per-task
 /// command needs this much, not every event of the log.
 pub fn task_journal(ws: &Workspace, events: &Events, id: &str) -> Result<Journal, objects::Error> {
-    journal_with(ws, events, &Related::of(events), id)
+    journal_with(ws, events, &events.derived(Related::of), id)
 }
 
 /// A fold this process made: the stamps of what it read, what it gave and what it warned.
