@@ -192,7 +192,7 @@ impl Snapshot {
         }
         // The tasks to fold, found by the hashes of their ids, then read and folded.
         // Sorted hashes, searched for each of thousands of rows: cheaper than a set.
-        let fold_hashes = sorted_hashes(to_fold.iter().map(|id| id_hash(id)));
+        let fold_hashes = crate::objects::rows::sorted(to_fold.iter().map(|id| id_hash(id)));
         // What the walks below ask of every task, read once.
         let walks: Vec<Vec<crate::objects::rows::Walked<'_>>> =
             loaded.iter().map(|(_, tasks)| tasks.walk()).collect();
@@ -246,7 +246,7 @@ impl Snapshot {
         }
         let after_hash = after.map(id_hash);
         let wanted = wanted(&snapshot.events);
-        let wanted_hashes = sorted_hashes(wanted.iter().map(|id| id_hash(id)));
+        let wanted_hashes = crate::objects::rows::sorted(wanted.iter().map(|id| id_hash(id)));
         let mut picked = Picked {
             total: 0,
             by_id: BTreeMap::new(),
@@ -596,13 +596,6 @@ struct Pending {
     to_fold: BTreeSet<String>,
     /// Whether a finish request is among them.
     finishing: bool,
-}
-
-fn sorted_hashes(hashes: impl Iterator<Item = u32>) -> Vec<u32> {
-    let mut v: Vec<u32> = hashes.collect();
-    v.sort_unstable();
-    v.dedup();
-    v
 }
 
 /// Which tasks [`Snapshot::load_picked`] folds.

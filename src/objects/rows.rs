@@ -901,6 +901,14 @@ impl ProjectTasks {
     }
 }
 
+/// Hashes sorted and de-duplicated, for binary search.
+pub fn sorted(hashes: impl Iterator<Item = u32>) -> Vec<u32> {
+    let mut v: Vec<u32> = hashes.collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
 /// The hash the rows keep of a task id.
 pub fn id_hash(id: &str) -> u32 {
     hash(id)
@@ -1205,22 +1213,24 @@ impl Lookup {
         ids: &BTreeSet<&str>,
     ) -> Result<BTreeSet<String>, Error> {
         let want = parent.map(hash);
-        let hashes: BTreeSet<u32> = ids.iter().map(|id| hash(id)).collect();
+        let hashes = sorted(ids.iter().map(|id| hash(id)));
         let mut out = BTreeSet::new();
         for (p, (s, tasks)) in self.projects.iter().enumerate() {
             if s != slug {
                 continue;
             }
-            for at in 0..tasks.len() {
-                let likely = match tasks {
-                    ProjectTasks::Rows(rows) => {
-                        let r = rows.row(at);
-                        r.parent_hash() == want && hashes.contains(&r.id_hash())
-                    }
-                    ProjectTasks::Listed(items) => {
-                        items[at].parent() == parent && ids.contains(items[at].id())
-                    }
-                };
+            // Rows in one pass (no part located per row), hashes by binary search.
+            let likely: Vec<bool> = match tasks {
+                ProjectTasks::Rows(rows) => rows
+                    .iter()
+                    .map(|r| r.parent_hash() == want && hashes.binary_search(&r.id_hash()).is_ok())
+                    .collect(),
+                ProjectTasks::Listed(items) => items
+                    .iter()
+                    .map(|e| e.parent() == parent && ids.contains(e.id()))
+                    .collect(),
+            };
+            for (at, likely) in likely.into_iter().enumerate() {
                 if likely {
                     let e = self.entry(ws, p, at)?;
                     if e.parent() == parent && ids.contains(e.id()) {
@@ -1335,22 +1345,26 @@ impl Lookup {
         slug: &str,
         parents: &BTreeSet<String>,
     ) -> Result<Vec<Arc<TaskEntry>>, Error> {
-        let hashes: BTreeSet<u32> = parents.iter().map(|p| hash(p)).collect();
+        let hashes = sorted(parents.iter().map(|p| hash(p)));
         let mut out = Vec::new();
         for (p, (s, tasks)) in self.projects.iter().enumerate() {
             if s != slug {
                 continue;
             }
-            for at in 0..tasks.len() {
-                let may = match tasks {
-                    ProjectTasks::Listed(items) => {
-                        items[at].parent().is_some_and(|x| parents.contains(x))
-                    }
-                    ProjectTasks::Rows(rows) => rows
-                        .row(at)
-                        .parent_hash()
-                        .is_some_and(|h| hashes.contains(&h)),
-                };
+            let may: Vec<bool> = match tasks {
+                ProjectTasks::Listed(items) => items
+                    .iter()
+                    .map(|e| e.parent().is_some_and(|x| parents.contains(x)))
+                    .collect(),
+                ProjectTasks::Rows(rows) => rows
+                    .iter()
+                    .map(|r| {
+                        r.parent_hash()
+                            .is_some_and(|h| hashes.binary_search(&h).is_ok())
+                    })
+                    .collect(),
+            };
+            for (at, may) in may.into_iter().enumerate() {
                 if may {
                     let e = self.entry(ws, p, at)?;
                     if e.parent().is_some_and(|x| parents.contains(x)) {
