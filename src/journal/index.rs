@@ -202,7 +202,7 @@ impl Extract for EventEntry {
 /// The live event log as index entries, sorted by id, with what honoured receipts settle.
 ///
 /// Invariant: the state of every event equals what [`super::read`] computes for it.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Events {
     pub entries: Vec<EventEntry>,
     pub warnings: Vec<Problem>,
@@ -295,15 +295,13 @@ impl Events {
     /// The position of `ev` in `entries` when it is one of them (by address: no lookup),
     /// and the codes still match them.
     fn position(&self, ev: &EventEntry) -> Option<usize> {
+        // An entry is never zero-sized, so the division is sound.
         let size = std::mem::size_of::<EventEntry>();
         let offset =
             (std::ptr::from_ref(ev) as usize).checked_sub(self.entries.as_ptr() as usize)?;
         let at = offset / size;
-        (size > 0
-            && offset % size == 0
-            && at < self.entries.len()
-            && self.codes.len() == self.entries.len())
-        .then_some(at)
+        (offset % size == 0 && at < self.entries.len() && self.codes.len() == self.entries.len())
+            .then_some(at)
     }
 
     /// The state of one event.
@@ -371,12 +369,8 @@ pub fn read(ws: &Workspace) -> Result<Events, objects::Error> {
             .all(|(path, stamp)| Stamp::of(path) == *stamp)
     {
         return Ok(Events {
-            entries: m.entries.clone(),
             warnings: out.warnings,
-            applied: Arc::clone(&m.applied),
-            rejected: Arc::clone(&m.rejected),
-            codes: Arc::clone(&m.codes),
-            derived: Arc::clone(&m.derived),
+            ..m.events.clone()
         });
     }
     objects::sort_by_str_key(&mut out.entries, |e| e.id());
@@ -390,11 +384,11 @@ pub fn read(ws: &Workspace) -> Result<Events, objects::Error> {
             ReadMemo {
                 served,
                 agents,
-                entries: out.entries.clone(),
-                applied: Arc::clone(&out.applied),
-                rejected: Arc::clone(&out.rejected),
-                codes: Arc::clone(&out.codes),
-                derived: Arc::clone(&out.derived),
+                // Its warnings are the scan's, taken from each new scan.
+                events: Events {
+                    warnings: Vec::new(),
+                    ..out.clone()
+                },
             },
         );
     }
@@ -406,11 +400,7 @@ pub fn read(ws: &Workspace) -> Result<Events, objects::Error> {
 struct ReadMemo {
     served: Served,
     agents: Vec<(std::path::PathBuf, Option<Stamp>)>,
-    entries: Vec<EventEntry>,
-    applied: Arc<HashSet<String>>,
-    rejected: Arc<HashMap<String, String>>,
-    codes: Arc<Vec<Code>>,
-    derived: Arc<std::sync::Mutex<Vec<Arc<dyn std::any::Any + Send + Sync>>>>,
+    events: Events,
 }
 
 fn read_memos() -> &'static std::sync::Mutex<HashMap<std::path::PathBuf, ReadMemo>> {

@@ -647,10 +647,16 @@ thread_local! {
 /// more file created, the dearest operation of an add on a file system with many freed
 /// inodes). Should the add stop short, the next reader verifies again.
 pub fn deferring_rewrite<R>(f: impl FnOnce() -> R) -> R {
+    /// Clears the flag however `f` ends: a server catches a command's panic and goes on.
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            DEFER_REWRITE.set(false);
+        }
+    }
     DEFER_REWRITE.set(true);
-    let out = f();
-    DEFER_REWRITE.set(false);
-    out
+    let _reset = Reset;
+    f()
 }
 
 fn verified_here(path: &Path, stamp: Stamp) -> bool {

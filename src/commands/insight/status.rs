@@ -131,7 +131,7 @@ fn named_by_events(events: &Events, recent: usize) -> BTreeSet<String> {
     let questions = events
         .entries
         .iter()
-        .filter(|e| e.kind() == "help" && !answered.contains(e.id()));
+        .filter(|e| e.kind() == "help" && !answered.0.contains(e.id()));
     let pending = events.entries.iter().filter(|e| events.is_pending(e));
     let latest = events.entries.iter().rev().take(recent);
     questions
@@ -141,15 +141,23 @@ fn named_by_events(events: &Events, recent: usize) -> BTreeSet<String> {
         .collect()
 }
 
-/// The questions an `answer` event answers.
-fn answered(events: &Events) -> BTreeSet<&str> {
-    events
-        .entries
-        .iter()
-        .filter(|e| e.kind() == "answer")
-        .filter_map(|e| e.question())
-        .collect()
+/// The questions an `answer` event answers: asked twice a call (the tasks to look up, the
+/// open questions), made once per settled log ([`Events::derived`]).
+fn answered(events: &Events) -> std::sync::Arc<Answered> {
+    events.derived(|events| {
+        Answered(
+            events
+                .entries
+                .iter()
+                .filter(|e| e.kind() == "answer")
+                .filter_map(|e| e.question().map(str::to_string))
+                .collect(),
+        )
+    })
 }
+
+/// The ids of the questions answered ([`answered`]).
+struct Answered(BTreeSet<String>);
 
 pub(super) fn command() -> Command {
     Command::new("status", Class::Read, run, render).mcp(Mcp::Tier1("status"))
@@ -280,7 +288,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         oldest: None,
     };
     for ev in events.entries.iter().filter(|e| in_scope_event(e.about())) {
-        if ev.kind() == "help" && !answered.contains(ev.id()) {
+        if ev.kind() == "help" && !answered.0.contains(ev.id()) {
             let created = ev.created().parse::<jiff::Timestamp>().unwrap_or(now);
             questions.push(Question {
                 question: ev.id().to_string(),
