@@ -163,7 +163,7 @@ impl Snapshot {
     pub fn load_picked(
         ws: &Workspace,
         passes: &dyn Fn(&DodFacts) -> bool,
-        pick: &mut dyn FnMut(&str, Status, Option<&str>) -> bool,
+        mut pick: Option<&mut Pick<'_>>,
         after: Option<&str>,
         limit: Option<usize>,
         wanted: &dyn Fn(&Events) -> BTreeSet<String>,
@@ -171,15 +171,22 @@ impl Snapshot {
     ) -> Result<Option<Picked>, objects::Error> {
         use crate::objects::rows::{ProjectTasks, id_hash};
         let listing = projects::list(ws)?;
+        // The listings verifying the rows run while the event log is read.
+        let slugs: Vec<String> = listing.items.iter().map(|p| p.slug.clone()).collect();
+        let prefetching = crate::objects::rows::prefetch(ws, &slugs);
+        let (mut snapshot, mut to_fold) =
+            Snapshot::unfolded(ws, &listing.items, Vec::new(), Vec::new())?;
+        // The warnings in the order of a plain load: projects, tasks, then the event log's.
         let mut warnings = listing.warnings;
         let mut loaded = Vec::new();
-        for p in &listing.items {
-            let (tasks, found) = ProjectTasks::load(ws, &p.slug)?;
+        for slug in slugs {
+            let (tasks, found) = ProjectTasks::load(ws, &slug)?;
             warnings.extend(found);
-            loaded.push((p.slug.clone(), tasks));
+            loaded.push((slug, tasks));
         }
-        let (mut snapshot, mut to_fold) =
-            Snapshot::unfolded(ws, &listing.items, Vec::new(), warnings)?;
+        drop(prefetching);
+        warnings.append(&mut snapshot.warnings);
+        snapshot.warnings = warnings;
         if folds == Folds::DoneOnly {
             let events = &snapshot.events;
             to_fold = events
@@ -193,9 +200,14 @@ impl Snapshot {
         // The tasks to fold, found by the hashes of their ids, then read and folded.
         // Sorted hashes, searched for each of thousands of rows: cheaper than a set.
         let fold_hashes = crate::objects::rows::sorted(to_fold.iter().map(|id| id_hash(id)));
-        // What the walks below ask of every task, read once.
-        let walks: Vec<Vec<crate::objects::rows::Walked<'_>>> =
-            loaded.iter().map(|(_, tasks)| tasks.walk()).collect();
+        let wanted = wanted(&snapshot.events);
+        // What the walks below ask of every task, read once; not at all by a caller picking
+        // nothing with nothing to fold or look up (`task add`, at ten thousand rows).
+        let walked = pick.is_some() || !fold_hashes.is_empty() || !wanted.is_empty();
+        let walks: Vec<Vec<crate::objects::rows::Walked<'_>>> = loaded
+            .iter()
+            .map(|(_, tasks)| if walked { tasks.walk() } else { Vec::new() })
+            .collect();
         let mut changed: BTreeMap<(usize, usize), Arc<TaskEntry>> = BTreeMap::new();
         for (p, (_, tasks)) in loaded.iter().enumerate() {
             for (at, row) in walks[p].iter().enumerate() {
@@ -211,19 +223,21 @@ impl Snapshot {
                 }
             }
         }
-        let related = snapshot.events.derived(Related::of);
+        // Which events bear on which task: made only when a task is folded.
+        let related = (!changed.is_empty()).then(|| snapshot.events.derived(Related::of));
         // Folds are kept in `cache/folds.bin` for the next reader (and found there).
         let mut kept = (!changed.is_empty()).then(|| FoldCache::load(ws));
         for entry in changed.values() {
+            let Some(related) = &related else { break };
             let id = entry.id();
-            let (judged, inputs) = snapshot.fold_inputs(ws, entry, &related);
+            let (judged, inputs) = snapshot.fold_inputs(ws, entry, related);
             if !judged && let Some(view) = kept.as_mut().and_then(|k| k.get(id, &inputs)) {
                 snapshot.folded_at.insert(address(entry));
                 snapshot.views.insert(id.to_string(), view);
                 continue;
             }
             let warned = snapshot.warnings.len();
-            match snapshot.fold(ws, entry, &related, passes, judged, inputs.clone()) {
+            match snapshot.fold(ws, entry, related, passes, judged, inputs.clone()) {
                 Ok((folded, view)) => {
                     if !judged
                         && snapshot.warnings.len() == warned
@@ -245,7 +259,6 @@ impl Snapshot {
             k.save(ws);
         }
         let after_hash = after.map(id_hash);
-        let wanted = wanted(&snapshot.events);
         let wanted_hashes = crate::objects::rows::sorted(wanted.iter().map(|id| id_hash(id)));
         let mut picked = Picked {
             total: 0,
@@ -286,7 +299,10 @@ impl Snapshot {
                         row.assignee,
                     ),
                 };
-                if !pick(slug, status, assignee) {
+                if !pick
+                    .as_mut()
+                    .is_some_and(|pick| pick(slug, status, assignee))
+                {
                     continue;
                 }
                 picked.total += 1;
@@ -597,6 +613,10 @@ struct Pending {
     /// Whether a finish request is among them.
     finishing: bool,
 }
+
+/// Whether [`Snapshot::load_picked`] keeps a task, given its project, folded status and
+/// folded assignee; called for every task, in walking order.
+pub type Pick<'a> = dyn FnMut(&str, Status, Option<&str>) -> bool + 'a;
 
 /// Which tasks [`Snapshot::load_picked`] folds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

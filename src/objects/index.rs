@@ -88,6 +88,11 @@ impl Stamp {
         })
     }
 
+    /// The size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
     /// The modification time, in nanoseconds since the epoch.
     pub fn mtime_ns(&self) -> i128 {
         self.mtime_ns

@@ -42,6 +42,9 @@ use super::{Error, Listing};
 /// Layout of the files; bumped whenever it changes.
 const FORMAT: &str = "dacli-rows/3";
 
+/// The most tasks an overlay records: each `task add` copies it whole.
+const OVERLAY_MOST: usize = 1000;
+
 /// Bytes of one row; see [`Row`] for the fields.
 const ROW: usize = 52;
 /// Bytes before the header: header length, rows length, checksum of both (`u32` each).
@@ -65,6 +68,10 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
         .map_or(0, u64::from_le_bytes)
 }
 
+/// A rows file's header up to its directories: the stamp of the base it extends (`None` for
+/// a base), how long the listing it was made from took, the directories and their stamps.
+type Head = (Option<Stamp>, i128, Vec<DirStamp>);
+
 /// One rows file read: its header, its rows, and the file, from which entries are read.
 struct Part {
     path: std::path::PathBuf,
@@ -73,7 +80,11 @@ struct Part {
     stamp: Stamp,
     /// Where the entries start in the file.
     entries_at: u64,
-    rows: Vec<u8>,
+    /// The header and the rows, as read (kept whole: splitting off the rows would copy
+    /// hundreds of kilobytes on every read of a base).
+    head_rows: Vec<u8>,
+    /// Where the rows start in `head_rows`.
+    rows_at: usize,
     /// Assignees, indexed by the rows.
     agents: Vec<String>,
     /// The stamp of the base this file extends; `None` for a base.
@@ -90,35 +101,18 @@ impl Part {
         read_at(&file, &mut prefix, 0)?;
         let head_len = u32_at(&prefix, 0) as usize;
         let rows_len = u32_at(&prefix, 4) as usize;
-        if !rows_len.is_multiple_of(ROW) {
+        let len = head_len.checked_add(rows_len)?;
+        // A damaged length must not size the buffer beyond the file.
+        if !rows_len.is_multiple_of(ROW) || len as u64 > stamp.size() {
             return None;
         }
-        let mut head = vec![0u8; head_len.checked_add(rows_len)?];
+        let mut head = vec![0u8; len];
         read_at(&file, &mut head, PREFIX as u64)?;
         if crc32fast::hash(&head) != u32_at(&prefix, 8) {
             return None;
         }
-        let rows = head.split_off(head_len);
-        let mut input = Input::new(&head);
-        if input.str()? != FORMAT || input.str()? != slug {
-            return None;
-        }
-        let base = match input.u8()? {
-            0 => None,
-            1 => Some(Stamp::decode(&mut input)?),
-            _ => return None,
-        };
-        let listing_ns = input.ivar()?;
-        let mut dirs = Vec::new();
-        for _ in 0..input.count()? {
-            let key = input.str()?.to_string();
-            let recorded = match input.u8()? {
-                0 => None,
-                1 => Some(Stamp::decode(&mut input)?),
-                _ => return None,
-            };
-            dirs.push((key, recorded));
-        }
+        let mut input = Input::new(&head[..head_len]);
+        let (base, listing_ns, dirs) = Part::decode_head(&mut input, slug)?;
         let agents = (0..input.count()?)
             .map(|_| input.str().map(str::to_string))
             .collect::<Option<Vec<_>>>()?;
@@ -130,7 +124,8 @@ impl Part {
             file,
             stamp,
             entries_at: (PREFIX + head_len + rows_len) as u64,
-            rows,
+            head_rows: head,
+            rows_at: head_len,
             agents,
             base,
             listing_ns,
@@ -138,8 +133,54 @@ impl Part {
         })
     }
 
+    /// The header up to the directories: the base extended, the listing's duration, the
+    /// directories and their stamps.
+    fn decode_head(input: &mut Input<'_>, slug: &str) -> Option<Head> {
+        if input.str()? != FORMAT || input.str()? != slug {
+            return None;
+        }
+        let base = match input.u8()? {
+            0 => None,
+            1 => Some(Stamp::decode(input)?),
+            _ => return None,
+        };
+        let listing_ns = input.ivar()?;
+        let mut dirs = Vec::new();
+        for _ in 0..input.count()? {
+            let key = input.str()?.to_string();
+            let recorded = match input.u8()? {
+                0 => None,
+                1 => Some(Stamp::decode(input)?),
+                _ => return None,
+            };
+            dirs.push((key, recorded));
+        }
+        Some((base, listing_ns, dirs))
+    }
+
+    /// The header of the file at `path` and its write time, read without the rows and
+    /// unchecked (the checksum covers the rows): a hint of what [`Rows::open`] will verify.
+    fn peek(path: &Path, slug: &str) -> Option<(Head, i128)> {
+        let file = File::open(path).ok()?;
+        let written = Stamp::from_meta(&file.metadata().ok()?).mtime_ns();
+        let mut prefix = [0u8; PREFIX];
+        read_at(&file, &mut prefix, 0)?;
+        let head_len = u64::from(u32_at(&prefix, 0));
+        // A damaged length must not size the buffer beyond the file.
+        if head_len > file.metadata().ok()?.len() {
+            return None;
+        }
+        let mut head = vec![0u8; usize::try_from(head_len).ok()?];
+        read_at(&file, &mut head, PREFIX as u64)?;
+        Some((Part::decode_head(&mut Input::new(&head), slug)?, written))
+    }
+
+    fn rows(&self) -> &[u8] {
+        &self.head_rows[self.rows_at..]
+    }
+
     fn len(&self) -> usize {
-        self.rows.len() / ROW
+        self.rows().len() / ROW
     }
 
     /// [`Part::read`], from this process's memory when the file is the version it last
@@ -181,7 +222,7 @@ pub struct Row<'a> {
 
 impl<'a> Row<'a> {
     fn bytes(&self) -> &'a [u8] {
-        &self.part.rows[self.local * ROW..(self.local + 1) * ROW]
+        &self.part.rows()[self.local * ROW..(self.local + 1) * ROW]
     }
     pub fn number(&self) -> u32 {
         u32_at(self.bytes(), 0)
@@ -322,8 +363,10 @@ impl Rows {
         if recent.is_empty() || verified_here(&verified.0, verified.1) {
             return Some(rows);
         }
+        let mut started = started;
         for key in &recent {
-            if !is_status_folder(key) || !rows.holds_exactly(ws, key) {
+            let recorded = rows.dirs.iter().find(|(k, _)| k == key).and_then(|d| d.1);
+            if !is_status_folder(key) || !rows.holds_exactly(ws, key, recorded, &mut started) {
                 return None;
             }
         }
@@ -342,42 +385,33 @@ impl Rows {
         Some(rows)
     }
 
-    /// True when directory `key` holds exactly the `.md` files the rows put in its folder
-    /// (same names, same inodes), as listed now.
-    #[cfg(unix)]
-    fn holds_exactly(&self, ws: &Workspace, key: &str) -> bool {
-        use std::os::unix::fs::DirEntryExt;
+    /// True when directory `key`, recorded with stamp `recorded`, holds exactly the `.md`
+    /// files the rows put in its folder (same names, same inodes), as listed now or by a
+    /// listing [`prefetch`] started in this command while the folder had that stamp;
+    /// `started` is moved back to the start of the listing used.
+    fn holds_exactly(
+        &self,
+        ws: &Workspace,
+        key: &str,
+        recorded: Option<Stamp>,
+        started: &mut Instant,
+    ) -> bool {
         let folder = key.rsplit('/').next().unwrap_or_default();
-        let Ok(listing) = std::fs::read_dir(ws.dir().join(key)) else {
-            return false;
-        };
-        let mut found = Vec::new();
-        for entry in listing {
-            let Ok(entry) = entry else {
-                return false;
-            };
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else {
-                return false;
-            };
-            if name.starts_with('.') || name.starts_with(TEMP_PREFIX) || !name.ends_with(".md") {
-                continue;
-            }
-            found.push((hash(name), entry.ino()));
-        }
+        let dir = ws.dir().join(key);
         let mut expected: Vec<(u32, u64)> = self
             .iter()
             .filter(|r| r.folder() == folder)
             .map(|r| r.file_key())
             .collect();
-        found.sort_unstable();
         expected.sort_unstable();
-        found == expected
-    }
-
-    #[cfg(not(unix))]
-    fn holds_exactly(&self, _ws: &Workspace, _key: &str) -> bool {
-        false
+        let found = match take_prefetched(&dir) {
+            Some(p) if p.before.is_some() && p.before == recorded => {
+                *started = (*started).min(p.started);
+                p.keys
+            }
+            _ => file_keys(&dir),
+        };
+        found.is_some_and(|found| found == expected)
     }
 
     /// Writes the overlay again as it is (an empty one over a lone base), timed by a
@@ -414,7 +448,7 @@ impl Rows {
             &over.dirs,
             &over.agents,
         );
-        let bytes = wrap(&head, &over.rows, &entries);
+        let bytes = wrap(&head, over.rows(), &entries);
         let _ = ws.fs.replace_derived(&overlay_file(ws, &self.slug), &bytes);
     }
 
@@ -600,25 +634,30 @@ impl Rows {
             Some(d) => d.1 = Some(now),
             None => return,
         }
-        // The overlay so far and the new task, in listing order (its number is the greatest).
-        let mut added: Vec<(Arc<TaskEntry>, u64)> = Vec::new();
-        if let Some(over) = self.parts.get(1) {
-            for local in 0..over.len() {
-                let row = Row {
-                    part: over,
-                    local,
-                    at: 0,
-                };
-                let Some(e) = row.entry() else {
+        // The overlay so far, copied as it is, and the new task after it (its number is the
+        // greatest: listing order holds). A task just created has no assignee, so the
+        // assignee table stays the overlay's; past `OVERLAY_MOST` tasks the next reader lists
+        // the project and writes a base holding them all, rather than every add copying more.
+        if entry.assignee().is_some() {
+            return;
+        }
+        let (agents, mut rows, mut blob) = match self.parts.get(1) {
+            Some(over) if over.len() >= OVERLAY_MOST => return,
+            Some(over) => {
+                let len = over.file.metadata().map_or(0, |m| m.len());
+                let Some(blob_len) = len.checked_sub(over.entries_at) else {
                     return;
                 };
-                added.push((e, row.file_key().1));
+                let mut blob = vec![0u8; usize::try_from(blob_len).unwrap_or(0)];
+                if read_at(&over.file, &mut blob, over.entries_at).is_none() {
+                    return;
+                }
+                (over.agents.clone(), over.rows().to_vec(), blob)
             }
-        }
-        added.push((Arc::new(entry.clone()), ino));
-        let entries: Vec<Arc<TaskEntry>> = added.iter().map(|(e, _)| Arc::clone(e)).collect();
-        let inos: Vec<u64> = added.iter().map(|(_, i)| *i).collect();
-        let (agents, rows, blob) = encode_rows(&entries, &inos, false);
+            None => (Vec::new(), Vec::new(), Vec::new()),
+        };
+        push_row(&mut rows, entry, NONE16, blob.len(), NONE32, ino);
+        blob.extend_from_slice(entry.entry_bytes());
         let head = header(
             &self.slug,
             Some(base.stamp),
@@ -629,6 +668,189 @@ impl Rows {
         let bytes = wrap(&head, &rows, &blob);
         let _ = ws.fs.replace_derived(&overlay_file(ws, &self.slug), &bytes);
     }
+}
+
+/// The `.md` files directly in `dir` (no hidden or temporary file), as the hash of the name
+/// and the inode, sorted; `None` when it cannot be listed whole.
+#[cfg(target_os = "linux")]
+fn file_keys(dir: &Path) -> Option<Vec<(u32, u64)>> {
+    // One buffer for the whole folder: each `getdents` call on an indexed ext4 directory
+    // rebuilds part of its hash tree, so 32 KiB calls cost a fifth more than one large one.
+    let folder = File::open(dir).ok()?;
+    let mut buf = Vec::with_capacity(1 << 20);
+    let mut listing = rustix::fs::RawDir::new(&folder, buf.spare_capacity_mut());
+    let mut found = Vec::new();
+    while let Some(entry) = listing.next() {
+        let entry = entry.ok()?;
+        let name = entry.file_name().to_str().ok()?;
+        if is_task_file(name) {
+            found.push((hash(name), entry.ino()));
+        }
+    }
+    found.sort_unstable();
+    Some(found)
+}
+
+/// True for the name of a task file a listing counts (`.`, `..`, hidden and temporary
+/// files are not).
+#[cfg(unix)]
+fn is_task_file(name: &str) -> bool {
+    !name.starts_with('.') && !name.starts_with(TEMP_PREFIX) && name.ends_with(".md")
+}
+
+#[cfg(all(unix, not(target_os = "linux")))]
+fn file_keys(dir: &Path) -> Option<Vec<(u32, u64)>> {
+    use std::os::unix::fs::DirEntryExt;
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).ok()? {
+        let entry = entry.ok()?;
+        let name = entry.file_name();
+        let name = name.to_str()?;
+        if is_task_file(name) {
+            found.push((hash(name), entry.ino()));
+        }
+    }
+    found.sort_unstable();
+    Some(found)
+}
+
+#[cfg(not(unix))]
+fn file_keys(_dir: &Path) -> Option<Vec<(u32, u64)>> {
+    None
+}
+
+/// A listing of a status folder made on a helper thread ([`prefetch`]).
+struct Prefetched {
+    /// The folder's stamp, taken before it was listed.
+    before: Option<Stamp>,
+    started: Instant,
+    keys: Option<Vec<(u32, u64)>>,
+}
+
+/// Listings, by the folder's path.
+type Listings = Vec<(std::path::PathBuf, Prefetched)>;
+
+/// This thread's prefetch: the helper making the listings, then what it made.
+#[derive(Default)]
+struct Prefetch {
+    started: bool,
+    helper: Option<std::thread::JoinHandle<Listings>>,
+    made: Listings,
+}
+
+thread_local! {
+    /// The listings [`prefetch`] started for this thread's command, taken by [`Rows::open`].
+    static PREFETCH: std::cell::RefCell<Prefetch> = std::cell::RefCell::default();
+}
+
+/// Forgets, when dropped by the call that started them, the listings of [`prefetch`] not
+/// taken: a listing serves only the command that started it (a later one must see what
+/// changed since).
+pub struct Prefetching {
+    owner: bool,
+}
+
+impl Drop for Prefetching {
+    fn drop(&mut self) {
+        if self.owner {
+            PREFETCH.take();
+        }
+    }
+}
+
+/// Starts, on a helper thread, the listings [`Rows::open`] is about to need for the rows of
+/// `slugs`: the status folders they record with a stamp too recent to be trusted, that still
+/// have it (a `task add` leaves `open/` so for the next command). The caller reads other
+/// files meanwhile; on two cores the listing of a folder of 5,000 tasks, as dear as the rest
+/// of a `task add`, is then mostly hidden. Only a hint: a listing is used only if its folder
+/// had, before it was listed, the stamp the verified rows record. Once per command: a second
+/// call, or one after [`prefetch_from`], starts nothing.
+pub fn prefetch(ws: &Workspace, slugs: &[String]) -> Prefetching {
+    let dir = ws.dir().to_path_buf();
+    let slugs = slugs.to_vec();
+    start_prefetch(move || recent_listings(&dir, &slugs))
+}
+
+/// [`prefetch`] for the workspace found from `start`, for all its projects, before anything
+/// else is known: a command that reads the rows starts it before its arguments are parsed,
+/// which takes as long as the listing. Finding nothing starts nothing.
+pub fn prefetch_from(start: std::path::PathBuf) -> Prefetching {
+    start_prefetch(move || {
+        let Some(dir) = crate::workspace::locate_dir(&start) else {
+            return Vec::new();
+        };
+        let Ok(projects) = std::fs::read_dir(dir.join("projects")) else {
+            return Vec::new();
+        };
+        let slugs: Vec<String> = projects
+            .filter_map(|p| p.ok()?.file_name().into_string().ok())
+            .filter(|s| !s.starts_with('.'))
+            .collect();
+        recent_listings(&dir, &slugs)
+    })
+}
+
+fn start_prefetch(work: impl FnOnce() -> Listings + Send + 'static) -> Prefetching {
+    let owner = PREFETCH.with_borrow_mut(|p| {
+        if p.started {
+            return false;
+        }
+        p.started = true;
+        p.helper = std::thread::Builder::new()
+            .name("dacli-list".into())
+            .spawn(work)
+            .ok();
+        true
+    });
+    Prefetching { owner }
+}
+
+/// The listings of the status folders of `slugs`, in workspace directory `dir`, whose rows
+/// record them with a stamp they still have and that is too recent to be trusted.
+fn recent_listings(dir: &Path, slugs: &[String]) -> Listings {
+    let mut made = Vec::new();
+    for slug in slugs {
+        let cache = |file: String| dir.join("cache").join(file);
+        let head = Part::peek(&cache(format!("tasks-{slug}.add")), slug)
+            .or_else(|| Part::peek(&cache(format!("tasks-{slug}.idx")), slug));
+        let Some(((_, listing_ns, dirs), written)) = head else {
+            continue;
+        };
+        for (key, recorded) in dirs {
+            let folder = dir.join(&key);
+            let started = super::filed::started();
+            let before = Stamp::of_dir(&folder);
+            if !is_status_folder(&key)
+                || recorded.is_none_or(|r| r.settled(written, listing_ns))
+                || before != recorded
+            {
+                continue;
+            }
+            let keys = file_keys(&folder);
+            made.push((
+                folder,
+                Prefetched {
+                    before,
+                    started,
+                    keys,
+                },
+            ));
+        }
+    }
+    made
+}
+
+/// The listing [`prefetch`] made of `dir`, waited for.
+fn take_prefetched(dir: &Path) -> Option<Prefetched> {
+    PREFETCH.with_borrow_mut(|p| {
+        if let Some(helper) = p.helper.take()
+            && let Ok(made) = helper.join()
+        {
+            p.made = made;
+        }
+        let at = p.made.iter().position(|(d, _)| d == dir)?;
+        Some(p.made.swap_remove(at).1)
+    })
 }
 
 /// The overlay (or lone base) this process last checked against its folders, as it wrote it
@@ -750,35 +972,42 @@ fn encode_rows(
     }
     let mut rows = Vec::with_capacity(listing.len() * ROW);
     for (i, e) in listing.iter().enumerate() {
-        let bytes = e.entry_bytes();
-        let folder = STATUS_FOLDERS
-            .iter()
-            .position(|f| *f == e.folder())
-            .unwrap_or(0);
         let assignee = e
             .assignee()
             .and_then(|a| agents.binary_search(&a).ok())
             .and_then(|i| u16::try_from(i).ok())
             .filter(|i| *i != NONE16)
             .unwrap_or(NONE16);
-        let name = e.file().rsplit('/').next().unwrap_or_default();
-        rows.extend_from_slice(&e.number().to_le_bytes());
-        rows.push(u8::try_from(folder).unwrap_or(0));
-        rows.extend_from_slice(&assignee.to_le_bytes());
-        rows.extend_from_slice(&hash(e.id()).to_le_bytes());
-        rows.extend_from_slice(&hash(e.slug()).to_le_bytes());
-        rows.extend_from_slice(&hash(&slugify(e.title())).to_le_bytes());
-        rows.extend_from_slice(&e.parent().map_or(0, hash).to_le_bytes());
-        rows.extend_from_slice(&u32::try_from(offsets[i]).unwrap_or(NONE32).to_le_bytes());
-        rows.extend_from_slice(&u32::try_from(bytes.len()).unwrap_or(NONE32).to_le_bytes());
-        rows.extend_from_slice(&crc32fast::hash(bytes).to_le_bytes());
-        rows.extend_from_slice(&rank[i].to_le_bytes());
-        rows.push(u8::from(e.parent().is_some()));
-        rows.extend_from_slice(&inos.get(i).copied().unwrap_or(0).to_le_bytes());
-        rows.extend_from_slice(&hash(name).to_le_bytes());
+        let ino = inos.get(i).copied().unwrap_or(0);
+        push_row(&mut rows, e, assignee, offsets[i], rank[i], ino);
     }
     let agents = agents.into_iter().map(str::to_string).collect();
     (agents, rows, entries)
+}
+
+/// Appends the row of `e`, whose entry bytes lie at `offset` among the entries, whose
+/// assignee is at `assignee` in the assignee table, and whose file has inode `ino`.
+fn push_row(rows: &mut Vec<u8>, e: &TaskEntry, assignee: u16, offset: usize, rank: u32, ino: u64) {
+    let bytes = e.entry_bytes();
+    let folder = STATUS_FOLDERS
+        .iter()
+        .position(|f| *f == e.folder())
+        .unwrap_or(0);
+    let name = e.file().rsplit('/').next().unwrap_or_default();
+    rows.extend_from_slice(&e.number().to_le_bytes());
+    rows.push(u8::try_from(folder).unwrap_or(0));
+    rows.extend_from_slice(&assignee.to_le_bytes());
+    rows.extend_from_slice(&hash(e.id()).to_le_bytes());
+    rows.extend_from_slice(&hash(e.slug()).to_le_bytes());
+    rows.extend_from_slice(&hash(&slugify(e.title())).to_le_bytes());
+    rows.extend_from_slice(&e.parent().map_or(0, hash).to_le_bytes());
+    rows.extend_from_slice(&u32::try_from(offset).unwrap_or(NONE32).to_le_bytes());
+    rows.extend_from_slice(&u32::try_from(bytes.len()).unwrap_or(NONE32).to_le_bytes());
+    rows.extend_from_slice(&crc32fast::hash(bytes).to_le_bytes());
+    rows.extend_from_slice(&rank.to_le_bytes());
+    rows.push(u8::from(e.parent().is_some()));
+    rows.extend_from_slice(&ino.to_le_bytes());
+    rows.extend_from_slice(&hash(name).to_le_bytes());
 }
 
 /// The header of a rows file: a base (`base` is `None`) or an overlay naming its base.

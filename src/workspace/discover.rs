@@ -44,6 +44,11 @@ impl Workspace {
     }
 }
 
+/// The workspace directory [`Workspace::discover`] opens for `start`, without opening it.
+pub fn locate_dir(start: &Path) -> Option<PathBuf> {
+    locate(&fs::canonicalize(start).ok()?).map(|(_, dir)| dir)
+}
+
 fn locate(start: &Path) -> Option<(PathBuf, PathBuf)> {
     if is_workspace_dir(start) {
         let root = start.parent().unwrap_or(start).to_path_buf();

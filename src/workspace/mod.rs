@@ -11,7 +11,7 @@ pub mod names;
 use std::path::{Path, PathBuf};
 
 pub use config::{Config, SUPPORTED_FORMAT};
-pub use discover::{find_work_tree, is_workspace_dir};
+pub use discover::{find_work_tree, is_workspace_dir, locate_dir};
 
 use crate::store::{self, Fs};
 

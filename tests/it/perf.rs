@@ -414,6 +414,43 @@ fn a_damaged_note_digest_is_ignored_and_changes_no_output() {
 /// rows it wrote are verified by the next `task add`, and each add records its task for the
 /// next; no add lists the project again (which would rewrite the listing's cache file).
 #[test]
+fn a_task_removed_by_hand_right_after_its_add_is_gone_from_the_next_listing() {
+    let repo = example();
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    reads(&repo);
+    for (k, title) in ["Removed at once", "Kept after it"].iter().enumerate() {
+        ok(
+            &repo,
+            Some(PLANNER),
+            &["task", "add", title, "--accept", "Done"],
+        );
+        if k == 1 {
+            break;
+        }
+        // The file the rows' overlay just recorded, gone before the next command (as a
+        // checkout of an older tree would do it): that command's listing of `open/` says so.
+        let open = repo.ws("projects/checkout/tasks/open");
+        let created = std::fs::read_dir(&open)
+            .unwrap()
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .find(|p| p.to_string_lossy().ends_with("-removed-at-once.md"))
+            .expect("the task just added");
+        std::fs::remove_file(created).unwrap();
+    }
+    let warm = list_all(&repo);
+    assert!(warm.contains("Kept after it"), "{warm}");
+    assert!(!warm.contains("Removed at once"), "{warm}");
+    std::fs::remove_dir_all(repo.ws("cache")).unwrap();
+    similar_asserts(
+        "removed by hand",
+        "rows vs no cache",
+        &warm,
+        &list_all(&repo),
+    );
+}
+
+#[test]
 fn back_to_back_task_adds_after_a_fresh_listing_do_not_list_the_project() {
     let repo = example();
     std::thread::sleep(std::time::Duration::from_millis(100));
@@ -581,6 +618,46 @@ fn concurrent_writers_leave_an_index_equal_to_the_files() {
             assert!(list.contains(&format!("Concurrent task {w}-{i}")), "{list}");
         }
     }
+}
+
+/// Hand edits saved by rename into `open/` while tasks are added there: an edit landing
+/// between an add's reading of the rows and its creating its file shares the folder's new
+/// stamp with the add, so only the next reader's listing of the folder can tell that the
+/// rows the add recorded are stale. The edit lands at a different moment of each add.
+#[test]
+fn hand_edits_racing_task_adds_reach_the_next_reader() {
+    let repo = example();
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    reads(&repo);
+    let file =
+        repo.ws("projects/checkout/tasks/open/003-round-totals-once-at-the-pricing-boundary.md");
+    for k in 0..40u64 {
+        let add = std::process::Command::new(assert_cmd::cargo::cargo_bin("dacli"))
+            .current_dir(repo.path())
+            .env_remove("DACLI_TEST_FAULT")
+            .env("DACLI_AGENT", PLANNER)
+            .env("DACLI_TEST_SEED", format!("{}", 500 + k))
+            .args(["task", "add", &format!("Raced task {k}"), "--json"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_micros(700 * k));
+        edit_by_rename(&file, |t| {
+            let old = t.lines().find(|l| l.starts_with("# ")).unwrap_or_default();
+            t.replace(old, &format!("# Round totals, edit {k}"))
+        });
+        assert!(add.wait_with_output().unwrap().status.success());
+        let listed = list_all(&repo);
+        assert!(
+            listed.contains(&format!("Round totals, edit {k}")),
+            "edit {k}: {listed}"
+        );
+        assert!(
+            listed.contains(&format!("Raced task {k}")),
+            "add {k}: {listed}"
+        );
+    }
+    assert_cache_is_only_speed(&repo, "after racing hand edits", true);
 }
 
 /// The benchmark's generator at N = 100: it verifies every count through the CLI itself.

@@ -195,7 +195,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         None => Snapshot::load_picked(
             ws,
             &passes,
-            &mut |p, status, _| {
+            Some(&mut |p, status, _| {
                 // Called for every task, a project's tasks one after the other.
                 if counted.last().is_none_or(|(slug, _)| slug != p) {
                     counted.push((p.to_string(), [0; 4]));
@@ -207,7 +207,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
                     counts[at] += 1;
                 }
                 status == Status::Active
-            },
+            }),
             None,
             limit,
             &|events| named_by_events(events, req.recent),

@@ -161,15 +161,8 @@ fn add_snapshot(
             && slugify(&snap.task_ref(t).title) == title_slug
     };
     let none = |_: &crate::journal::index::Events| std::collections::BTreeSet::new();
-    let Some(picked) = Snapshot::load_picked(
-        ws,
-        &passes,
-        &mut |_, _, _| false,
-        None,
-        Some(0),
-        &none,
-        Folds::DoneOnly,
-    )?
+    let Some(picked) =
+        Snapshot::load_picked(ws, &passes, None, None, Some(0), &none, Folds::DoneOnly)?
     else {
         let snap = snapshot(ctx)?;
         let dup = snap
@@ -674,7 +667,7 @@ fn list_page(
     let Some(picked) = Snapshot::load_picked(
         ctx.ws()?,
         &|f| crate::policy::dod::evaluate(f).passed,
-        &mut pick,
+        Some(&mut pick),
         req.cursor.as_deref(),
         limit,
         &|_| std::collections::BTreeSet::new(),
