@@ -175,6 +175,13 @@ impl<'t> Ctx<'t> {
         self.resolve_identity()
     }
 
+    /// Declares this process long-lived (the MCP server): object files parsed for one call
+    /// are kept for the next, each checked against its file's stamp before it is served
+    /// ([`crate::objects::read_document`]).
+    pub fn serve_many_calls(&self) {
+        crate::objects::remember_documents();
+    }
+
     /// Makes this process the only server acting as the bound agent (RELIABILITY T15): holds
     /// `.locks/mcp-<agent-id>.lock` until the context is dropped. A refusal when another
     /// process holds it; two processes acting as one agent would race each other's claims

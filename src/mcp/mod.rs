@@ -38,6 +38,7 @@ pub fn serve(table: &Table, env: Env, start: Option<PathBuf>) -> u8 {
         Ok(None) => {}
         other => return refuse_start(other),
     }
+    ctx.serve_many_calls();
     // Reading stdin and writing stdout are the only blocking work, one of each at a time;
     // without a cap, a fast stream of input grew the pool by a thread (and its stack) per
     // read that overlapped the last one's hand-back.

@@ -737,6 +737,63 @@ fn a_warm_server_shows_folded_tasks_as_their_files_change() {
     s.finish();
 }
 
+/// A server keeps the documents it parsed; one edited in place (same inode, same size) must
+/// show in the next brief all the same.
+#[test]
+fn a_warm_server_shows_a_note_edited_in_place() {
+    use crate::mcp::Server;
+    use serde_json::json;
+    let repo = example();
+    ok(
+        &repo,
+        Some(BUILDER),
+        &[
+            "note",
+            "add",
+            "finding",
+            "Warm finding",
+            "--about",
+            "3",
+            "--severity",
+            "minor",
+            "--body",
+            "First body of the warm finding.",
+        ],
+    );
+    // Old enough to be kept by the server.
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let mut s = Server::start_with(repo.path(), Some(PLANNER), &[]);
+    s.initialize("2025-06-18");
+    let brief = |s: &mut Server| {
+        let brief = s.call("get_context", json!({"ref": "3"}));
+        assert_eq!(brief["isError"], false, "{brief}");
+        brief["content"][0]["text"]
+            .as_str()
+            .expect("the brief")
+            .to_string()
+    };
+    let first = brief(&mut s);
+    assert!(first.contains("First body of the warm finding."), "{first}");
+    assert_eq!(brief(&mut s), first, "served again");
+    let mut notes = Vec::new();
+    files(&repo.ws("notes"), &mut notes);
+    files(&repo.ws("projects"), &mut notes);
+    let note = notes
+        .into_iter()
+        .find(|p| std::fs::read_to_string(p).is_ok_and(|t| t.contains("Warm finding")))
+        .expect("the finding's file");
+    let text = std::fs::read_to_string(&note).unwrap();
+    let edited = text.replace("First body", "Other body");
+    assert_eq!(edited.len(), text.len());
+    std::fs::write(&note, edited).unwrap();
+    let second = brief(&mut s);
+    assert!(
+        second.contains("Other body of the warm finding."),
+        "{second}"
+    );
+    s.finish();
+}
+
 fn files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         let path = entry.path();
