@@ -294,10 +294,7 @@ impl Snapshot {
                 }
                 let (status, assignee) = match folded.and_then(|e| snap.views.get(e.id())) {
                     Some(v) => (v.entry.status(), v.entry.assignee()),
-                    None => (
-                        Status::parse(row.folder).unwrap_or(Status::Open),
-                        row.assignee,
-                    ),
+                    None => (row.status, row.assignee),
                 };
                 if !pick
                     .as_mut()

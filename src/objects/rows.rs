@@ -30,6 +30,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::model::task::Status;
 use crate::store::{Problem, TEMP_PREFIX};
 use crate::workspace::names::slugify;
 use crate::workspace::{STATUS_FOLDERS, Workspace};
@@ -229,10 +230,14 @@ impl<'a> Row<'a> {
     }
     /// The status folder the file is in.
     pub fn folder(&self) -> &'static str {
-        STATUS_FOLDERS
+        self.status().as_str()
+    }
+    /// The status of that folder (folders and statuses are in the same order).
+    pub fn status(&self) -> Status {
+        Status::ALL
             .get(usize::from(self.bytes()[4]))
             .copied()
-            .unwrap_or("open")
+            .unwrap_or(Status::Open)
     }
     pub fn assignee(&self) -> Option<&'a str> {
         let b = self.bytes();
@@ -1106,8 +1111,8 @@ impl<'a> Item<'a> {
 #[derive(Clone, Copy)]
 pub struct Walked<'a> {
     pub id_hash: u32,
-    /// The status folder the file is in.
-    pub folder: &'a str,
+    /// The status of the folder the file is in.
+    pub status: Status,
     pub assignee: Option<&'a str>,
 }
 
@@ -1120,7 +1125,7 @@ impl ProjectTasks {
                 .iter()
                 .map(|e| Walked {
                     id_hash: hash(e.id()),
-                    folder: e.folder(),
+                    status: Status::parse(e.folder()).unwrap_or(Status::Open),
                     assignee: e.assignee(),
                 })
                 .collect(),
@@ -1128,7 +1133,7 @@ impl ProjectTasks {
                 .iter()
                 .map(|r| Walked {
                     id_hash: r.id_hash(),
-                    folder: r.folder(),
+                    status: r.status(),
                     assignee: r.assignee(),
                 })
                 .collect(),

@@ -202,7 +202,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
                 }
                 if let (Some((_, counts)), Some(at)) = (
                     counted.last_mut(),
-                    STATUS_FOLDERS.iter().position(|f| *f == status.as_str()),
+                    Status::ALL.iter().position(|s| *s == status),
                 ) {
                     counts[at] += 1;
                 }
