@@ -233,8 +233,8 @@ impl Table {
     /// workspace, named by the leading words of `args` (read before parsing, which takes as
     /// long as the listings it starts): nearly every such command reads task rows, to resolve
     /// a reference if nothing else. Not with `-C`, whose value only parsing tells apart, nor
-    /// for a front end taking over (`taken_over`: a server's calls come later, each with its
-    /// own). A wrong guess costs a listing on another core, never a result.
+    /// for a front end taking over (`taken_over`: a server's calls come later). A wrong
+    /// guess costs a listing on another core, never a result.
     pub fn prefetch(
         &self,
         args: &[std::ffi::OsString],

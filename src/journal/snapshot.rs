@@ -171,9 +171,9 @@ impl Snapshot {
     ) -> Result<Option<Picked>, objects::Error> {
         use crate::objects::rows::{ProjectTasks, id_hash};
         let listing = projects::list(ws)?;
-        // The listings verifying the rows run while the event log is read.
+        // The event log first: a listing verifying the rows, started by the CLI before
+        // parsing (`rows::prefetch_from`), runs meanwhile.
         let slugs: Vec<String> = listing.items.iter().map(|p| p.slug.clone()).collect();
-        let prefetching = crate::objects::rows::prefetch(ws, &slugs);
         let (mut snapshot, mut to_fold) =
             Snapshot::unfolded(ws, &listing.items, Vec::new(), Vec::new())?;
         // The warnings in the order of a plain load: projects, tasks, then the event log's.
@@ -184,7 +184,6 @@ impl Snapshot {
             warnings.extend(found);
             loaded.push((slug, tasks));
         }
-        drop(prefetching);
         warnings.append(&mut snapshot.warnings);
         snapshot.warnings = warnings;
         if folds == Folds::DoneOnly {

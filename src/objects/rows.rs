@@ -163,17 +163,20 @@ impl Part {
     /// unchecked (the checksum covers the rows): a hint of what [`Rows::open`] will verify.
     fn peek(path: &Path, slug: &str) -> Option<(Head, i128)> {
         let file = File::open(path).ok()?;
-        let written = Stamp::from_meta(&file.metadata().ok()?).mtime_ns();
+        let stamp = Stamp::from_meta(&file.metadata().ok()?);
         let mut prefix = [0u8; PREFIX];
         read_at(&file, &mut prefix, 0)?;
         let head_len = u64::from(u32_at(&prefix, 0));
         // A damaged length must not size the buffer beyond the file.
-        if head_len > file.metadata().ok()?.len() {
+        if head_len > stamp.size() {
             return None;
         }
         let mut head = vec![0u8; usize::try_from(head_len).ok()?];
         read_at(&file, &mut head, PREFIX as u64)?;
-        Some((Part::decode_head(&mut Input::new(&head), slug)?, written))
+        Some((
+            Part::decode_head(&mut Input::new(&head), slug)?,
+            stamp.mtime_ns(),
+        ))
     }
 
     fn rows(&self) -> &[u8] {
@@ -392,7 +395,7 @@ impl Rows {
 
     /// True when directory `key`, recorded with stamp `recorded`, holds exactly the `.md`
     /// files the rows put in its folder (same names, same inodes), as listed now or by a
-    /// listing [`prefetch`] started in this command while the folder had that stamp;
+    /// listing [`prefetch_from`] started in this command while the folder had that stamp;
     /// `started` is moved back to the start of the listing used.
     fn holds_exactly(
         &self,
@@ -724,7 +727,7 @@ fn file_keys(_dir: &Path) -> Option<Vec<(u32, u64)>> {
     None
 }
 
-/// A listing of a status folder made on a helper thread ([`prefetch`]).
+/// A listing of a status folder made on a helper thread ([`prefetch_from`]).
 struct Prefetched {
     /// The folder's stamp, taken before it was listed.
     before: Option<Stamp>,
@@ -738,76 +741,57 @@ type Listings = Vec<(std::path::PathBuf, Prefetched)>;
 /// This thread's prefetch: the helper making the listings, then what it made.
 #[derive(Default)]
 struct Prefetch {
-    started: bool,
     helper: Option<std::thread::JoinHandle<Listings>>,
     made: Listings,
 }
 
 thread_local! {
-    /// The listings [`prefetch`] started for this thread's command, taken by [`Rows::open`].
+    /// The listings [`prefetch_from`] started for this thread's command, taken by
+    /// [`Rows::open`].
     static PREFETCH: std::cell::RefCell<Prefetch> = std::cell::RefCell::default();
 }
 
-/// Forgets, when dropped by the call that started them, the listings of [`prefetch`] not
-/// taken: a listing serves only the command that started it (a later one must see what
-/// changed since).
-pub struct Prefetching {
-    owner: bool,
-}
+/// Forgets, when dropped, the listings of [`prefetch_from`] not taken: a listing serves
+/// only the command that started it (a later one must see what changed since).
+pub struct Prefetching(());
 
 impl Drop for Prefetching {
     fn drop(&mut self) {
-        if self.owner {
-            PREFETCH.take();
-        }
+        PREFETCH.take();
     }
 }
 
-/// Starts, on a helper thread, the listings [`Rows::open`] is about to need for the rows of
-/// `slugs`: the status folders they record with a stamp too recent to be trusted, that still
-/// have it (a `task add` leaves `open/` so for the next command). The caller reads other
-/// files meanwhile; on two cores the listing of a folder of 5,000 tasks, as dear as the rest
-/// of a `task add`, is then mostly hidden. Only a hint: a listing is used only if its folder
-/// had, before it was listed, the stamp the verified rows record. Once per command: a second
-/// call, or one after [`prefetch_from`], starts nothing.
-pub fn prefetch(ws: &Workspace, slugs: &[String]) -> Prefetching {
-    let dir = ws.dir().to_path_buf();
-    let slugs = slugs.to_vec();
-    start_prefetch(move || recent_listings(&dir, &slugs))
-}
-
-/// [`prefetch`] for the workspace found from `start`, for all its projects, before anything
-/// else is known: a command that reads the rows starts it before its arguments are parsed,
-/// which takes as long as the listing. Finding nothing starts nothing.
+/// Starts, on a helper thread, the listings [`Rows::open`] is about to need in the
+/// workspace found from `start`: the status folders whose rows record them with a stamp too
+/// recent to be trusted, that still have it (a `task add` leaves `open/` so for the next
+/// command). A command starts it before its arguments are parsed and reads other files
+/// meanwhile; on two cores the listing of a folder of 5,000 tasks, as dear as the rest of a
+/// `task add`, is then mostly hidden. Only a hint: a listing is used only if its folder
+/// had, before it was listed, the stamp the verified rows record. Finding nothing starts
+/// no listing. (A server's calls do not start one: a thread per call would cost every call
+/// to spare the few that follow another process's write.)
 pub fn prefetch_from(start: std::path::PathBuf) -> Prefetching {
-    start_prefetch(move || {
-        let Some(dir) = crate::workspace::locate_dir(&start) else {
-            return Vec::new();
-        };
-        let Ok(projects) = std::fs::read_dir(dir.join("projects")) else {
-            return Vec::new();
-        };
-        let slugs: Vec<String> = projects
-            .filter_map(|p| p.ok()?.file_name().into_string().ok())
-            .filter(|s| !s.starts_with('.'))
-            .collect();
-        recent_listings(&dir, &slugs)
-    })
-}
-
-fn start_prefetch(work: impl FnOnce() -> Listings + Send + 'static) -> Prefetching {
-    let owner = PREFETCH.with_borrow_mut(|p| {
-        if p.started {
-            return false;
-        }
-        p.started = true;
-        p.helper = std::thread::Builder::new()
-            .name("dacli-list".into())
-            .spawn(work)
-            .ok();
-        true
+    let helper = std::thread::Builder::new()
+        .name("dacli-list".into())
+        .spawn(move || {
+            let Some(dir) = crate::workspace::locate_dir(&start) else {
+                return Vec::new();
+            };
+            let Ok(projects) = std::fs::read_dir(dir.join("projects")) else {
+                return Vec::new();
+            };
+            let slugs: Vec<String> = projects
+                .filter_map(|p| p.ok()?.file_name().into_string().ok())
+                .filter(|s| !s.starts_with('.'))
+                .collect();
+            recent_listings(&dir, &slugs)
+        })
+        .ok();
+    PREFETCH.set(Prefetch {
+        helper,
+        made: Vec::new(),
     });
-    Prefetching { owner }
+    Prefetching(())
 }
 
 /// The listings of the status folders of `slugs`, in workspace directory `dir`, whose rows
@@ -815,20 +799,20 @@ fn start_prefetch(work: impl FnOnce() -> Listings + Send + 'static) -> Prefetchi
 fn recent_listings(dir: &Path, slugs: &[String]) -> Listings {
     let mut made = Vec::new();
     for slug in slugs {
-        let cache = |file: String| dir.join("cache").join(file);
-        let head = Part::peek(&cache(format!("tasks-{slug}.add")), slug)
-            .or_else(|| Part::peek(&cache(format!("tasks-{slug}.idx")), slug));
+        let cache = dir.join("cache");
+        let head = Part::peek(&cache.join(overlay_name(slug)), slug)
+            .or_else(|| Part::peek(&cache.join(base_name(slug)), slug));
         let Some(((_, listing_ns, dirs), written)) = head else {
             continue;
         };
         for (key, recorded) in dirs {
+            if !is_status_folder(&key) || recorded.is_none_or(|r| r.settled(written, listing_ns)) {
+                continue;
+            }
             let folder = dir.join(&key);
             let started = super::filed::started();
             let before = Stamp::of_dir(&folder);
-            if !is_status_folder(&key)
-                || recorded.is_none_or(|r| r.settled(written, listing_ns))
-                || before != recorded
-            {
+            if before != recorded {
                 continue;
             }
             let keys = file_keys(&folder);
@@ -845,7 +829,7 @@ fn recent_listings(dir: &Path, slugs: &[String]) -> Listings {
     made
 }
 
-/// The listing [`prefetch`] made of `dir`, waited for.
+/// The listing [`prefetch_from`] made of `dir`, waited for.
 fn take_prefetched(dir: &Path) -> Option<Prefetched> {
     PREFETCH.with_borrow_mut(|p| {
         if let Some(helper) = p.helper.take()
@@ -929,11 +913,19 @@ fn file_ino(_path: &Path) -> Option<u64> {
 }
 
 fn base_file(ws: &Workspace, slug: &str) -> std::path::PathBuf {
-    cache_file_named(ws, &format!("tasks-{slug}.idx"))
+    cache_file_named(ws, &base_name(slug))
 }
 
 fn overlay_file(ws: &Workspace, slug: &str) -> std::path::PathBuf {
-    cache_file_named(ws, &format!("tasks-{slug}.add"))
+    cache_file_named(ws, &overlay_name(slug))
+}
+
+fn base_name(slug: &str) -> String {
+    format!("tasks-{slug}.idx")
+}
+
+fn overlay_name(slug: &str) -> String {
+    format!("tasks-{slug}.add")
 }
 
 /// The assignee table, the rows and the entry bytes of `listing` (sorted, one entry per

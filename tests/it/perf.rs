@@ -234,6 +234,13 @@ fn ok(repo: &Repo, token: Option<&str>, args: &[&str]) {
 }
 
 /// Replaces a file the way git and most editors save: a new file renamed over the old one.
+/// A minor finding by the builder about task `about`.
+fn add_finding(repo: &Repo, title: &str, about: &str, body: &str) {
+    let args = ["note", "add", "finding", title, "--about", about];
+    let rest = ["--severity", "minor", "--body", body];
+    ok(repo, Some(BUILDER), &[&args[..], &rest[..]].concat());
+}
+
 fn edit_by_rename(path: &Path, edit: impl Fn(&str) -> String) {
     let text = std::fs::read_to_string(path).unwrap();
     let tmp = path.with_extension("swp");
@@ -258,22 +265,7 @@ fn deleting_the_cache_changes_no_output_after_writes_and_hand_edits() {
             "Report is empty",
         ],
     );
-    ok(
-        &repo,
-        Some(BUILDER),
-        &[
-            "note",
-            "add",
-            "finding",
-            "Refunds skip the shim",
-            "--about",
-            "9",
-            "--severity",
-            "minor",
-            "--body",
-            "Seen in refund.rs.",
-        ],
-    );
+    add_finding(&repo, "Refunds skip the shim", "9", "Seen in refund.rs.");
     ok(&repo, Some(REVIEWER), &["task", "claim", "3"]);
     ok(
         &repo,
@@ -418,26 +410,24 @@ fn a_task_removed_by_hand_right_after_its_add_is_gone_from_the_next_listing() {
     let repo = example();
     std::thread::sleep(std::time::Duration::from_millis(100));
     reads(&repo);
-    for (k, title) in ["Removed at once", "Kept after it"].iter().enumerate() {
+    let add = |title: &str| {
         ok(
             &repo,
             Some(PLANNER),
             &["task", "add", title, "--accept", "Done"],
-        );
-        if k == 1 {
-            break;
-        }
-        // The file the rows' overlay just recorded, gone before the next command (as a
-        // checkout of an older tree would do it): that command's listing of `open/` says so.
-        let open = repo.ws("projects/checkout/tasks/open");
-        let created = std::fs::read_dir(&open)
-            .unwrap()
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            .find(|p| p.to_string_lossy().ends_with("-removed-at-once.md"))
-            .expect("the task just added");
-        std::fs::remove_file(created).unwrap();
-    }
+        )
+    };
+    add("Removed at once");
+    // The file the rows' overlay just recorded, gone before the next command (as a checkout
+    // of an older tree would do it): `open/`'s stamp changes, and that add lists the project.
+    let created = std::fs::read_dir(repo.ws("projects/checkout/tasks/open"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with("-removed-at-once.md"))
+        .expect("the task just added");
+    std::fs::remove_file(created).unwrap();
+    add("Kept after it");
     let warm = list_all(&repo);
     assert!(warm.contains("Kept after it"), "{warm}");
     assert!(!warm.contains("Removed at once"), "{warm}");
@@ -744,21 +734,11 @@ fn a_warm_server_shows_a_note_edited_in_place() {
     use crate::mcp::Server;
     use serde_json::json;
     let repo = example();
-    ok(
+    add_finding(
         &repo,
-        Some(BUILDER),
-        &[
-            "note",
-            "add",
-            "finding",
-            "Warm finding",
-            "--about",
-            "3",
-            "--severity",
-            "minor",
-            "--body",
-            "First body of the warm finding.",
-        ],
+        "Warm finding",
+        "3",
+        "First body of the warm finding.",
     );
     // Old enough to be kept by the server.
     std::thread::sleep(std::time::Duration::from_millis(100));
