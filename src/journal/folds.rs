@@ -101,7 +101,7 @@ pub struct FoldCache {
     /// When this reader started: every stamp it takes is younger.
     started: Instant,
     /// Entries of the file as read, by task id, each with whether it may be served.
-    old: BTreeMap<String, (Inputs, View, bool)>,
+    old: Arc<Kept>,
     /// Entries this reader used or made, by task id: what it writes back.
     used: BTreeMap<String, (Inputs, View)>,
     /// Whether `used` holds an entry the file lacks.
@@ -112,12 +112,7 @@ impl FoldCache {
     /// Reads `cache/folds.bin`; empty when missing or refused.
     pub fn load(ws: &Workspace) -> FoldCache {
         let started = crate::objects::filed::started();
-        let path = cache_file_named(ws, FILE);
-        let old = std::fs::read(&path)
-            .ok()
-            .zip(Stamp::of(&path))
-            .and_then(|(bytes, stamp)| decode(&buf_of(bytes)?, stamp.mtime_ns()))
-            .unwrap_or_default();
+        let old = read_kept(&cache_file_named(ws, FILE)).unwrap_or_default();
         FoldCache {
             started,
             old,
@@ -155,18 +150,49 @@ impl FoldCache {
             return;
         }
         let mut entries = self.used;
-        for (id, (inputs, view, trusted)) in self.old {
+        for (id, (inputs, view, trusted)) in self.old.iter() {
             if entries.len() >= KEPT {
                 break;
             }
-            if trusted {
-                entries.entry(id).or_insert((inputs, view));
+            if *trusted {
+                entries
+                    .entry(id.clone())
+                    .or_insert_with(|| (inputs.clone(), view.clone()));
             }
         }
         let listing_ns = i128::try_from(self.started.elapsed().as_nanos()).unwrap_or(i128::MAX);
         let bytes = encode(listing_ns, &entries);
         let _ = ws.fs.replace_derived(&cache_file_named(ws, FILE), &bytes);
     }
+}
+
+/// The entries of a folds file by task id, each with whether it may be served.
+type Kept = BTreeMap<String, (Inputs, View, bool)>;
+
+/// The entries of the folds file at `path`; in a process that keeps what it reads
+/// ([`crate::objects::remembering`]), from memory while the file has the stamp it had when
+/// this process last read it (a server reads it on every `status`).
+fn read_kept(path: &std::path::Path) -> Option<Arc<Kept>> {
+    static LAST: std::sync::Mutex<Option<(std::path::PathBuf, Stamp, Arc<Kept>)>> =
+        std::sync::Mutex::new(None);
+    let remember = crate::objects::remembering();
+    // Taken before the read: a file replaced meanwhile is judged by its older write time,
+    // which trusts fewer entries, and is kept under a stamp it no longer has.
+    let stamp = Stamp::of(path)?;
+    if remember
+        && let Ok(last) = LAST.lock()
+        && let Some((p, s, kept)) = last.as_ref()
+        && *s == stamp
+        && p == path
+    {
+        return Some(Arc::clone(kept));
+    }
+    let bytes = std::fs::read(path).ok()?;
+    let kept = Arc::new(decode(&buf_of(bytes)?, stamp.mtime_ns())?);
+    if remember && let Ok(mut last) = LAST.lock() {
+        *last = Some((path.to_path_buf(), stamp, Arc::clone(&kept)));
+    }
+    Some(kept)
 }
 
 fn encode(listing_ns: i128, entries: &BTreeMap<String, (Inputs, View)>) -> Vec<u8> {

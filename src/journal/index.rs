@@ -50,10 +50,17 @@ pub struct EventFields {
     pub scope: Option<String>,
     /// Path relative to the workspace directory.
     pub file: String,
+    /// The file's stamp when it was extracted: a fold that reads the file is keyed by it
+    /// (`journal::folds`), so the index's rule decides when the file changed.
+    pub stamp: Option<Stamp>,
 }
 
 impl EventEntry {
     pub fn new(f: &EventFields) -> EventEntry {
+        let stamp = match f.stamp.and_then(|s| s.to_ints()) {
+            Some(ints) => ints.map(Some),
+            None => [None; 4],
+        };
         EventEntry(
             RecordBuilder::default()
                 .str(&f.id)
@@ -77,6 +84,10 @@ impl EventEntry {
                 .opt(f.severity.as_deref())
                 .opt(f.scope.as_deref())
                 .str(&f.file)
+                .int(stamp[0])
+                .int(stamp[1])
+                .int(stamp[2])
+                .int(stamp[3])
                 .build(),
         )
     }
@@ -148,6 +159,11 @@ impl EventEntry {
     pub fn file(&self) -> &str {
         self.0.str(16)
     }
+    /// The file's stamp when it was extracted ([`EventFields::stamp`]).
+    pub fn stamp(&self) -> Option<Stamp> {
+        let int = |i| self.0.int(i);
+        Stamp::from_ints([int(17)?, int(18)?, int(19)?, int(20)?])
+    }
 
     /// The entry's bytes, as [`EventEntry::from_bytes`] takes them back.
     pub(super) fn bytes(&self) -> &[u8] {
@@ -192,6 +208,7 @@ impl Extract for EventEntry {
             severity: o("severity"),
             scope: o("scope"),
             file: "file".into(),
+            stamp: Stamp::from_ints([1, 2, 3, 4]),
         })
     }
     fn decode(buf: &Buf, input: &mut Input<'_>) -> Option<EventEntry> {
@@ -419,31 +436,36 @@ fn scan(ws: &Workspace, cache: &mut FileCache<EventEntry>) -> Result<Events, obj
     let mut seen: BTreeSet<String> = BTreeSet::new();
     for (n, root) in roots.iter().enumerate() {
         let mut found = Vec::new();
-        for (y, ydir) in ws.fs.list_dir(root)? {
-            if !digits(&y, 4) || !ydir.is_dir() {
+        for (y, ydir) in ws.fs.list_dirs(root)? {
+            if !digits(&y, 4) {
                 continue;
             }
-            for (m, mdir) in ws.fs.list_dir(&ydir)? {
-                if !digits(&m, 2) || !mdir.is_dir() {
+            for (m, mdir) in ws.fs.list_dirs(&ydir)? {
+                if !digits(&m, 2) {
                     continue;
                 }
-                for (d, ddir) in ws.fs.list_dir(&mdir)? {
-                    if !digits(&d, 2) || !ddir.is_dir() {
+                for (d, ddir) in ws.fs.list_dirs(&mdir)? {
+                    if !digits(&d, 2) {
                         continue;
                     }
                     let day = format!("{y}/{m}/{d}");
-                    let scanned =
-                        cache.scan(ws, &ddir, &mut out.warnings, |name, path, doc, bytes| {
+                    let scanned = cache.scan(
+                        ws,
+                        &ddir,
+                        &mut out.warnings,
+                        |name, path, stamp, doc, bytes| {
                             let shown = ws.display(path);
                             let file = path
                                 .strip_prefix(ws.dir())
                                 .map(|p| p.to_string_lossy().into_owned())
                                 .unwrap_or_default();
-                            entry_of(doc, bytes, name, &shown, &day, file).map_err(|p| match p {
+                            let at = (file, stamp);
+                            entry_of(doc, bytes, name, &shown, &day, at).map_err(|p| match p {
                                 Bad::Field(e) => field_problem(ws, path, e),
                                 Bad::Problem(p) => p,
                             })
-                        })?;
+                        },
+                    )?;
                     found.extend(scanned.into_iter().map(Arc::unwrap_or_clone));
                 }
             }
@@ -476,7 +498,7 @@ fn entry_of(
     name: &str,
     shown: &str,
     day: &str,
-    file: String,
+    (file, stamp): (String, Option<Stamp>),
 ) -> Result<EventEntry, Bad> {
     let ev = EventHead::parse(&doc.front, &doc.body, name, shown).map_err(Bad::Field)?;
     let id_day = parse_ulid(&ev.id)
@@ -519,6 +541,7 @@ fn entry_of(
         applied: ev.applied,
         rejected: ev.rejected,
         file,
+        stamp,
     }))
 }
 

@@ -175,16 +175,16 @@ fn scan_tree(
     listing: &mut Listing<EventHead>,
 ) -> Result<(), objects::Error> {
     // Only `YYYY/MM/DD` directories hold events (a segment also holds its manifest).
-    for (y, ydir) in ws.fs.list_dir(root)? {
-        if !is_digits(&y, 4) || !ydir.is_dir() {
+    for (y, ydir) in ws.fs.list_dirs(root)? {
+        if !is_digits(&y, 4) {
             continue;
         }
-        for (m, mdir) in ws.fs.list_dir(&ydir)? {
-            if !is_digits(&m, 2) || !mdir.is_dir() {
+        for (m, mdir) in ws.fs.list_dirs(&ydir)? {
+            if !is_digits(&m, 2) {
                 continue;
             }
-            for (d, ddir) in ws.fs.list_dir(&mdir)? {
-                if !is_digits(&d, 2) || !ddir.is_dir() {
+            for (d, ddir) in ws.fs.list_dirs(&mdir)? {
+                if !is_digits(&d, 2) {
                     continue;
                 }
                 for (name, path) in ws.fs.list_dir(&ddir)? {

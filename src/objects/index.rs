@@ -141,6 +141,28 @@ impl Stamp {
         })
     }
 
+    /// The stamp as four integers, for records that hold integers; `None` for times beyond
+    /// 2262. [`Stamp::from_ints`] gives it back.
+    pub fn to_ints(&self) -> Option<[i64; 4]> {
+        Some([
+            i64::try_from(self.size).ok()?,
+            i64::try_from(self.mtime_ns).ok()?,
+            i64::try_from(self.ctime_ns).ok()?,
+            // An inode is a bit pattern: the cast goes both ways without loss.
+            self.ino as i64,
+        ])
+    }
+
+    /// The stamp [`Stamp::to_ints`] gave; `None` for a negative size.
+    pub fn from_ints([size, mtime_ns, ctime_ns, ino]: [i64; 4]) -> Option<Stamp> {
+        Some(Stamp {
+            size: u64::try_from(size).ok()?,
+            mtime_ns: i128::from(mtime_ns),
+            ctime_ns: i128::from(ctime_ns),
+            ino: ino as u64,
+        })
+    }
+
     /// True when this stamp was already old when the cache written at `written_ns` listed it,
     /// `listing_ns` before writing.
     pub fn settled(&self, written_ns: i128, listing_ns: i128) -> bool {
@@ -291,16 +313,17 @@ impl<T: Extract> FileCache<T> {
         }
     }
 
-    /// The extracts of the `.md` files of `dir` (no hidden or temporary names), in name order. An unchanged directory is served from the cache without listing it;
-    /// a changed one is listed and only files whose stamp changed are parsed, by `parse` (from
-    /// the file's name, path, parsed document and bytes). A file that cannot be read or parsed
+    /// The extracts of the `.md` files of `dir` (no hidden or temporary names), in name
+    /// order. An unchanged directory is served from the cache without listing it; a changed
+    /// one is listed and only files whose stamp changed are parsed, by `parse` (from the
+    /// file's name, path, stamp as listed, parsed document and bytes). A file that cannot be read or parsed
     /// is pushed to `warnings` and skipped; real I/O failures are errors.
     pub fn scan(
         &mut self,
         ws: &Workspace,
         dir: &Path,
         warnings: &mut Vec<Problem>,
-        mut parse: impl FnMut(&str, &Path, &Document, &[u8]) -> Result<T, Problem>,
+        mut parse: impl FnMut(&str, &Path, Option<Stamp>, &Document, &[u8]) -> Result<T, Problem>,
     ) -> Result<Vec<Arc<T>>, Error> {
         let key = key_of(ws, dir);
         let stamp = Stamp::of_dir(dir);
@@ -346,7 +369,7 @@ impl<T: Extract> FileCache<T> {
                 Some(c) => Some((*c).clone()),
                 None => {
                     let value = match extract(ws, &path, warnings, |doc, bytes| {
-                        parse(&name, &path, doc, bytes)
+                        parse(&name, &path, file_stamp, doc, bytes)
                     }) {
                         // Listed, then moved or removed by a writer before it was read: not
                         // an error of the workspace; the caller decides whether to look again.
@@ -421,9 +444,21 @@ impl<T: Extract> FileCache<T> {
     /// (a task moved from a folder not yet scanned to one already scanned is otherwise missed).
     /// A directory whose stamp is too recent to prove it unchanged (a change within the same
     /// clock tick keeps it) is listed again and its names compared.
+    ///
+    /// A pass that served every directory whole from the cache needs no second look: each
+    /// directory's trusted stamp was unchanged when it was looked at, and a stamp never
+    /// comes back once changed, so every one of them still held its cached files when the
+    /// first was looked at. That is one state; a server's warm calls are all such passes.
     pub fn unsettled(&self, ws: &Workspace) -> Result<bool, Error> {
         if self.vanished {
             return Ok(true);
+        }
+        if self
+            .scanned
+            .iter()
+            .all(|(_, _, seen)| matches!(seen, Seen::Cached(_)))
+        {
+            return Ok(false);
         }
         for (dir, before, names) in &self.scanned {
             let now = Stamp::of_dir(dir);
@@ -1193,7 +1228,7 @@ fn scan_tasks(
             ws,
             &tasks_dir.join(folder),
             &mut out.warnings,
-            |name, path, doc, _| {
+            |name, path, _, doc, _| {
                 task_entry(doc, slug, folder, name, key_of(ws, path))
                     .map_err(|e| field_problem(ws, path, e))
             },
@@ -1484,7 +1519,7 @@ fn scan_notes(
             } else {
                 "workspace"
             };
-            let found = cache.scan(ws, &base, &mut out.warnings, |name, path, doc, _| {
+            let found = cache.scan(ws, &base, &mut out.warnings, |name, path, _, doc, _| {
                 let head = NoteHead::parse(&doc.front, &doc.body, dir, scope)
                     .map_err(|e| field_problem(ws, path, e))?;
                 Ok(NoteEntry::new(&NoteFields {

@@ -111,7 +111,7 @@ impl WorkspaceInfo {
 /// copy of the document parsed from the file as it still is (same stamp, settled by the
 /// index's racy rule), checked with one `lstat`.
 pub fn read_document(ws: &Workspace, path: &Path) -> Result<Document, store::Error> {
-    if !REMEMBER.load(std::sync::atomic::Ordering::Relaxed) {
+    if !remembering() {
         return parse_document(ws, path);
     }
     let before = index::Stamp::of(path);
@@ -168,6 +168,12 @@ fn documents() -> &'static std::sync::Mutex<Remembered> {
 /// command reads each file once and would only pay for the copies.
 pub fn remember_documents() {
     REMEMBER.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether this process keeps what it reads ([`remember_documents`]): documents, and the
+/// entries read from a rows file ([`rows`]).
+pub fn remembering() -> bool {
+    REMEMBER.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Turns a field error of the file at `path` into a problem report.

@@ -22,7 +22,7 @@
 //! - header and rows are checksummed together, each entry on its own; anything that fails
 //!   a check is a miss, and the caller falls back to the listing.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::fs::File;
 
 use super::filed::read_at;
@@ -92,6 +92,10 @@ struct Part {
     base: Option<Stamp>,
     listing_ns: i128,
     dirs: Vec<DirStamp>,
+    /// The entries read from this version of the file so far, by where they start: kept
+    /// only in a process that serves many calls ([`super::remembering`]), where every
+    /// `status` reads the same active tasks again.
+    kept: std::sync::Mutex<HashMap<u64, Arc<TaskEntry>>>,
 }
 
 impl Part {
@@ -131,7 +135,25 @@ impl Part {
             base,
             listing_ns,
             dirs,
+            kept: Default::default(),
         })
+    }
+
+    /// The entry starting at `start`, when this process kept it.
+    fn kept(&self, start: u64) -> Option<Arc<TaskEntry>> {
+        if !super::remembering() {
+            return None;
+        }
+        self.kept.lock().ok()?.get(&start).cloned()
+    }
+
+    /// Keeps `entries` (by where each starts) when this process keeps what it reads.
+    fn keep(&self, entries: impl Iterator<Item = (u64, Arc<TaskEntry>)>) {
+        if super::remembering()
+            && let Ok(mut kept) = self.kept.lock()
+        {
+            kept.extend(entries);
+        }
     }
 
     /// The header up to the directories: the base extended, the listing's duration, the
@@ -283,18 +305,18 @@ impl<'a> Row<'a> {
 
     /// The entry, read from the file; `None` when its bytes fail their check.
     fn entry(&self) -> Option<Arc<TaskEntry>> {
-        let b = self.bytes();
-        let (start, len, sum) = (u32_at(b, 23), u32_at(b, 27), u32_at(b, 31));
-        let mut bytes = vec![0u8; len as usize];
-        read_at(
-            &self.part.file,
-            &mut bytes,
-            self.part.entries_at + u64::from(start),
-        )?;
+        let (start, len, sum) = self.extent();
+        if let Some(kept) = self.part.kept(start) {
+            return Some(kept);
+        }
+        let mut bytes = vec![0u8; len];
+        read_at(&self.part.file, &mut bytes, self.part.entries_at + start)?;
         if crc32fast::hash(&bytes) != sum {
             return None;
         }
-        TaskEntry::from_bytes(bytes).map(Arc::new)
+        let entry = Arc::new(TaskEntry::from_bytes(bytes)?);
+        self.part.keep(std::iter::once((start, Arc::clone(&entry))));
+        Some(entry)
     }
 }
 
@@ -517,6 +539,7 @@ impl Rows {
     pub fn entries(&self, ats: &[usize]) -> Option<Vec<Arc<TaskEntry>>> {
         /// Bytes between two entries read in one go rather than two.
         const GAP: u64 = 4096;
+        let mut out: Vec<Option<Arc<TaskEntry>>> = vec![None; ats.len()];
         let mut wanted: Vec<(usize, u64, usize, u32, usize)> = Vec::with_capacity(ats.len());
         for (i, &at) in ats.iter().enumerate() {
             let (p, local) = self.locate(at)?;
@@ -526,10 +549,12 @@ impl Rows {
                 at,
             };
             let (start, len, sum) = row.extent();
-            wanted.push((p, start, len, sum, i));
+            match row.part.kept(start) {
+                Some(kept) => out[i] = Some(kept),
+                None => wanted.push((p, start, len, sum, i)),
+            }
         }
         wanted.sort_unstable_by_key(|w| (w.0, w.1));
-        let mut out: Vec<Option<Arc<TaskEntry>>> = vec![None; ats.len()];
         let mut next = 0;
         while next < wanted.len() {
             let (p, first, ..) = wanted[next];
@@ -553,6 +578,11 @@ impl Rows {
                 }
                 out[i] = Some(Arc::new(TaskEntry::from_bytes(bytes.to_vec())?));
             }
+            part.keep(
+                wanted[next..=end]
+                    .iter()
+                    .filter_map(|&(_, start, .., i)| Some((start, Arc::clone(out[i].as_ref()?)))),
+            );
             next = end + 1;
         }
         out.into_iter().collect()
@@ -1133,12 +1163,41 @@ impl ProjectTasks {
     }
 }
 
-/// Hashes sorted and de-duplicated, for binary search.
-pub fn sorted(hashes: impl Iterator<Item = u32>) -> Vec<u32> {
-    let mut v: Vec<u32> = hashes.collect();
-    v.sort_unstable();
-    v.dedup();
-    v
+/// A few hashes looked for among thousands of rows: a bit per value of a hash's low 16 bits
+/// turns most rows away with one load; the rest are found by binary search. (A few hundred
+/// hashes set a few hundred bits of 65,536: nearly every row is turned away.)
+pub struct Hashes {
+    bits: Vec<u64>,
+    sorted: Vec<u32>,
+}
+
+impl Hashes {
+    fn slot(h: u32) -> (usize, u64) {
+        let low = (h & 0xffff) as usize;
+        (low / 64, 1 << (low % 64))
+    }
+
+    pub fn contains(&self, h: u32) -> bool {
+        let (word, bit) = Hashes::slot(h);
+        self.bits[word] & bit != 0 && self.sorted.binary_search(&h).is_ok()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.sorted.is_empty()
+    }
+}
+
+/// The hashes to look for, in a [`Hashes`].
+pub fn sorted(hashes: impl Iterator<Item = u32>) -> Hashes {
+    let mut sorted: Vec<u32> = hashes.collect();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut bits = vec![0u64; 1 << 10];
+    for &h in &sorted {
+        let (word, bit) = Hashes::slot(h);
+        bits[word] |= bit;
+    }
+    Hashes { bits, sorted }
 }
 
 /// The hash the rows keep of a task id.
@@ -1451,11 +1510,11 @@ impl Lookup {
             if s != slug {
                 continue;
             }
-            // Rows in one pass (no part located per row), hashes by binary search.
+            // Rows in one pass (no part located per row), ids by their hashes ([`Hashes`]).
             let likely: Vec<bool> = match tasks {
                 ProjectTasks::Rows(rows) => rows
                     .iter()
-                    .map(|r| r.parent_hash() == want && hashes.binary_search(&r.id_hash()).is_ok())
+                    .map(|r| r.parent_hash() == want && hashes.contains(r.id_hash()))
                     .collect(),
                 ProjectTasks::Listed(items) => items
                     .iter()
@@ -1590,10 +1649,7 @@ impl Lookup {
                     .collect(),
                 ProjectTasks::Rows(rows) => rows
                     .iter()
-                    .map(|r| {
-                        r.parent_hash()
-                            .is_some_and(|h| hashes.binary_search(&h).is_ok())
-                    })
+                    .map(|r| r.parent_hash().is_some_and(|h| hashes.contains(h)))
                     .collect(),
             };
             for (at, may) in may.into_iter().enumerate() {
@@ -1644,5 +1700,26 @@ impl Lookup {
             };
         }
         Ok(Vec::new())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sorted;
+
+    #[test]
+    fn hashes_answer_exactly_the_set_they_were_made_of() {
+        // Hashes sharing their low 16 bits (one bit of the filter) must still differ.
+        let set = [7u32, 7 | 1 << 16, 7 | 2 << 20, 65_535, 1 << 31];
+        let hashes = sorted(set.iter().copied().chain([7]));
+        for h in set {
+            assert!(hashes.contains(h), "{h} was put in");
+        }
+        for h in [7 | 3 << 16, 8, 0, 65_535 | 1 << 16, u32::MAX] {
+            assert!(!hashes.contains(h), "{h} was not put in");
+        }
+        assert!(!hashes.is_empty());
+        assert!(sorted(std::iter::empty()).is_empty());
+        assert!(!sorted(std::iter::empty()).contains(0));
     }
 }

@@ -208,18 +208,49 @@ impl Fs {
         })
     }
 
-    /// Lists a directory, sorted by name; an absent directory is empty (FORMAT §1).
-    pub fn list_dir(&self, dir: &Path) -> Result<Vec<(String, PathBuf)>, Error> {
+    /// The entries of `dir`, each with its listing's errors named; an absent directory has
+    /// none (FORMAT §1).
+    fn entries<'a>(
+        &'a self,
+        dir: &'a Path,
+    ) -> Result<impl Iterator<Item = Result<fs::DirEntry, Error>> + 'a, Error> {
         let rd = match fs::read_dir(dir) {
-            Ok(rd) => rd,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Ok(rd) => Some(rd),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
             Err(e) => return Err(Error::io("list", self.display(dir), e)),
         };
+        Ok(rd
+            .into_iter()
+            .flatten()
+            .map(move |entry| entry.map_err(|e| Error::io("list", self.display(dir), e))))
+    }
+
+    /// Lists a directory, sorted by name; an absent directory is empty (FORMAT §1).
+    pub fn list_dir(&self, dir: &Path) -> Result<Vec<(String, PathBuf)>, Error> {
+        let mut out = self
+            .entries(dir)?
+            .map(|e| e.map(|e| (e.file_name().to_string_lossy().into_owned(), e.path())))
+            .collect::<Result<Vec<_>, _>>()?;
+        out.sort();
+        Ok(out)
+    }
+
+    /// The subdirectories of `dir` (symlinks to directories included), sorted by name as
+    /// [`Fs::list_dir`] sorts: the type comes from the listing itself, so only symlinks
+    /// cost a `stat` (the event log's scan looks at every day's directory on every read).
+    pub fn list_dirs(&self, dir: &Path) -> Result<Vec<(String, PathBuf)>, Error> {
         let mut out = Vec::new();
-        for entry in rd {
-            let entry = entry.map_err(|e| Error::io("list", self.display(dir), e))?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            out.push((name, entry.path()));
+        for entry in self.entries(dir)? {
+            let entry = entry?;
+            let path = entry.path();
+            let is_dir = match entry.file_type() {
+                Ok(t) if t.is_dir() => true,
+                Ok(t) if t.is_file() => false,
+                _ => path.is_dir(),
+            };
+            if is_dir {
+                out.push((entry.file_name().to_string_lossy().into_owned(), path));
+            }
         }
         out.sort();
         Ok(out)
@@ -229,17 +260,9 @@ impl Fs {
     /// missing): for callers that only look at names, without [`Fs::list_dir`]'s paths and
     /// sorting, which cost more than the listing itself in a directory of thousands.
     pub fn names(&self, dir: &Path) -> Result<Vec<String>, Error> {
-        let rd = match fs::read_dir(dir) {
-            Ok(rd) => rd,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(Error::io("list", self.display(dir), e)),
-        };
-        rd.map(|entry| {
-            entry
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .map_err(|e| Error::io("list", self.display(dir), e))
-        })
-        .collect()
+        self.entries(dir)?
+            .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+            .collect()
     }
 
     /// Reads a file for parsing: refuses special files and escaping symlinks before opening

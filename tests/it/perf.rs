@@ -535,6 +535,54 @@ fn kept_folds_follow_edits_of_the_files_they_read() {
     );
 }
 
+/// A fold is keyed by the stamps of the event files it read, as the event index recorded
+/// them: a pending event rewritten by hand (by rename, as editors save) is folded anew.
+#[test]
+fn a_pending_event_edited_by_hand_is_folded_anew() {
+    let repo = example();
+    // The builder claims task 3 and checks its first criterion: both pending, both folded.
+    ok(&repo, Some(BUILDER), &["task", "claim", "3"]);
+    ok(&repo, Some(BUILDER), &["task", "check", "3", "--n", "1"]);
+    let checked = |listing: &str| {
+        let listed: serde_json::Value = serde_json::from_str(listing).expect("JSON");
+        let task = listed["data"]["tasks"]
+            .as_array()
+            .expect("tasks")
+            .iter()
+            .find(|t| t["number"] == 3)
+            .cloned()
+            .expect("task 3 listed");
+        assert_eq!(task["status"], "active", "{task}");
+        task["acceptance"]["checked"].clone()
+    };
+    // Settled, read twice: the second read is served the kept fold.
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    reads(&repo);
+    reads(&repo);
+    assert_eq!(checked(&list_all(&repo)), 1);
+    let check = event_file(&repo, "check", TASK3);
+    // Still a valid pending check, now of a criterion the task lacks: it checks nothing.
+    edit_by_rename(&check, |t| {
+        t.lines()
+            .filter(|l| !l.starts_with("checksum"))
+            .map(|l| match l.starts_with("items = ") {
+                true => "items = [{ n = 1, text = \"A criterion the task does not have\" }]\n"
+                    .to_string(),
+                false => format!("{l}\n"),
+            })
+            .collect()
+    });
+    let edited = list_all(&repo);
+    assert_eq!(checked(&edited), 0, "{edited}");
+    std::fs::remove_dir_all(repo.ws("cache")).unwrap();
+    similar_asserts(
+        "pending event edited by rename",
+        "kept folds vs no cache",
+        &edited,
+        &list_all(&repo),
+    );
+}
+
 fn damaged_cache_file_is_ignored(file: &str) {
     let repo = example();
     let clean = assert_cache_is_only_speed(&repo, "untouched example", true);
@@ -710,16 +758,7 @@ fn a_warm_server_shows_folded_tasks_as_their_files_change() {
     let second = row(&mut s);
     assert_eq!(second[2], "Retitled while the server runs", "{second}");
     assert_eq!(second[3], "active", "still folded: {second}");
-    let mut events = Vec::new();
-    files(&repo.ws("events"), &mut events);
-    let claim = events
-        .into_iter()
-        .find(|p| {
-            std::fs::read_to_string(p).is_ok_and(|t| {
-                t.contains("kind = \"claim\"") && t.contains("t-01KJPXG1VG7319MATYQK8VQT34")
-            })
-        })
-        .expect("the pending claim's file");
+    let claim = event_file(&repo, "claim", TASK3);
     std::fs::remove_file(claim).unwrap();
     let third = row(&mut s);
     assert_eq!(third[3], "open", "the claim is gone: {third}");
@@ -772,6 +811,22 @@ fn a_warm_server_shows_a_note_edited_in_place() {
         "{second}"
     );
     s.finish();
+}
+
+/// The id of the example's task 3.
+const TASK3: &str = "t-01KJPXG1VG7319MATYQK8VQT34";
+
+/// The file of the event of `kind` about `about`.
+fn event_file(repo: &Repo, kind: &str, about: &str) -> std::path::PathBuf {
+    let mut events = Vec::new();
+    files(&repo.ws("events"), &mut events);
+    events
+        .into_iter()
+        .find(|p| {
+            std::fs::read_to_string(p)
+                .is_ok_and(|t| t.contains(&format!("event_kind = \"{kind}\"")) && t.contains(about))
+        })
+        .unwrap_or_else(|| panic!("the {kind} event about {about}"))
 }
 
 fn files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {

@@ -128,11 +128,10 @@ fn zero_counts() -> BTreeMap<&'static str, usize> {
 /// answered questions are not shown.)
 fn named_by_events(events: &Events, recent: usize) -> BTreeSet<String> {
     let answered = answered(events);
-    let questions = events
-        .entries
-        .iter()
-        .filter(|e| e.kind() == "help" && !answered.0.contains(e.id()));
-    let pending = events.entries.iter().filter(|e| events.is_pending(e));
+    let notable = notable(events);
+    let notable = || notable.0.iter().map(|&at| &events.entries[at]);
+    let questions = notable().filter(|e| e.kind() == "help" && !answered.0.contains(e.id()));
+    let pending = notable().filter(|e| events.is_pending(e));
     let latest = events.entries.iter().rev().take(recent);
     questions
         .chain(pending)
@@ -158,6 +157,25 @@ fn answered(events: &Events) -> std::sync::Arc<Answered> {
 
 /// The ids of the questions answered ([`answered`]).
 struct Answered(BTreeSet<String>);
+
+/// Where the log's questions (`help`) and pending events are, in log order: the only events
+/// status looks at one by one besides the latest, a few hundred among many thousands. Made
+/// once per settled log ([`Events::derived`]).
+struct Notable(Vec<usize>);
+
+fn notable(events: &Events) -> std::sync::Arc<Notable> {
+    events.derived(|events| {
+        Notable(
+            events
+                .entries
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e.kind() == "help" || events.is_pending(e))
+                .map(|(at, _)| at)
+                .collect(),
+        )
+    })
+}
 
 pub(super) fn command() -> Command {
     Command::new("status", Class::Read, run, render).mcp(Mcp::Tier1("status"))
@@ -287,7 +305,13 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         by_owner: BTreeMap::new(),
         oldest: None,
     };
-    for ev in events.entries.iter().filter(|e| in_scope_event(e.about())) {
+    let notable = notable(events);
+    for ev in notable
+        .0
+        .iter()
+        .map(|&at| &events.entries[at])
+        .filter(|e| in_scope_event(e.about()))
+    {
         if ev.kind() == "help" && !answered.0.contains(ev.id()) {
             let created = ev.created().parse::<jiff::Timestamp>().unwrap_or(now);
             questions.push(Question {
