@@ -123,10 +123,7 @@ impl Tool {
 
 /// The `sha256:<hex>` digest of a schema's compact JSON, key order as written.
 pub fn digest(schema: &Value) -> String {
-    let hex: String = Sha256::digest(schema.to_string().as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let hex = hex::encode(Sha256::digest(schema.to_string().as_bytes()));
     format!("sha256:{hex}")
 }
 

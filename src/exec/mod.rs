@@ -77,7 +77,7 @@ pub fn run_shell(command: &str, dir: &Path, timeout: Duration) -> std::io::Resul
     let mut output = out_thread.join().unwrap_or_default();
     output.extend(err_thread.join().unwrap_or_default());
     let digest = Sha256::digest(&output);
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    let hex = hex::encode(digest);
     let text = String::from_utf8_lossy(&output);
     let last_line = text
         .lines()
@@ -297,13 +297,7 @@ pub fn run_captured(spawn: &Spawn<'_>) -> std::io::Result<Captured> {
     let (combined_tail, digest, bytes) = match combined.lock() {
         Ok(c) => {
             let tail: Vec<u8> = c.tail.iter().copied().collect();
-            let hex: String = c
-                .hasher
-                .clone()
-                .finalize()
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect();
+            let hex = hex::encode(c.hasher.clone().finalize());
             (lossy_tail(&tail), format!("sha256:{hex}"), c.bytes)
         }
         Err(_) => (String::new(), String::new(), 0),

@@ -309,12 +309,7 @@ pub fn checksum(bytes: &[u8]) -> String {
         }
         hasher.update(line.as_bytes());
     }
-    let digest = hasher.finalize();
-    let mut out = String::from("sha256:");
-    for b in digest {
-        out.push_str(&format!("{b:02x}"));
-    }
-    out
+    format!("sha256:{}", hex::encode(hasher.finalize()))
 }
 
 fn read_document_bytes(

@@ -128,10 +128,5 @@ pub fn is_digest(s: &str) -> bool {
 /// `sha256:` + hex of the whole token string: what `token_hash` stores (the token never is).
 pub fn token_hash(token: &str) -> String {
     use sha2::{Digest, Sha256};
-    let digest = Sha256::digest(token.as_bytes());
-    let mut out = String::from("sha256:");
-    for b in digest {
-        out.push_str(&format!("{b:02x}"));
-    }
-    out
+    format!("sha256:{}", hex::encode(Sha256::digest(token.as_bytes())))
 }

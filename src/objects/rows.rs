@@ -1187,6 +1187,36 @@ impl Hashes {
     }
 }
 
+impl ProjectTasks {
+    /// The positions of the tasks whose id hashes to `h`, in listing order: one pass over
+    /// the rows, nothing allocated per row.
+    fn positions_of(&self, h: u32) -> Vec<usize> {
+        match self {
+            ProjectTasks::Rows(rows) => rows
+                .iter()
+                .filter(|r| r.id_hash() == h)
+                .map(|r| r.at)
+                .collect(),
+            ProjectTasks::Listed(items) => items
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| hash(e.id()) == h)
+                .map(|(at, _)| at)
+                .collect(),
+        }
+    }
+}
+
+/// The positions `index` (sorted (id hash, position) pairs) holds for hash `h`, in order.
+fn hashed(index: &[(u32, usize)], h: u32) -> Vec<usize> {
+    let start = index.partition_point(|&(x, _)| x < h);
+    index[start..]
+        .iter()
+        .take_while(|&&(x, _)| x == h)
+        .map(|&(_, at)| at)
+        .collect()
+}
+
 /// The hashes to look for, in a [`Hashes`].
 pub fn sorted(hashes: impl Iterator<Item = u32>) -> Hashes {
     let mut sorted: Vec<u32> = hashes.collect();
@@ -1423,8 +1453,9 @@ pub(super) fn refresh(
 /// listings elsewhere. Answers as the same lookups over the whole listing would.
 pub struct Lookup {
     projects: Vec<(String, ProjectTasks)>,
-    /// Per project, positions by id hash; made after a few lookups by id.
-    by_hash: Vec<std::cell::OnceCell<std::collections::HashMap<u32, Vec<usize>>>>,
+    /// Per project, (id hash, position) sorted; made after a few lookups by id. (One
+    /// allocation: a map of ten thousand vectors was most of the lookups' cost.)
+    by_hash: Vec<std::cell::OnceCell<Vec<(u32, usize)>>>,
     /// Per project, lookups by id answered by scanning the rows so far.
     scans: Vec<std::cell::Cell<usize>>,
     /// Entries read so far, by project and position.
@@ -1565,23 +1596,23 @@ impl Lookup {
             }
             let scans = self.scans[p].get();
             let positions: Vec<usize> = match self.by_hash[p].get() {
-                Some(index) => index.get(&h).cloned().unwrap_or_default(),
+                Some(index) => hashed(index, h),
                 None if scans < SCANS => {
                     self.scans[p].set(scans + 1);
-                    (0..tasks.len())
-                        .filter(|&at| tasks.item(at).id_hash() == h)
-                        .collect()
+                    tasks.positions_of(h)
                 }
                 None => {
                     let index = self.by_hash[p].get_or_init(|| {
-                        let mut m: std::collections::HashMap<u32, Vec<usize>> =
-                            std::collections::HashMap::new();
-                        for at in 0..tasks.len() {
-                            m.entry(tasks.item(at).id_hash()).or_default().push(at);
-                        }
-                        m
+                        let mut index: Vec<(u32, usize)> = tasks
+                            .walk()
+                            .iter()
+                            .enumerate()
+                            .map(|(at, w)| (w.id_hash, at))
+                            .collect();
+                        index.sort_unstable();
+                        index
                     });
-                    index.get(&h).cloned().unwrap_or_default()
+                    hashed(index, h)
                 }
             };
             for at in positions {

@@ -162,7 +162,7 @@ pub struct ProbeCache {
 /// a digest of the path, so that no file name carries a path of this machine.
 pub fn cache_file(ws: &Workspace, real_path: &Path) -> PathBuf {
     let digest = Sha256::digest(real_path.as_os_str().as_encoded_bytes());
-    let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    let hex = hex::encode(&digest[..8]);
     ws.path(&["runs", "runtimes", &format!("{hex}.json")])
 }
 

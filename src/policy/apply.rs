@@ -67,12 +67,7 @@ pub fn sha256_digest(bytes: &[u8]) -> String {
 
 /// The lower-case hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut hex = String::with_capacity(64);
-    for b in digest {
-        hex.push_str(&format!("{b:02x}"));
-    }
-    hex
+    hex::encode(Sha256::digest(bytes))
 }
 
 /// The digest of a plan: `sha256:` + hex of the SHA-256 of its canonical JSON.

@@ -119,7 +119,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     let root_token = req.require_token.then(|| {
         let mut secret = [0u8; 32];
         ctx.fill_random(&mut secret);
-        let hex: String = secret.iter().map(|b| format!("{b:02x}")).collect();
+        let hex = hex::encode(secret);
         format!("dacli_{ROOT_AGENT}_{hex}")
     });
 
