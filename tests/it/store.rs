@@ -125,6 +125,29 @@ fn create_new_never_overwrites() {
     assert_eq!(leftover_temps(&dir.path().join("events")), 0);
 }
 
+/// A derived file replaced (by exchanging names, on Linux) holds the new bytes, leaves no
+/// temporary file, and a reader that opened the old one still reads the old bytes whole.
+#[test]
+fn replacing_a_derived_file_leaves_one_whole_file_and_old_readers_their_bytes() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let fs = fs_in(dir.path());
+    let path = dir.path().join("cache/rows.bin");
+    fs.replace_derived(&path, b"first version\n").unwrap();
+    let mut old = std::fs::File::open(&path).unwrap();
+    fs.replace_derived(&path, b"second, longer version\n").unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), b"second, longer version\n");
+    let mut held = String::new();
+    old.read_to_string(&mut held).unwrap();
+    assert_eq!(held, "first version\n");
+    assert_eq!(leftover_temps(&dir.path().join("cache")), 0);
+    // And over nothing: a plain rename.
+    let fresh = dir.path().join("cache/new.bin");
+    fs.replace_derived(&fresh, b"made\n").unwrap();
+    assert_eq!(std::fs::read(&fresh).unwrap(), b"made\n");
+    assert_eq!(leftover_temps(&dir.path().join("cache")), 0);
+}
+
 #[test]
 fn a_failed_write_at_any_step_leaves_the_old_bytes_and_no_temp_file() {
     for op in [FaultOp::Write, FaultOp::Sync, FaultOp::Rename] {
