@@ -135,7 +135,8 @@ fn replacing_a_derived_file_leaves_one_whole_file_and_old_readers_their_bytes() 
     let path = dir.path().join("cache/rows.bin");
     fs.replace_derived(&path, b"first version\n").unwrap();
     let mut old = std::fs::File::open(&path).unwrap();
-    fs.replace_derived(&path, b"second, longer version\n").unwrap();
+    fs.replace_derived(&path, b"second, longer version\n")
+        .unwrap();
     assert_eq!(std::fs::read(&path).unwrap(), b"second, longer version\n");
     let mut held = String::new();
     old.read_to_string(&mut held).unwrap();
