@@ -41,7 +41,7 @@ use super::tasks::{ResolveError, resolve_among};
 use super::{Error, Listing};
 
 /// Layout of the files; bumped whenever it changes.
-const FORMAT: &str = "dacli-rows/3";
+const FORMAT: &str = "dacli-rows/4";
 
 /// The most tasks an overlay records: each `task add` copies it whole.
 const OVERLAY_MOST: usize = 1000;
@@ -71,7 +71,8 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 
 /// A rows file's header up to its directories: the stamp of the base it extends (`None` for
 /// a base), how long the listing it was made from took, the directories and their stamps.
-type Head = (Option<Stamp>, i128, Vec<DirStamp>);
+/// A header's base, listing duration, directories, and the directories recorded exact.
+type Head = (Option<Stamp>, i128, Vec<DirStamp>, Vec<String>);
 
 /// One rows file read: its header, its rows, and the file, from which entries are read.
 struct Part {
@@ -92,6 +93,9 @@ struct Part {
     base: Option<Stamp>,
     listing_ns: i128,
     dirs: Vec<DirStamp>,
+    /// The directories whose stamps the writer recorded exact (see [`Rows::record_created`]):
+    /// trusted while unchanged, however recent.
+    exact: Vec<String>,
     /// The entries read from this version of the file so far, by where they start: kept
     /// only in a process that serves many calls ([`super::remembering`]), where every
     /// `status` reads the same active tasks again.
@@ -117,7 +121,7 @@ impl Part {
             return None;
         }
         let mut input = Input::new(&head[..head_len]);
-        let (base, listing_ns, dirs) = Part::decode_head(&mut input, slug)?;
+        let (base, listing_ns, dirs, exact) = Part::decode_head(&mut input, slug)?;
         let agents = (0..input.count()?)
             .map(|_| input.str().map(str::to_string))
             .collect::<Option<Vec<_>>>()?;
@@ -135,6 +139,7 @@ impl Part {
             base,
             listing_ns,
             dirs,
+            exact,
             kept: Default::default(),
         })
     }
@@ -169,16 +174,21 @@ impl Part {
         };
         let listing_ns = input.ivar()?;
         let mut dirs = Vec::new();
+        let mut exact = Vec::new();
         for _ in 0..input.count()? {
             let key = input.str()?.to_string();
             let recorded = match input.u8()? {
                 0 => None,
                 1 => Some(Stamp::decode(input)?),
+                2 => {
+                    exact.push(key.clone());
+                    Some(Stamp::decode(input)?)
+                }
                 _ => return None,
             };
             dirs.push((key, recorded));
         }
-        Some((base, listing_ns, dirs))
+        Some((base, listing_ns, dirs, exact))
     }
 
     /// The header of the file at `path` and its write time, read without the rows and
@@ -363,7 +373,9 @@ impl Rows {
                     if Stamp::of_dir(&ws.dir().join(key)) != *recorded {
                         return None;
                     }
-                    if !current(ws, key, *recorded, over.stamp.mtime_ns(), over.listing_ns) {
+                    if !over.exact.contains(key)
+                        && !current(ws, key, *recorded, over.stamp.mtime_ns(), over.listing_ns)
+                    {
                         recent.push(key.clone());
                     }
                 }
@@ -427,13 +439,10 @@ impl Rows {
         started: &mut Instant,
     ) -> bool {
         let folder = key.rsplit('/').next().unwrap_or_default();
+        let Some(status) = Status::ALL.into_iter().find(|s| s.as_str() == folder) else {
+            return false;
+        };
         let dir = ws.dir().join(key);
-        let mut expected: Vec<(u32, u64)> = self
-            .iter()
-            .filter(|r| r.folder() == folder)
-            .map(|r| r.file_key())
-            .collect();
-        expected.sort_unstable();
         let found = match take_prefetched(&dir) {
             Some(p) if p.before.is_some() && p.before == recorded => {
                 *started = (*started).min(p.started);
@@ -441,7 +450,27 @@ impl Rows {
             }
             _ => file_keys(&dir),
         };
-        found.is_some_and(|found| found == expected)
+        let Some(found) = found else {
+            return false;
+        };
+        // Equal as multisets: each row's key takes an equal one of the sorted listing not
+        // taken yet, and none is left over. (Searching the listing spares sorting a copy of
+        // thousands of rows, a third of a `task add` after another's.)
+        let mut taken = vec![false; found.len()];
+        let mut rows = 0;
+        for row in self.iter().filter(|r| r.status() == status) {
+            let key = row.file_key();
+            let mut at = found.partition_point(|k| *k < key);
+            while taken.get(at) == Some(&true) && found[at] == key {
+                at += 1;
+            }
+            if found.get(at) != Some(&key) {
+                return false;
+            }
+            taken[at] = true;
+            rows += 1;
+        }
+        rows == found.len()
     }
 
     /// Writes the overlay again as it is (an empty one over a lone base), timed by a
@@ -449,7 +478,14 @@ impl Rows {
     fn rewrite_overlay(&self, ws: &Workspace, listing_ns: i128) {
         let (base, over) = match self.parts.as_slice() {
             [base] => {
-                let head = header(&self.slug, Some(base.stamp), listing_ns, &base.dirs, &[]);
+                let head = header(
+                    &self.slug,
+                    Some(base.stamp),
+                    listing_ns,
+                    &base.dirs,
+                    None,
+                    &[],
+                );
                 let bytes = wrap(&head, &[], &[]);
                 let _ = ws.fs.replace_derived(&overlay_file(ws, &self.slug), &bytes);
                 return;
@@ -476,6 +512,7 @@ impl Rows {
             Some(base.stamp),
             listing_ns,
             &over.dirs,
+            over.exact.first().map(String::as_str),
             &over.agents,
         );
         let bytes = wrap(&head, over.rows(), &entries);
@@ -653,17 +690,32 @@ impl Rows {
 
     /// Records task `entry`, just created as `name` in `open/` under the project's sequence
     /// lock, in the overlay, so that the next reader need not list the project again. `self`
-    /// must have been opened under the same lock, before the task was created. The new
-    /// stamp of `open/` is too recent to be trusted: the next reader checks that `open/`
-    /// holds exactly the files of the rows ([`Rows::open`]), which catches any other change
-    /// made there meanwhile. Failure is ignored: the next reader lists the project.
-    pub fn record_created(&self, ws: &Workspace, entry: &TaskEntry, name: &str) {
+    /// must have been opened under the same lock, before the task was created, and `watch`
+    /// started on `open/` before `self` was opened.
+    ///
+    /// The new stamp of `open/` is recorded exact, trusted by the next reader for as long as
+    /// it is unchanged, when the watch saw no change there but this task's arrival and the
+    /// system changes a folder's stamp with every change made after it was read
+    /// ([`crate::store::stamps_change_after_reads`]). Otherwise it is too recent to be
+    /// trusted: the next reader checks that `open/` holds exactly the files of the rows
+    /// ([`Rows::open`]), which catches any other change made there meanwhile. Failure is
+    /// ignored: the next reader lists the project.
+    pub fn record_created(
+        &self,
+        ws: &Workspace,
+        entry: &TaskEntry,
+        name: &str,
+        watch: Option<crate::store::DirWatch>,
+    ) {
         let started = super::filed::started();
         let open = ws.path(&["projects", &self.slug, "tasks", "open"]);
         let key = format!("projects/{}/tasks/open", self.slug);
+        // The stamp first, then the watch's reports: a change the stamp shows is reported.
         let (Some(now), Some(ino)) = (Stamp::of_dir(&open), file_ino(&open.join(name))) else {
             return;
         };
+        let exact = watch.is_some_and(|w| w.only_arrived(name))
+            && crate::store::stamps_change_after_reads(&open);
         let Some(base) = self.parts.first() else {
             return;
         };
@@ -701,6 +753,7 @@ impl Rows {
             Some(base.stamp),
             elapsed_ns(started),
             &dirs,
+            exact.then_some(key.as_str()),
             &agents,
         );
         let bytes = wrap(&head, &rows, &blob);
@@ -832,11 +885,14 @@ fn recent_listings(dir: &Path, slugs: &[String]) -> Listings {
         let cache = dir.join("cache");
         let head = Part::peek(&cache.join(overlay_name(slug)), slug)
             .or_else(|| Part::peek(&cache.join(base_name(slug)), slug));
-        let Some(((_, listing_ns, dirs), written)) = head else {
+        let Some(((_, listing_ns, dirs, exact), written)) = head else {
             continue;
         };
         for (key, recorded) in dirs {
-            if !is_status_folder(&key) || recorded.is_none_or(|r| r.settled(written, listing_ns)) {
+            if !is_status_folder(&key)
+                || exact.contains(&key)
+                || recorded.is_none_or(|r| r.settled(written, listing_ns))
+            {
                 continue;
             }
             let folder = dir.join(&key);
@@ -1043,6 +1099,7 @@ fn header(
     base: Option<Stamp>,
     listing_ns: i128,
     dirs: &[DirStamp],
+    exact: Option<&str>,
     agents: &[String],
 ) -> Vec<u8> {
     let mut head = Output::default();
@@ -1062,7 +1119,7 @@ fn header(
         match stamp {
             None => head.u8(0),
             Some(s) => {
-                head.u8(1);
+                head.u8(if exact == Some(key.as_str()) { 2 } else { 1 });
                 s.encode(&mut head);
             }
         }
@@ -1442,7 +1499,7 @@ pub(super) fn refresh(
         return;
     };
     let (agents, rows, entries) = encode_rows(&listing.items, &inos, true);
-    let head = header(slug, None, listing_ns, dirs, &agents);
+    let head = header(slug, None, listing_ns, dirs, None, &agents);
     let _ = ws
         .fs
         .replace_derived(&base_file(ws, slug), &wrap(&head, &rows, &entries));

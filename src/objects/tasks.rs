@@ -434,31 +434,55 @@ pub fn file_for(ws: &Workspace, project: &str, status: Status, number: u32, slug
     ])
 }
 
-/// Creates a new task file in `open/` under the project's sequence lock, allocating its
-/// number. `title_slug` must be a valid slug. Returns the located task.
+/// A task [`stage`]d for [`create`]: its file written and flushed, not yet numbered.
+pub struct NewTask {
+    status: Status,
+    staged: crate::store::Staged,
+}
+
+/// Writes and flushes the file of a new task before its number is known (its content does
+/// not hold the number): a `task add` does it while the listing that proves which numbers
+/// are taken is still being made. Staged in `cache/`, not in the status folder, whose stamp
+/// the project's rows compare; [`create`] moves it into place.
+pub fn stage(ws: &Workspace, doc: &TaskDoc) -> Result<NewTask, Error> {
+    let rendered = Document::new(doc.front.clone(), doc.body.clone()).render();
+    let staged = ws.fs.stage(&ws.path(&["cache"]), rendered.as_bytes())?;
+    Ok(NewTask {
+        status: doc.status,
+        staged,
+    })
+}
+
+/// Creates the file of task `new` in its status folder under the project's sequence lock,
+/// allocating its number. `title_slug` must be a valid slug. Returns the located task.
 pub fn create(
     ws: &Workspace,
     project: &str,
     title_slug: &str,
-    doc: TaskDoc,
+    new: NewTask,
 ) -> Result<Located, Error> {
     check_slug(project).map_err(|_| Error::NotFound {
         what: "project",
         id: project.to_string(),
     })?;
     let _seq = ws.fs.lock(&ws.lock_path(&format!("seq-{project}")))?;
+    // Watched from before the rows are checked against it until the task is recorded, so
+    // that the folder's new stamp can be recorded exact ([`super::rows::Rows::record_created`]).
+    let open = ws.path(&["projects", project, "tasks", "open"]);
+    let watch = (new.status == Status::Open && crate::store::stamps_change_after_reads(&open))
+        .then(|| crate::store::DirWatch::start(&open))
+        .flatten();
     // Current rows know every number in use without listing the folders; opened under the
     // lock, so that no other task can be created before this one is recorded in them.
-    let rows = (doc.status == Status::Open)
+    let rows = (new.status == Status::Open)
         .then(|| super::rows::Rows::open(ws, project))
         .flatten();
     let number = match &rows {
         Some(r) => r.max_number() + 1,
         None => next_number(ws, project)?,
     };
-    let file = file_for(ws, project, doc.status, number, title_slug);
-    let rendered = Document::new(doc.front.clone(), doc.body.clone()).render();
-    ws.fs.create_new(&file, rendered.as_bytes())?;
+    let file = file_for(ws, project, new.status, number, title_slug);
+    ws.fs.publish_new(new.staged, &file)?;
     let bytes = ws.fs.read(&file)?;
     let parsed = Document::parse(&ws.display(&file), &bytes).map_err(Error::malformed)?;
     let name = file
@@ -468,9 +492,9 @@ pub fn create(
     if let Some(rows) = &rows
         && let Ok(entry) = super::index::entry_of(ws, &parsed, project, "open", &name, &file)
     {
-        rows.record_created(ws, &entry, &name);
+        rows.record_created(ws, &entry, &name, watch);
     }
-    located(ws, project, doc.status.as_str(), &name, file, parsed).map_err(Error::malformed)
+    located(ws, project, new.status.as_str(), &name, file, parsed).map_err(Error::malformed)
 }
 
 /// Writes `doc` (already carrying its new `rev`) over the task found at `at`. When the status

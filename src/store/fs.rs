@@ -86,8 +86,9 @@ pub enum DirEntryKind {
 /// The filesystem seam: display root, containment jail, temp naming, lock deadline, faults.
 ///
 /// Invariants: a file under a final name is only ever created by [`Fs::create_new`] (never
-/// overwriting) or replaced whole by [`Fs::replace`]; every temporary file is named with
-/// [`TEMP_PREFIX`] in the destination directory; a failed call leaves no new final name.
+/// overwriting, or [`Fs::publish_new`] after [`Fs::stage`]) or replaced whole by
+/// [`Fs::replace`]; every temporary file is named with [`TEMP_PREFIX`], in the destination
+/// directory or, staged, in one the caller names; a failed call leaves no new final name.
 #[derive(Debug)]
 pub struct Fs {
     root: Option<PathBuf>,
@@ -431,6 +432,69 @@ impl Fs {
         self.sync_dir(dir)
     }
 
+    /// The first half of a create-new: `bytes` written and flushed under a temporary name in
+    /// `dir`, which must be on the file system of the directory [`Fs::publish_new`] will
+    /// give the record its name in. A caller stages a record while it still waits for
+    /// something else (`task add`: the listing that proves its number), and stages it
+    /// outside the destination, whose stamp its readers compare. Dropped unpublished, the
+    /// temporary file is removed.
+    pub fn stage(&self, dir: &Path, bytes: &[u8]) -> Result<Staged, Error> {
+        self.create_dir_all(dir)?;
+        let (tmp, file) = self.write_unflushed(dir, bytes)?;
+        // The flush, the dearest step of a small write, runs beside the caller's work until
+        // the record is published; without a thread, here.
+        let flushing = match std::thread::Builder::new()
+            .name("dacli-flush".into())
+            .spawn(move || file.sync_all())
+        {
+            Ok(thread) => Some(thread),
+            Err(_) => {
+                if let Err(e) = File::open(&tmp).and_then(|f| f.sync_all()) {
+                    self.discard(&tmp);
+                    return Err(Error::io("flush", self.display(&tmp), e));
+                }
+                None
+            }
+        };
+        Ok(Staged {
+            tmp,
+            bytes: bytes.to_vec(),
+            flushing,
+        })
+    }
+
+    /// The second half: the staged record appears under `path` complete or not at all, and
+    /// an existing `path` is never overwritten ([`Error::Exists`]). The record is moved by a
+    /// rename that refuses to replace; where the file system refuses such a rename (or
+    /// another file system holds the temporary name), it is written again beside `path`.
+    /// Only `path`'s directory is flushed: should a crash undo the removal of the temporary
+    /// name, what is left is a leftover `doctor` reports, never a second record.
+    pub fn publish_new(&self, staged: Staged, path: &Path) -> Result<(), Error> {
+        let dir = parent(path);
+        let mut staged = staged;
+        if let Some(thread) = staged.flushing.take() {
+            let flushed = thread
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("the flushing thread panicked")));
+            flushed.map_err(|e| Error::io("flush", self.display(&staged.tmp), e))?;
+        }
+        self.record("flush", &staged.tmp, None);
+        self.create_dir_all(dir)?;
+        self.hit(FaultOp::Rename, path)?;
+        match rename_new(&staged.tmp, path) {
+            Ok(true) => {}
+            Ok(false) => return self.create_new(path, &staged.bytes),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                return Err(Error::Exists {
+                    path: self.display(path),
+                });
+            }
+            Err(e) => return Err(Error::io("rename", self.display(path), e)),
+        }
+        self.record("rename", &staged.tmp, Some(path));
+        self.sync_dir(dir)
+    }
+
     /// Appends `bytes` to `path`, creating it and its directory when missing. Only for
     /// machine-local runtime logs under `runs/`, which are neither canonical nor append-only
     /// records: a crash may leave a partial last line, which their readers skip. An existing
@@ -542,6 +606,18 @@ impl Fs {
     }
 
     fn write_temp(&self, dir: &Path, bytes: &[u8]) -> Result<PathBuf, Error> {
+        let (tmp, file) = self.write_unflushed(dir, bytes)?;
+        if let Err(e) = file.sync_all() {
+            self.discard(&tmp);
+            return Err(Error::io("flush", self.display(&tmp), e));
+        }
+        self.record("flush", &tmp, None);
+        Ok(tmp)
+    }
+
+    /// `bytes` written to a new temporary file in `dir`, up to the flush it still needs
+    /// (its fault point passed); nothing is left behind on failure.
+    fn write_unflushed(&self, dir: &Path, bytes: &[u8]) -> Result<(PathBuf, File), Error> {
         let tmp = self.temp_name(dir);
         self.hit(FaultOp::Write, &tmp)?;
         #[allow(clippy::disallowed_methods, reason = "store owns file creation")]
@@ -554,17 +630,12 @@ impl Fs {
         let written = file
             .write_all(bytes)
             .map_err(|e| Error::io("write", self.display(&tmp), e))
-            .and_then(|()| self.hit(FaultOp::Sync, &tmp))
-            .and_then(|()| {
-                file.sync_all()
-                    .map_err(|e| Error::io("flush", self.display(&tmp), e))
-            })
-            .map(|()| self.record("flush", &tmp, None));
+            .and_then(|()| self.hit(FaultOp::Sync, &tmp));
         if let Err(e) = written {
             self.discard(&tmp);
             return Err(e);
         }
-        Ok(tmp)
+        Ok((tmp, file))
     }
 
     /// Best-effort cleanup of a temp file after a failure; a leftover is reported by `doctor`.
@@ -615,6 +686,46 @@ fn swap_in(tmp: &Path, path: &Path) -> io::Result<()> {
     }
     #[allow(clippy::disallowed_methods, reason = "store owns renames")]
     fs::rename(tmp, path)
+}
+
+/// A record [`Fs::stage`]d and not yet published: the temporary file, removed on drop
+/// unless published, its bytes, should it have to be written again, and its flush.
+#[derive(Debug)]
+pub struct Staged {
+    tmp: PathBuf,
+    bytes: Vec<u8>,
+    /// The thread flushing the temporary file, until [`Fs::publish_new`] waits for it.
+    flushing: Option<std::thread::JoinHandle<io::Result<()>>>,
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        // Published, the temporary name is gone and this fails harmlessly.
+        #[allow(clippy::disallowed_methods, reason = "store owns removals")]
+        let _ = fs::remove_file(&self.tmp);
+    }
+}
+
+/// Renames `tmp` to `path` unless `path` exists (`AlreadyExists`); `Ok(false)` when the
+/// rename cannot be made so (no such rename on this system or file system, or the two names
+/// on different file systems) and nothing was changed.
+fn rename_new(tmp: &Path, path: &Path) -> io::Result<bool> {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::{CWD, RenameFlags, renameat_with};
+        use rustix::io::Errno;
+        match renameat_with(CWD, tmp, CWD, path, RenameFlags::NOREPLACE) {
+            Ok(()) => Ok(true),
+            Err(Errno::EXIST) => Err(io::ErrorKind::AlreadyExists.into()),
+            Err(Errno::INVAL | Errno::NOSYS | Errno::XDEV | Errno::NOENT) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (tmp, path);
+        Ok(false)
+    }
 }
 
 fn parent(path: &Path) -> &Path {

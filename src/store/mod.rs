@@ -10,9 +10,11 @@ mod doc;
 mod error;
 mod fs;
 mod lock;
+mod watch;
 
 pub use canon::{canonicalize, is_canonical, noncanonical_reasons};
 pub use doc::{Document, TomlRecord};
 pub use error::{Error, Problem, Reason};
-pub use fs::{DirEntryKind, Fault, FaultOp, Fs, Limits, TEMP_PREFIX};
+pub use fs::{DirEntryKind, Fault, FaultOp, Fs, Limits, Staged, TEMP_PREFIX};
 pub use lock::LockGuard;
+pub use watch::{DirWatch, stamps_change_after_reads};

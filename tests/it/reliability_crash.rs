@@ -388,13 +388,17 @@ fn k1_doctor_fix_removes_stale_temp_files_and_keeps_fresh_ones() {
     let repo = Repo::initialized();
     let stale = repo.write(".dacli/agents/.dacli-tmp-00000000000000000001", "half");
     let fresh = repo.write(".dacli/agents/.dacli-tmp-00000000000000000002", "half");
+    // A new task's file is staged in `cache/` until it is numbered: a kill leaves it there.
+    let staged = repo.write(".dacli/cache/.dacli-tmp-00000000000000000003", "+++\n");
     let hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
-    std::fs::File::options()
-        .write(true)
-        .open(&stale)
-        .unwrap()
-        .set_modified(hour_ago)
-        .unwrap();
+    for old in [&stale, &staged] {
+        std::fs::File::options()
+            .write(true)
+            .open(old)
+            .unwrap()
+            .set_modified(hour_ago)
+            .unwrap();
+    }
     let (code, doc) = repo.json(&["status"]);
     assert_eq!(code, 0, "readers ignore temp files: {doc}");
     assert!(doc.get("warnings").is_none(), "{doc}");
@@ -406,8 +410,8 @@ fn k1_doctor_fix_removes_stale_temp_files_and_keeps_fresh_ones() {
         .output()
         .unwrap();
     let doc = one_json(&out.stdout);
-    assert_eq!(doc["data"]["fixed"], 1, "{doc}");
-    assert!(!stale.exists() && fresh.exists());
+    assert_eq!(doc["data"]["fixed"], 2, "{doc}");
+    assert!(!stale.exists() && !staged.exists() && fresh.exists());
 }
 
 /// Each writing class of K1, as (argv, run as the builder).

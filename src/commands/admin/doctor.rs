@@ -283,8 +283,9 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     }))
 }
 
-/// Walks the workspace directory (runtime and derived directories excluded), checking every
-/// object file's envelope and canonical form, collecting ids and stale temp files.
+/// Walks the workspace directory (runtime and derived directories excluded, but for the
+/// temp files `cache/` holds: a new task's file is staged there), checking every object
+/// file's envelope and canonical form, collecting ids and stale temp files.
 fn walk_dir(
     ctx: &Ctx,
     ws: &Workspace,
@@ -292,8 +293,18 @@ fn walk_dir(
     depth: usize,
     w: &mut Walk,
 ) -> Result<(), Error> {
+    let in_cache = depth == 1 && dir.file_name().is_some_and(|n| n == "cache");
     for (name, path) in ws.fs.list_dir(dir)? {
-        if depth == 0 && matches!(name.as_str(), "runs" | ".locks" | "cache") {
+        if depth == 0 && matches!(name.as_str(), "runs" | ".locks") {
+            continue;
+        }
+        if depth == 0 && name == "cache" {
+            if ws.fs.entry_kind(&path)? == DirEntryKind::Dir {
+                walk_dir(ctx, ws, &path, 1, w)?;
+            }
+            continue;
+        }
+        if in_cache && !name.starts_with(TEMP_PREFIX) {
             continue;
         }
         let shown = ws.display(&path);

@@ -23,6 +23,7 @@ use crate::objects::rows::ProjectTasks;
 use crate::objects::{projects, tasks};
 use crate::workspace::names::{check_repo_path, check_slug, slugify};
 use std::sync::Arc;
+use ulid::Ulid;
 
 /// MoSCoW priority.
 #[derive(Debug, Clone, Copy, clap::ValueEnum, Deserialize, Serialize, PartialEq, Eq)]
@@ -344,6 +345,17 @@ fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
         )));
     }
     let title_slug = slugify(&req.title);
+    let id = ctx.new_ulid();
+    // Without references to resolve, the task's file is written and flushed while the
+    // project's rows are being proven (a listing, after another process's add).
+    let early = if req.parent.is_none() && req.depends_on.is_empty() {
+        Some(tasks::stage(
+            ws,
+            &new_doc(&req, &me, id, estimate.as_ref(), None, &[]),
+        )?)
+    } else {
+        None
+    };
     // The rows are opened again under the sequence lock and the task recorded in them.
     let (snap, dup) =
         crate::objects::rows::deferring_rewrite(|| add_snapshot(ctx, &project, &title_slug))?;
@@ -384,17 +396,53 @@ fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
             });
         }
     }
-    let id = ctx.new_ulid();
+    let new = match early {
+        Some(new) => new,
+        None => tasks::stage(
+            ws,
+            &new_doc(&req, &me, id, estimate.as_ref(), parent.as_deref(), &deps),
+        )?,
+    };
+    let created = tasks::create(ws, &project, &title_slug, new)?;
+    let mut notices = Vec::new();
+    if req.accept.is_empty() {
+        notices.push(Notice {
+            code: "no_acceptance",
+            message: format!(
+                "{} has no acceptance criteria; it cannot be done until it has some (`dacli task edit {} --accept \"…\"`)",
+                created.reference(),
+                created.reference()
+            ),
+        });
+    }
+    let summary = created_summary(ctx, &snap, &created)?;
+    Ok(Outcome::Done(AddResponse {
+        task: summary,
+        path: created.path,
+        notices,
+        effect: "created",
+    }))
+}
+
+/// The document of a new task made by `me` as `req` asks, with id `id`.
+fn new_doc(
+    req: &AddRequest,
+    me: &str,
+    id: Ulid,
+    estimate: Option<&Estimate>,
+    parent: Option<&str>,
+    deps: &[Dependency],
+) -> TaskDoc {
     let created = ulid_time(id);
     let mut front = DocumentMut::new();
     front["id"] = value(format!("t-{id}"));
     front["kind"] = value("task");
     front["created"] = value(toml_time(created));
-    front["created_by"] = value(me.as_str());
-    front["owner"] = value(me.as_str());
+    front["created_by"] = value(me);
+    front["owner"] = value(me);
     front["rev"] = value(id.to_string());
-    if let Some(p) = &parent {
-        front["parent"] = value(p.as_str());
+    if let Some(p) = parent {
+        front["parent"] = value(p);
     }
     front["priority"] = value(req.priority.as_str());
     if let Some(e) = estimate {
@@ -409,7 +457,7 @@ fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
         front["estimate"] = value(t);
     }
     if !deps.is_empty() {
-        front["depends_on"] = value(dep_array(&deps));
+        front["depends_on"] = value(dep_array(deps));
     }
     if !req.traces.is_empty() {
         front["traces"] = value(str_array(&req.traces));
@@ -438,30 +486,11 @@ fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
         "\n## Log\n- {} {me} created\n",
         format_time(created)
     ));
-    let doc = TaskDoc {
+    TaskDoc {
         front,
         body,
         status: Status::Open,
-    };
-    let created = tasks::create(ws, &project, &title_slug, doc)?;
-    let mut notices = Vec::new();
-    if req.accept.is_empty() {
-        notices.push(Notice {
-            code: "no_acceptance",
-            message: format!(
-                "{} has no acceptance criteria; it cannot be done until it has some (`dacli task edit {} --accept \"…\"`)",
-                created.reference(),
-                created.reference()
-            ),
-        });
     }
-    let summary = created_summary(ctx, &snap, &created)?;
-    Ok(Outcome::Done(AddResponse {
-        task: summary,
-        path: created.path,
-        notices,
-        effect: "created",
-    }))
 }
 
 /// An effort number as TOML: integers stay integers (`2`, not `2.0`).
