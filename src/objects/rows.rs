@@ -71,8 +71,8 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 
 /// A rows file's header up to its directories: the stamp of the base it extends (`None` for
 /// a base), how long the listing it was made from took, the directories and their stamps.
-/// A header's base, listing duration, directories, and the directories recorded exact.
-type Head = (Option<Stamp>, i128, Vec<DirStamp>, Vec<String>);
+/// A header's base, listing duration, directories, and the directory recorded exact.
+type Head = (Option<Stamp>, i128, Vec<DirStamp>, Option<String>);
 
 /// One rows file read: its header, its rows, and the file, from which entries are read.
 struct Part {
@@ -93,9 +93,9 @@ struct Part {
     base: Option<Stamp>,
     listing_ns: i128,
     dirs: Vec<DirStamp>,
-    /// The directories whose stamps the writer recorded exact (see [`Rows::record_created`]):
+    /// The directory whose stamp the writer recorded exact (see [`Rows::record_created`]):
     /// trusted while unchanged, however recent.
-    exact: Vec<String>,
+    exact: Option<String>,
     /// The entries read from this version of the file so far, by where they start: kept
     /// only in a process that serves many calls ([`super::remembering`]), where every
     /// `status` reads the same active tasks again.
@@ -174,14 +174,14 @@ impl Part {
         };
         let listing_ns = input.ivar()?;
         let mut dirs = Vec::new();
-        let mut exact = Vec::new();
+        let mut exact = None;
         for _ in 0..input.count()? {
             let key = input.str()?.to_string();
             let recorded = match input.u8()? {
                 0 => None,
                 1 => Some(Stamp::decode(input)?),
-                2 => {
-                    exact.push(key.clone());
+                2 if exact.is_none() => {
+                    exact = Some(key.clone());
                     Some(Stamp::decode(input)?)
                 }
                 _ => return None,
@@ -373,7 +373,7 @@ impl Rows {
                     if Stamp::of_dir(&ws.dir().join(key)) != *recorded {
                         return None;
                     }
-                    if !over.exact.contains(key)
+                    if over.exact.as_ref() != Some(key)
                         && !current(ws, key, *recorded, over.stamp.mtime_ns(), over.listing_ns)
                     {
                         recent.push(key.clone());
@@ -512,7 +512,7 @@ impl Rows {
             Some(base.stamp),
             listing_ns,
             &over.dirs,
-            over.exact.first().map(String::as_str),
+            over.exact.as_deref(),
             &over.agents,
         );
         let bytes = wrap(&head, over.rows(), &entries);
@@ -694,9 +694,8 @@ impl Rows {
     /// started on `open/` before `self` was opened.
     ///
     /// The new stamp of `open/` is recorded exact, trusted by the next reader for as long as
-    /// it is unchanged, when the watch saw no change there but this task's arrival and the
-    /// system changes a folder's stamp with every change made after it was read
-    /// ([`crate::store::stamps_change_after_reads`]). Otherwise it is too recent to be
+    /// it is unchanged, when the watch (given only where it can prove that) saw no change
+    /// there but this task's arrival. Otherwise it is too recent to be
     /// trusted: the next reader checks that `open/` holds exactly the files of the rows
     /// ([`Rows::open`]), which catches any other change made there meanwhile. Failure is
     /// ignored: the next reader lists the project.
@@ -714,8 +713,7 @@ impl Rows {
         let (Some(now), Some(ino)) = (Stamp::of_dir(&open), file_ino(&open.join(name))) else {
             return;
         };
-        let exact = watch.is_some_and(|w| w.only_arrived(name))
-            && crate::store::stamps_change_after_reads(&open);
+        let exact = watch.is_some_and(|w| w.only_arrived(name));
         let Some(base) = self.parts.first() else {
             return;
         };
@@ -890,7 +888,7 @@ fn recent_listings(dir: &Path, slugs: &[String]) -> Listings {
         };
         for (key, recorded) in dirs {
             if !is_status_folder(&key)
-                || exact.contains(&key)
+                || exact.as_ref() == Some(&key)
                 || recorded.is_none_or(|r| r.settled(written, listing_ns))
             {
                 continue;

@@ -469,7 +469,7 @@ pub fn create(
     // Watched from before the rows are checked against it until the task is recorded, so
     // that the folder's new stamp can be recorded exact ([`super::rows::Rows::record_created`]).
     let open = ws.path(&["projects", project, "tasks", "open"]);
-    let watch = (new.status == Status::Open && crate::store::stamps_change_after_reads(&open))
+    let watch = (new.status == Status::Open)
         .then(|| crate::store::DirWatch::start(&open))
         .flatten();
     // Current rows know every number in use without listing the folders; opened under the

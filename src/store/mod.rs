@@ -17,4 +17,4 @@ pub use doc::{Document, TomlRecord};
 pub use error::{Error, Problem, Reason};
 pub use fs::{DirEntryKind, Fault, FaultOp, Fs, Limits, Staged, TEMP_PREFIX};
 pub use lock::LockGuard;
-pub use watch::{DirWatch, stamps_change_after_reads};
+pub use watch::DirWatch;

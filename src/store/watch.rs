@@ -1,8 +1,8 @@
 //! What a writer can prove about a directory it just changed: that nobody else changed it
-//! meanwhile ([`DirWatch`]), and that nobody can change it later without changing its
-//! stamp ([`stamps_change_after_reads`]). Together they let `task add` record a status
-//! folder's stamp as exact, so that the next reader need not list thousands of names to
-//! trust it (docs/DESIGN.md, "Rows").
+//! meanwhile (the watch), and that nobody can change it later without changing its stamp
+//! ([`stamps_change_after_reads`]). Together they let `task add` record a status folder's
+//! stamp as exact, so that the next reader need not list thousands of names to trust it
+//! (docs/DESIGN.md, "An add proves its own folder").
 
 use std::path::Path;
 
@@ -15,7 +15,7 @@ const MULTIGRAIN_FS: [u64; 4] = [0xEF53, 0x5846_5342, 0x9123_683E, 0x0102_1994];
 /// kernel (Linux 6.13 or later) gives such a change a fine-grained time on the file
 /// systems of [`MULTIGRAIN_FS`], where a coarse clock would give two changes within one
 /// tick the same time. Elsewhere false, and stamps are trusted only once a tick old.
-pub fn stamps_change_after_reads(dir: &Path) -> bool {
+fn stamps_change_after_reads(dir: &Path) -> bool {
     #[cfg(target_os = "linux")]
     {
         let uname = rustix::system::uname();
@@ -44,7 +44,9 @@ pub fn stamps_change_after_reads(dir: &Path) -> bool {
 ///
 /// Invariant: [`DirWatch::only_arrived`] is true only when every change the kernel
 /// reported for the directory since [`DirWatch::start`] is the one rename that brought
-/// the writer's own file in.
+/// the writer's own file in, and the directory's stamp changes with every change made
+/// after it is read ([`stamps_change_after_reads`]): the stamp the writer read before
+/// asking is then exact.
 pub struct DirWatch {
     #[cfg(target_os = "linux")]
     fd: rustix::fd::OwnedFd,
@@ -53,11 +55,20 @@ pub struct DirWatch {
 }
 
 impl DirWatch {
-    /// Starts watching `dir`'s entries: every one created, removed or renamed in or out,
-    /// and the directory itself removed or moved. Not its files' contents or attributes:
-    /// those change no entry, and asking for them makes the kernel mark every cached entry
-    /// of the directory (a millisecond at 5,000 tasks). `None` where the system cannot watch.
+    /// Starts watching `dir` where a watch can prove its stamp exact; `None` elsewhere
+    /// (another kernel or file system), or where the system refuses a watch.
     pub fn start(dir: &Path) -> Option<DirWatch> {
+        if !stamps_change_after_reads(dir) {
+            return None;
+        }
+        DirWatch::entries(dir)
+    }
+
+    /// Watches `dir`'s entries: every one created, removed or renamed in or out, and the
+    /// directory itself removed or moved. Not its files' contents or attributes: those
+    /// change no entry, and asking for them makes the kernel mark every cached entry of the
+    /// directory (a millisecond at 5,000 tasks).
+    fn entries(dir: &Path) -> Option<DirWatch> {
         #[cfg(target_os = "linux")]
         {
             use rustix::fs::inotify::{CreateFlags, WatchFlags, add_watch, init};
@@ -154,30 +165,30 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
 
-        let w = DirWatch::start(d).unwrap();
+        let w = DirWatch::entries(d).unwrap();
         std::fs::rename(staged("a"), d.join("001-a.md")).unwrap();
         assert!(w.only_arrived("001-a.md"));
 
-        let w = DirWatch::start(d).unwrap();
+        let w = DirWatch::entries(d).unwrap();
         std::fs::rename(staged("b"), d.join("002-b.md")).unwrap();
         assert!(!w.only_arrived("002-other.md"), "another name arrived");
 
-        let w = DirWatch::start(d).unwrap();
+        let w = DirWatch::entries(d).unwrap();
         std::fs::write(d.join("by-hand.md"), b"x").unwrap();
         std::fs::rename(staged("c"), d.join("003-c.md")).unwrap();
         assert!(!w.only_arrived("003-c.md"), "a file written there first");
 
-        let w = DirWatch::start(d).unwrap();
+        let w = DirWatch::entries(d).unwrap();
         std::fs::rename(staged("d"), d.join("004-d.md")).unwrap();
         arrive(d, "005-e.md");
         assert!(!w.only_arrived("004-d.md"), "a rename there after");
 
-        let w = DirWatch::start(d).unwrap();
+        let w = DirWatch::entries(d).unwrap();
         std::fs::rename(staged("f"), d.join("006-f.md")).unwrap();
         std::fs::remove_file(d.join("001-a.md")).unwrap();
         assert!(!w.only_arrived("006-f.md"), "a removal there after");
 
-        let w = DirWatch::start(d).unwrap();
+        let w = DirWatch::entries(d).unwrap();
         assert!(!w.only_arrived("007-g.md"), "nothing arrived");
     }
 

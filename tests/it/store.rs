@@ -125,6 +125,41 @@ fn create_new_never_overwrites() {
     assert_eq!(leftover_temps(&dir.path().join("events")), 0);
 }
 
+/// A record staged in one directory and published in another appears whole under its
+/// name, never over an existing file, and leaves no temporary file behind, published or
+/// not (a task's file is staged in `cache/` before its number is known).
+#[test]
+fn a_staged_record_is_published_once_and_never_overwrites() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = fs_in(dir.path());
+    let cache = dir.path().join("cache");
+    let path = dir.path().join("tasks/open/001-a.md");
+    let staged = fs.stage(&cache, b"first\n").unwrap();
+    assert_eq!(leftover_temps(&cache), 1, "staged under a temporary name");
+    assert!(!path.exists(), "not published yet");
+    fs.publish_new(staged, &path).unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), b"first\n");
+    assert_eq!(leftover_temps(&cache), 0);
+    let again = fs.stage(&cache, b"second\n").unwrap();
+    match fs.publish_new(again, &path) {
+        Err(Error::Exists { path }) => assert_eq!(path, "tasks/open/001-a.md"),
+        other => panic!("expected Exists, got {other:?}"),
+    }
+    assert_eq!(std::fs::read(&path).unwrap(), b"first\n");
+    assert_eq!(
+        leftover_temps(&cache),
+        0,
+        "a refused record is not left behind"
+    );
+    drop(fs.stage(&cache, b"dropped\n").unwrap());
+    assert_eq!(
+        leftover_temps(&cache),
+        0,
+        "a record never published is removed"
+    );
+    assert_eq!(leftover_temps(&dir.path().join("tasks/open")), 0);
+}
+
 /// A derived file replaced (by exchanging names, on Linux) holds the new bytes, leaves no
 /// temporary file, and a reader that opened the old one still reads the old bytes whole.
 #[test]
