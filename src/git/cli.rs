@@ -1,7 +1,9 @@
 //! The `git` binary, for what gix does not do the way the user's git does: fetch (credential
-//! helpers, ssh config, `insteadOf`), `worktree remove` (never with `--force`) and
-//! `worktree prune`. Every child runs with `LC_ALL=C`, no prompt, no pager and a deadline;
-//! `--` precedes refs; only exit codes are interpreted, never English text.
+//! helpers, ssh config, `insteadOf`), `worktree remove` (never with `--force`),
+//! `worktree prune`, and the list of ignored files `worktree remove` would delete (asked of
+//! the same git that deletes them). Every child runs with `LC_ALL=C`, no prompt, no pager and
+//! a deadline; `--` precedes refs; only exit codes and `-z` porcelain output are interpreted,
+//! never English text.
 
 use std::io::Read;
 use std::path::Path;

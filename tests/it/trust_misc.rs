@@ -291,6 +291,17 @@ fn done_worktree_with_env() -> Repo {
     text.push_str(".env\n");
     std::fs::write(&exclude, text).unwrap();
     std::fs::write(d.join(".dacli/worktrees/done/.env"), "SECRET=1\n").unwrap();
+    // dacli run inside the worktree leaves its own machine-local data there: derived, never
+    // a reason to keep the worktree, and not listed.
+    for rel in [
+        ".dacli/cache/events.bin",
+        ".dacli/.locks/config.lock",
+        ".dacli/runs/x.json",
+    ] {
+        let p = d.join(".dacli/worktrees/done").join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, "derived\n").unwrap();
+    }
     repo
 }
 

@@ -845,7 +845,7 @@ fn worktree_candidate(
     // is content a person may need. Such a tree is kept unless the caller asked for a plan
     // that names each file, and applies that plan.
     let mut ignored_files = Vec::new();
-    proofs.push(match git::cli::ignored_files(&wt.path) {
+    proofs.push(match git::cli::ignored_files(&wt.path).map(person_files) {
         Ok(files) if files.is_empty() => {
             Proof::new("no_unlisted_ignored_files", Ok(true), "", "ignored_files")
         }
@@ -897,6 +897,28 @@ fn worktree_candidate(
         keep_reason: None,
         ignored_files,
     })))
+}
+
+/// The ignored files of a worktree that a person may need: all but dacli's own machine-local
+/// data in the worktree's `.dacli/` (`cache/`, `.locks/`, `runs/` and temporary files), which
+/// is derived or runtime state (FORMAT §21) and changes whenever dacli runs there.
+fn person_files(files: Vec<git::cli::Ignored>) -> Vec<git::cli::Ignored> {
+    files
+        .into_iter()
+        .filter(|f| {
+            let Some(inner) = f.path.strip_prefix(".dacli/") else {
+                return true;
+            };
+            let runtime = ["cache/", ".locks/", "runs/"]
+                .iter()
+                .any(|d| inner.starts_with(d));
+            let temp = inner
+                .rsplit('/')
+                .next()
+                .is_some_and(|name| name.starts_with(crate::store::TEMP_PREFIX));
+            !(runtime || temp)
+        })
+        .collect()
 }
 
 /// Why a worktree is dead: its branch is gone (nothing but the clean checkout is lost), or
@@ -1404,7 +1426,9 @@ fn retire_worktree(run: &mut Run<'_, '_>, root: &Path, c: &Candidate) -> Result<
     let clean = git::cleanliness(&wt.path).is_ok_and(|c| c.is_clean());
     // The ignored files now must be exactly those the plan listed (and the caller accepted):
     // one created or changed since the observation is not the caller's to lose.
-    let ignored_same = git::cli::ignored_files(&wt.path).is_ok_and(|now| now == c.ignored_files);
+    let ignored_same = git::cli::ignored_files(&wt.path)
+        .map(person_files)
+        .is_ok_and(|now| now == c.ignored_files);
     if wt.locked || !clean || !ignored_same || head_now != c.tip {
         let state = if wt.locked {
             "locked"
