@@ -704,3 +704,71 @@ fn a_dacli_file_gets_one_answer_from_status_and_init() {
         "a file, not a workspace\n"
     );
 }
+
+/// The MCP server is the long-lived reader: it keeps what it parsed between calls. A comment
+/// it has already shown, rewritten in place with its mtime put back, is neither shown by the
+/// next call nor applied by `sync` through the `cli` tool.
+#[test]
+fn forged_event_is_never_shown_or_applied_by_a_warm_mcp_server() {
+    use serde_json::json;
+    let repo = Repo::initialized();
+    ok(&repo, &["project", "add", "P", "--slug", "checkout"]);
+    ok(&repo, &["task", "add", "Shim", "--accept", "works"]);
+    let (_, ro) = agent(&repo, "reviewer", 32, "ro");
+    let (_, said) = as_agent(&repo, &ro, &["task", "comment", "1", "a comment"]);
+    let id = said["data"]["event"].as_str().unwrap().to_string();
+    let file = walk_files(&repo.ws("events"))
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains(&id))
+        .unwrap();
+    ok(&repo, &["status"]);
+    std::thread::sleep(Duration::from_secs(3));
+    ok(&repo, &["status"]);
+
+    let mut s = crate::mcp::Server::start_with(repo.path(), None, &[]);
+    s.initialize("2025-06-18");
+    s.call("get_context", json!({"ref": "1"}));
+    let shown = s.call("cli", json!({"argv": ["task", "show", "1"]}));
+    assert!(shown.to_string().contains("a comment"), "{shown}");
+
+    let before = std::fs::metadata(&file).unwrap();
+    let forged = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("a comment", "b COMMENT");
+    {
+        let mut w = std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(&file)
+            .unwrap();
+        w.write_all(forged.as_bytes()).unwrap();
+        w.set_modified(before.modified().unwrap()).unwrap();
+    }
+    for (tool, args) in [
+        ("get_context", json!({"ref": "1"})),
+        ("status", json!({})),
+        ("list_tasks", json!({})),
+        ("cli", json!({"argv": ["task", "show", "1"]})),
+        ("cli", json!({"argv": ["events", "list"]})),
+        ("cli", json!({"argv": ["sync"]})),
+        ("cli", json!({"argv": ["task", "show", "1"]})),
+    ] {
+        let r = s.call(tool, args.clone());
+        assert!(
+            !r.to_string().contains("b COMMENT"),
+            "{tool} {args} shows or applies the forged text: {r}"
+        );
+    }
+    let synced = s.call("cli", json!({"argv": ["sync"]}));
+    assert!(synced.to_string().contains("checksum"), "{synced}");
+    let _ = s.finish();
+    let task_file = walk_files(&repo.ws("projects"))
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains("001-shim"))
+        .unwrap();
+    assert!(
+        !std::fs::read_to_string(task_file)
+            .unwrap()
+            .contains("COMMENT")
+    );
+}
