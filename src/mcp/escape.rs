@@ -6,10 +6,10 @@
 use serde_json::{Map, Value, json};
 
 use super::call::{Answer, Server, outcome_of, text};
-use crate::dispatch::{CallResult, Command, Error, Input, Mcp, Outcome, Refusal, envelope};
+use crate::dispatch::{CallResult, Command, Ctx, Error, Input, Mcp, Outcome, Refusal, envelope};
 
 /// Runs a `cli` call whose arguments passed the schema.
-pub fn run(server: &Server<'_>, args: &Map<String, Value>) -> Answer {
+pub fn run(server: &Server<'_>, ctx: &Ctx, args: &Map<String, Value>) -> Answer {
     let argv: Vec<String> = args
         .get("argv")
         .and_then(Value::as_array)
@@ -20,8 +20,8 @@ pub fn run(server: &Server<'_>, args: &Map<String, Value>) -> Answer {
                 .collect()
         })
         .unwrap_or_default();
-    let (result, words) = dispatch(server, &argv);
-    let warnings = server.ctx.take_warnings();
+    let (result, words) = dispatch(server, ctx, &argv);
+    let warnings = ctx.take_warnings();
     let doc = match &result {
         Reply::Help(data) => json!({"ok": true, "data": data}),
         Reply::Call(r) => envelope(r, &warnings),
@@ -43,7 +43,7 @@ enum Reply {
 }
 
 /// Parses and runs argv; also returns the command words it named, for the usage record.
-fn dispatch(server: &Server<'_>, argv: &[String]) -> (Reply, Option<String>) {
+fn dispatch(server: &Server<'_>, ctx: &Ctx, argv: &[String]) -> (Reply, Option<String>) {
     // Decided on the words before parsing: `agent spawn` without its flags is still refused
     // for what it is, not for a missing flag.
     if let Some(cmd) = named(server, argv)
@@ -122,9 +122,9 @@ fn dispatch(server: &Server<'_>, argv: &[String]) -> (Reply, Option<String>) {
             spoken,
         );
     }
-    let result = match server.ctx.recheck_identity() {
+    let result = match ctx.recheck_identity() {
         Ok(Some(refusal)) => Ok(Outcome::Refused(refusal)),
-        Ok(None) => server.table.call(&server.ctx, cmd, Input::Cli(leaf)),
+        Ok(None) => server.table.call(ctx, cmd, Input::Cli(leaf)),
         Err(e) => Err(e),
     };
     (Reply::Call(result), spoken)
