@@ -16,7 +16,8 @@ pub struct UsageLine {
     /// When the call was answered (RFC 3339, UTC).
     pub at: String,
     pub tool: String,
-    /// For `cli`: the command words the argv named (`task show`), never its arguments.
+    /// For `cli`: the command words the argv named (`task show`), never its arguments; for
+    /// an argv that named no command, its words cut short and marked `(rejected)`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub argv: Option<String>,
     /// `done`, `refused` or `error`.

@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::call::{Answer, Server, outcome_of, text};
+use super::call::{Answer, Server, outcome_of, refused, text};
 use crate::dispatch::{CallResult, Command, Ctx, Error, Input, Mcp, Outcome, Refusal, envelope};
 
 /// Runs a `cli` call whose arguments passed the schema.
@@ -30,11 +30,47 @@ pub fn run(server: &Server<'_>, ctx: &Ctx, args: &Map<String, Value>) -> Answer 
         Reply::Help(_) => "done",
         Reply::Call(r) => outcome_of(r),
     };
+    let result = match &result {
+        // A refusal reads the same whichever tier refused it: `{"refused": …}`.
+        Reply::Call(Ok(Outcome::Refused(r))) => refused(r),
+        _ => json!({"content": [text(&doc.to_string())], "isError": outcome == "error"}),
+    };
     Answer {
-        result: json!({"content": [text(&doc.to_string())], "isError": outcome == "error"}),
+        result,
         outcome,
-        argv: Some(words.unwrap_or_else(|| "?".into())),
+        argv: Some(words.unwrap_or_else(|| rejected(&argv))),
     }
+}
+
+/// How the usage record shows an argv that named no command (it did not parse, or was
+/// refused before parsing): the words themselves, each cut short, so the operator sees what
+/// agents keep getting wrong.
+fn rejected(argv: &[String]) -> String {
+    const WORD: usize = 40;
+    const ALL: usize = 160;
+    if argv.is_empty() {
+        return "(empty argv) (rejected)".into();
+    }
+    let mut shown = String::new();
+    for a in argv {
+        let mut word: String = a.chars().take(WORD).collect();
+        if word.len() < a.len() {
+            word.push('…');
+        }
+        if word.is_empty() || word.contains(char::is_whitespace) {
+            word = format!("{word:?}");
+        }
+        if !shown.is_empty() {
+            shown.push(' ');
+        }
+        shown.push_str(&word);
+        if shown.chars().count() > ALL {
+            shown = shown.chars().take(ALL).collect();
+            shown.push('…');
+            break;
+        }
+    }
+    format!("{shown} (rejected)")
 }
 
 enum Reply {
