@@ -268,11 +268,20 @@ fn a_cancelled_shortcut_loses_its_process_group_and_sends_no_result() {
         json!({"name": "late"}),
         None,
     );
-    std::thread::sleep(Duration::from_millis(500));
-    s.send(
-        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-        "params": {"requestId": "doomed", "reason": "the user pressed Esc"}}),
+    // Queued behind it on the write lane, and cancelled before it starts.
+    s.call(
+        json!("queued"),
+        "run_shortcut",
+        json!({"name": "late"}),
+        None,
     );
+    std::thread::sleep(Duration::from_millis(500));
+    for id in ["queued", "doomed"] {
+        s.send(
+            &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": id, "reason": "the user pressed Esc"}}),
+        );
+    }
 
     // The write lane is free again at once: the next write runs and answers.
     let asked = Instant::now();
@@ -291,9 +300,73 @@ fn a_cancelled_shortcut_loses_its_process_group_and_sends_no_result() {
     let (code, seen) = s.finish();
     assert_eq!(code, 0);
     assert!(
-        !seen.iter().any(|v| v["id"] == "doomed"),
+        !seen
+            .iter()
+            .any(|v| v["id"] == "doomed" || v["id"] == "queued"),
         "a cancelled call answered: {seen:?}"
     );
+}
+
+#[test]
+fn check_task_with_verify_reports_each_criterion_against_the_total() {
+    let repo = workspace(1);
+    for args in [
+        &["project", "add", "Checkout", "--slug", "checkout"][..],
+        &[
+            "task",
+            "add",
+            "Verify me",
+            "--accept",
+            "first `sleep 1`",
+            "--accept",
+            "second `sleep 1`",
+        ][..],
+    ] {
+        let (code, doc) = repo.json(args);
+        assert_eq!(code, 0, "{doc}");
+    }
+    let mut s = Peer::start(&repo);
+    s.call(
+        json!(1),
+        "check_task",
+        json!({"ref": "checkout/1", "items": [1, 2], "verify": true}),
+        Some("verify-7"),
+    );
+    let checked = s.answer(&json!(1), Duration::from_secs(30));
+    assert_eq!(text_of(&checked)["checked"], json!([1, 2]), "{checked}");
+    let steps: Vec<(f64, Value, String)> = s
+        .seen
+        .iter()
+        .filter(|v| v["method"] == "notifications/progress")
+        .map(|v| {
+            assert_eq!(v["params"]["progressToken"], "verify-7", "{v}");
+            (
+                v["params"]["progress"].as_f64().expect("number"),
+                v["params"]["total"].clone(),
+                v["params"]["message"]
+                    .as_str()
+                    .expect("message")
+                    .to_string(),
+            )
+        })
+        .collect();
+    assert!(
+        steps.iter().all(|(_, total, _)| *total == json!(2.0)),
+        "{steps:?}"
+    );
+    assert!(
+        steps.windows(2).all(|w| w[1].0 > w[0].0),
+        "rising: {steps:?}"
+    );
+    assert!(
+        steps
+            .iter()
+            .any(|(p, _, m)| *p == 1.0 && m.contains("criterion 2 (2 of 2)")),
+        "{steps:?}"
+    );
+    assert_eq!(steps.last().map(|s| s.0), Some(2.0), "{steps:?}");
+    let (code, _) = s.finish();
+    assert_eq!(code, 0);
 }
 
 #[test]

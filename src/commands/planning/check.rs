@@ -339,6 +339,7 @@ pub(super) fn verify_all(
             },
         ));
     }
+    progress.advance(total, format!("verified {total} criterion(s)"));
     Ok(Ok(out))
 }
 
