@@ -64,8 +64,10 @@ pub struct Ran {
     pub timed_out: bool,
 }
 
-/// Runs `command` with `sh -c` in `dir`, in its own process group, killing the group after
-/// `timeout` or once `cancel` is set (then the result is [`cancelled`]).
+/// Runs `command` with `sh -c` in `dir`, killing it after `timeout`. With a `cancel` token it
+/// runs in its own process group, and the timeout or the cancel (then the result is
+/// [`cancelled`]) kills the whole group; without one it stays in the caller's group, so a
+/// terminal's Ctrl-C reaches it together with dacli.
 pub fn run_shell(
     command: &str,
     dir: &Path,
@@ -80,8 +82,18 @@ pub fn run_shell(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    own_group(&mut cmd);
+    let grouped = cancel.is_some();
+    if grouped {
+        own_group(&mut cmd);
+    }
     let mut child = cmd.spawn()?;
+    let stop = |child: &mut std::process::Child| {
+        if grouped {
+            kill_group(child.id());
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    };
     #[allow(
         clippy::disallowed_methods,
         reason = "a timeout needs a monotonic clock"
@@ -110,15 +122,11 @@ pub fn run_shell(
             break Some(status);
         }
         if is_cancelled(cancel) {
-            kill_group(child.id());
-            let _ = child.kill();
-            let _ = child.wait();
+            stop(&mut child);
             return Err(cancelled());
         }
         if start.elapsed() >= timeout {
-            kill_group(child.id());
-            let _ = child.kill();
-            let _ = child.wait();
+            stop(&mut child);
             timed_out = true;
             break None;
         }
