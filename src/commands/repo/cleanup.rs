@@ -1139,11 +1139,23 @@ fn execute(
     let txn_id = run.txn.id().to_string();
     let mut results: Vec<Option<Done>> = Vec::new();
     let mut pruned = false;
+    let retiring = plan
+        .candidates
+        .iter()
+        .filter(|c| c.action == "retire")
+        .count() as u64;
+    let progress = ctx.progress_of(format!("retiring {retiring} candidate(s)"), Some(retiring));
+    let mut started = 0u64;
     for c in &plan.candidates {
         if c.action != "retire" {
             results.push(None);
             continue;
         }
+        progress.advance(
+            started,
+            format!("retiring {} {}", c.kind, c.path.as_deref().unwrap_or(&c.id)),
+        );
+        started += 1;
         let done = match c.kind.as_str() {
             "worktree" => retire_worktree(run, &root, c)?,
             "local_branch" => retire_branch(run, &root, c, &txn_id)?,
