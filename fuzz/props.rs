@@ -286,7 +286,7 @@ pub fn renderers_workspace(dir: &Path) {
 /// The read commands whose human text F6 renders: every read command that needs no
 /// argument, but those that reach the network, run git or spawn programs (their renderers
 /// see no stored text the others do not), and the views of one task or note.
-fn renderer_argvs(table: &dacli::dispatch::Table) -> Vec<Vec<String>> {
+pub fn renderer_argvs(table: &dacli::dispatch::Table) -> Vec<Vec<String>> {
     const SKIP: [&str; 9] = [
         "github",
         "pr",

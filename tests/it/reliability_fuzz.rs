@@ -87,6 +87,8 @@ fn f6_renderers_seeds_and_findings_replay() {
     let own = replay("renderers", |b| props::renderers(dir.path(), b));
     let stored = replay("frontmatter", |b| props::renderers(dir.path(), b));
     assert!(own >= 4 && stored >= 10, "{own} + {stored} inputs");
+    let views = props::renderer_argvs(&dacli::commands::table()).len();
+    eprintln!("F6: {own} + {stored} inputs, {views} human views each");
 }
 
 #[test]

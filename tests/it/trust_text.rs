@@ -369,6 +369,11 @@ fn every_text_argument_of_every_writing_command_refuses_hostile_text() {
         assert!(snapshot(repo.path()) == before, "{label}: wrote something");
         through_mcp += 1;
     }
+    eprintln!(
+        "hostile CLI table: {} cases over {} commands, {through_mcp} again through `cli`",
+        cases.len(),
+        commands.len()
+    );
     assert!(through_mcp > 200, "{through_mcp} cases through `cli`");
     s.finish();
 }
@@ -528,6 +533,7 @@ fn every_text_field_of_every_tier1_tool_refuses_hostile_text() {
     }
     assert!(failures.is_empty(), "{failures:#?}");
     assert!(tried > 250, "{tried} cases");
+    eprintln!("hostile MCP table: {tried} cases");
     s.finish();
 }
 
