@@ -192,7 +192,7 @@ impl Command {
 /// The text fields that may hold more than one line, by command and request field; every
 /// other text field of every command is one line. A field missing here is refused a newline,
 /// which is the safe side: a new multi-line field is added here on purpose.
-const MULTI_LINE: &[(&str, &str, Shape)] = &[
+pub const MULTI_LINE: &[(&str, &str, Shape)] = &[
     ("answer", "because", Shape::Prose),
     ("answer", "chose", Shape::Prose),
     ("answer", "rejected", Shape::Prose),
@@ -209,10 +209,12 @@ const MULTI_LINE: &[(&str, &str, Shape)] = &[
     ("project.add", "vision", Shape::Prose),
     ("project.edit", "goal", Shape::Prose),
     ("project.edit", "vision", Shape::Prose),
-    ("queue.add", "step", Shape::Prose),
+    ("queue.add", "steps", Shape::Prose),
     ("risk.add", "action", Shape::Prose),
     ("risk.edit", "action", Shape::Prose),
     ("run", "cmd", Shape::Lines),
+    // A parameter value is data handed to a command, never body text.
+    ("run", "param", Shape::Lines),
     ("shortcut.add", "command", Shape::Lines),
     ("shortcut.add", "why", Shape::Prose),
     ("shortcut.promote", "command", Shape::Lines),

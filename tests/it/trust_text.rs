@@ -134,6 +134,25 @@ const GLOBAL: [&str; 6] = [
     "help",
 ];
 
+/// Every multi-line field the boundary knows is a real argument of a real command: a typo
+/// there would silently make a prose field one line.
+#[test]
+fn every_multi_line_field_names_an_argument_of_its_command() {
+    let table = dacli::commands::table();
+    let root = table.clap_root();
+    for (command, field, _) in dacli::dispatch::MULTI_LINE {
+        assert!(table.get(command).is_some(), "{command}");
+        let mut leaf = root.clone();
+        for w in command.split('.') {
+            leaf = leaf.find_subcommand(w).expect("word").clone();
+        }
+        assert!(
+            leaf.get_arguments().any(|a| a.get_id() == *field),
+            "{command} has no argument `{field}`"
+        );
+    }
+}
+
 /// One hostile CLI case: the command, the argument's id and spelling, and the argv.
 struct CliCase {
     command: &'static str,
