@@ -871,9 +871,18 @@ fn a_limit_sized_title_breaks_no_listing() {
         "{}",
         doc.to_string().chars().take(300).collect::<String>()
     );
+    for args in [&["task", "list"][..], &["task", "list", "--all"], &["next"]] {
+        let out = repo.dacli(args).output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
     let over = "x".repeat(MAX_TEXT + 1);
-    let (code, doc) = repo.json(&["task", "add", &over, "--accept", "ok"]);
-    assert_eq!(code, 2);
+    let (code, doc) = repo.json(&["task", "add", &over, "--accept", "ok", "--allow-duplicate"]);
+    assert_eq!(code, 2, "{doc}");
     assert!(
         doc["error"]["message"]
             .as_str()
