@@ -685,8 +685,31 @@ const PIECES: [&str; 24] = [
     "\"'",
 ];
 
+/// Pieces no field refuses: what a case made of them must read back exactly.
+const PLAIN: [&str; 12] = [
+    "a",
+    "Zé 漢",
+    " ",
+    "\t",
+    "### sub",
+    "- [x] ",
+    "- ",
+    "`cmd`",
+    "<!-- x -->",
+    "+++",
+    "\\",
+    "\"'",
+];
+
+/// Mostly text every field takes (so that many cases are written and read back), else a mix
+/// of every hostile piece.
 fn hostile_text() -> impl Strategy<Value = String> {
-    proptest::collection::vec(proptest::sample::select(&PIECES[..]), 0..7).prop_map(|v| v.concat())
+    prop_oneof![
+        3 => proptest::collection::vec(proptest::sample::select(&PLAIN[..]), 0..7)
+            .prop_map(|v| v.concat()),
+        1 => proptest::collection::vec(proptest::sample::select(&PIECES[..]), 0..7)
+            .prop_map(|v| v.concat()),
+    ]
 }
 
 /// What a successful add must read back: each field trimmed, as the writers trim.
@@ -779,6 +802,10 @@ fn any_text_round_trips_through_the_cli_or_is_refused_naming_the_field() {
             Ok(())
         })
         .unwrap();
+    eprintln!(
+        "round trip through the CLI: {} of 48 cases written",
+        accepted.borrow()
+    );
     assert!(*accepted.borrow() > 0, "some cases were accepted");
 }
 
@@ -787,6 +814,7 @@ fn any_text_round_trips_through_the_cli_or_is_refused_naming_the_field() {
 fn any_text_round_trips_through_mcp_or_is_refused_naming_the_field() {
     let repo = workspace();
     let server = RefCell::new(Server::start_with(repo.path(), None, &[]));
+    let written = RefCell::new((0, 0));
     server.borrow_mut().initialize("2025-11-25");
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
         cases: 64,
@@ -822,6 +850,7 @@ fn any_text_round_trips_through_mcp_or_is_refused_naming_the_field() {
                 let (code, show) = repo.json(&["task", "show", &reference]);
                 assert_eq!(code, 0, "{show}");
                 check_task_round_trip(&show, &title, &body, &context, &accept);
+                written.borrow_mut().0 += 1;
             }
             let r = s.call(
                 "add_note",
@@ -844,6 +873,7 @@ fn any_text_round_trips_through_mcp_or_is_refused_naming_the_field() {
                 let note = &show["data"];
                 let shown_title = note["title"].as_str().or_else(|| note["note"]["title"].as_str());
                 assert_eq!(shown_title, Some(title.trim()), "{show}");
+                written.borrow_mut().1 += 1;
                 let shown = show.to_string();
                 if !body.trim().is_empty() {
                     assert!(
@@ -856,6 +886,9 @@ fn any_text_round_trips_through_mcp_or_is_refused_naming_the_field() {
         })
         .unwrap();
     server.into_inner().finish();
+    let (tasks, notes) = *written.borrow();
+    eprintln!("round trip through MCP: {tasks} tasks and {notes} notes of 64 cases written");
+    assert!(tasks > 0 && notes > 0, "some cases were written");
 }
 
 /// Hole 7: a title at the limit lists everywhere; one byte over is refused; a hand-edited
