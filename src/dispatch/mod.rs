@@ -14,7 +14,9 @@ pub mod text;
 pub mod tools;
 pub mod usage;
 
-pub use command::{Class, Classify, Command, Input, Mcp, Needs, Reply, Table};
+pub use command::{
+    Class, Classify, Command, Input, MULTI_LINE, Mcp, Needs, Reply, Table, shape_of,
+};
 pub use ctx::{CallHooks, Ctx, Output};
 pub use env::Env;
 pub use error::{Error, ErrorKind};

@@ -33,3 +33,4 @@ mod support;
 mod team;
 mod templates;
 mod trust_misc;
+mod trust_text;

@@ -1183,9 +1183,17 @@ fn h40_a_hostile_note_renders_only_inside_its_quote() {
         "--severity",
         "minor",
         "--body",
-        hostile,
+        "placeholder",
     ]);
     assert_eq!(code, 0, "{doc}");
+    // No front end writes such a body (a heading line is refused in a field): it arrives as
+    // a hand-edited or synced file, which is what the brief must render inert.
+    let path = repo
+        .path()
+        .join(doc["data"]["note"]["path"].as_str().unwrap());
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replace("placeholder", hostile)).unwrap();
+    let _ = std::fs::remove_dir_all(repo.path().join(".dacli/cache"));
     let (_, token) = agent(&repo, "reviewer", 2, "ro");
     let out = repo
         .dacli(&["context", "checkout/2"])
