@@ -6,6 +6,7 @@
 
 mod architecture;
 mod brief;
+mod brief_in_force;
 mod collab;
 mod docs;
 mod example;
