@@ -17,6 +17,7 @@ mod insight;
 mod knowledge;
 mod lifecycle;
 mod mcp;
+mod mcp_clients;
 mod perf;
 mod queues;
 mod reliability_concurrency;
