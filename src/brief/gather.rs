@@ -46,8 +46,8 @@ pub(super) struct Section {
     /// Between two items: a newline for lines, a blank line for blocks.
     pub joiner: &'static str,
     pub cap: Option<usize>,
-    /// Whether a cut by cap also says how to see the rest (`dacli run --list`).
-    pub more_hint: bool,
+    /// How a cut by cap says to see the rest (`dacli run --list`, or the MCP tool call).
+    pub more: Option<String>,
     pub candidates: Vec<Item>,
     /// Superseded notes: never shown, reported by `--explain`.
     pub superseded: Vec<Item>,
@@ -62,7 +62,7 @@ impl Section {
             counted: false,
             joiner: "\n",
             cap: None,
-            more_hint: false,
+            more: None,
             candidates: Vec::new(),
             superseded: Vec::new(),
         }
@@ -1208,7 +1208,7 @@ struct Shortcut {
 fn shortcuts(scope: &mut Scope<'_>) -> Result<Section, Error> {
     let mut s = Section::new("shortcuts", "Shortcuts", "shortcuts");
     s.cap = Some(12);
-    s.more_hint = true;
+    s.more = Some((scope.reader.commands)("`dacli run --list`"));
     let ws = scope.ws;
     let mut all = Vec::new();
     for (name, path) in md_files(ws, &ws.path(&["shortcuts"]))? {
@@ -1246,7 +1246,11 @@ fn shortcuts(scope: &mut Scope<'_>) -> Result<Section, Error> {
     for (_, sc) in ranked {
         s.candidates.push(Item {
             id: sc.name.clone(),
-            text: format!("- `dacli run {}` — {}", sc.name, inert(&label(&sc.summary))),
+            text: format!(
+                "- {} — {}",
+                (scope.reader.commands)(&format!("`dacli run {}`", sc.name)),
+                inert(&label(&sc.summary))
+            ),
         });
     }
     Ok(s)

@@ -42,6 +42,8 @@ pub struct Ctx<'t> {
     notices: RefCell<Vec<String>>,
     /// Held by a long-lived front end for its whole life (see [`Ctx::hold_agent_session`]).
     session: OnceCell<crate::store::LockGuard>,
+    /// The front end this context serves: it decides how hints name what to do next.
+    front: Cell<super::hint::Front>,
 }
 
 impl<'t> Ctx<'t> {
@@ -78,6 +80,7 @@ impl<'t> Ctx<'t> {
             warnings: RefCell::new(Vec::new()),
             notices: RefCell::new(Vec::new()),
             session: OnceCell::new(),
+            front: Cell::new(super::hint::Front::Cli),
         }
     }
 
@@ -180,6 +183,17 @@ impl<'t> Ctx<'t> {
     /// ([`crate::objects::read_document`]).
     pub fn serve_many_calls(&self) {
         crate::objects::remember_documents();
+        self.front.set(super::hint::Front::Mcp);
+    }
+
+    /// The front end this context serves (MCP once [`Ctx::serve_many_calls`] declared it).
+    pub fn front(&self) -> super::hint::Front {
+        self.front.get()
+    }
+
+    /// `text` with its `dacli …` commands said for this context's front end.
+    pub fn hint(&self, text: &str) -> String {
+        super::hint::render(text, self.front())
     }
 
     /// Makes this process the only server acting as the bound agent (RELIABILITY T15): holds

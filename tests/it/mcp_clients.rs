@@ -551,3 +551,217 @@ fn install_merges_into_the_clients_file_and_a_dry_run_writes_nothing() {
         "{ // a comment\n}"
     );
 }
+
+/// The interpreter of the venv holding the official Python MCP SDK (docs/TESTING.md):
+/// `DACLI_TEST_MCP_PYTHON`, else `target/mcp-python/bin/python`. `None` (the test skips, with
+/// the reason printed) outside CI; under CI a missing SDK fails the test.
+fn sdk_python() -> Option<PathBuf> {
+    let path = std::env::var_os("DACLI_TEST_MCP_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| crate::support::repo_root().join("target/mcp-python/bin/python"));
+    let works = Std::new(&path)
+        .args(["-c", "import mcp"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if works {
+        return Some(path);
+    }
+    let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false");
+    assert!(
+        !ci,
+        "the Python MCP SDK is missing at {} under CI: .ci/run installs tests/python/requirements.txt there",
+        path.display()
+    );
+    eprintln!(
+        "SKIPPED: no Python MCP SDK at {}; see docs/TESTING.md",
+        path.display()
+    );
+    None
+}
+
+/// A shop with three tasks owned by root, an rw and an ro agent.
+fn shop_for_workflows() -> (Repo, String, String) {
+    let repo = Repo::initialized();
+    let ok = |args: &[&str]| {
+        let out = repo.dacli(args).output().expect("runs");
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .expect("utf-8")
+            .trim()
+            .to_string()
+    };
+    ok(&["project", "add", "Shop", "--goal", "Sell things"]);
+    ok(&[
+        "task",
+        "add",
+        "Totals in cents",
+        "--accept",
+        "sums are integers",
+        "--accept",
+        "no float anywhere",
+    ]);
+    ok(&["task", "add", "Fees", "--accept", "fees listed"]);
+    ok(&["task", "add", "Rounding", "--accept", "one rounding rule"]);
+    let builder = ok(&["agent", "spawn", "--grant", "rw"]);
+    let ro = ok(&["agent", "spawn", "--grant", "ro"]);
+    (repo, builder, ro)
+}
+
+fn workflow(python: &Path, repo: &Repo, builder: &str, ro: &str, name: &str) -> Value {
+    let script = crate::support::repo_root().join("tests/python/workflows.py");
+    let out = Std::new(python)
+        .arg(&script)
+        .arg(bin())
+        .arg(repo.path())
+        .arg(name)
+        .env_remove("DACLI_AGENT")
+        .env("DACLI_TEST_BUILDER_TOKEN", builder)
+        .env("DACLI_TEST_RO_TOKEN", ro)
+        .env("DACLI_TEST_CLOCK", "2026-03-02T10:00:00Z")
+        .output()
+        .expect("python runs");
+    assert!(
+        out.status.success(),
+        "workflow {name}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON line")
+}
+
+#[test]
+fn the_python_sdk_runs_the_three_canonical_workflows() {
+    let Some(python) = sdk_python() else { return };
+    let (repo, builder, ro) = shop_for_workflows();
+
+    let w = workflow(&python, &repo, &builder, &ro, "work");
+    assert_eq!(w["tools"], 22, "{w}");
+    assert_eq!(
+        w["early_finish"]["policy"], "dod.unchecked_acceptance",
+        "{w}"
+    );
+    // Over MCP the refusal names the tool to call, not a shell command.
+    let next = w["early_finish"]["next"].as_str().expect("next");
+    assert!(next.contains("check_task {"), "{next}");
+    assert!(!next.contains("dacli task check"), "{next}");
+    assert_eq!(w["checked"], json!([1, 2]), "{w}");
+    assert_eq!(w["finish"]["status"], "done", "{w}");
+
+    let r = workflow(&python, &repo, &builder, &ro, "read_only");
+    assert_eq!(r["grant"], "ro");
+    assert_eq!(r["claim"], "proposed", "an ro claim is an event: {r}");
+    assert_eq!(r["add_task"]["policy"], "grant.read_only", "{r}");
+    assert!(
+        !r["titles"]
+            .as_array()
+            .expect("titles")
+            .contains(&json!("Sneaky task")),
+        "{r}"
+    );
+
+    let a = workflow(&python, &repo, &builder, &ro, "ask");
+    assert_eq!(a["blocks"], true, "{a}");
+    assert_eq!(a["brief_has_answer"], true, "{a}");
+    assert_eq!(a["brief_has_rejected"], true, "{a}");
+}
+
+/// One MCP session as root: `initialize`, then `calls` in order; the results of the calls.
+fn mcp_calls(repo: &Repo, calls: &[(&str, Value)]) -> Vec<Value> {
+    let mut child = Std::new(bin())
+        .args(["mcp", "serve"])
+        .current_dir(repo.path())
+        .env_remove("DACLI_AGENT")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("server starts");
+    let mut stdin = child.stdin.take().expect("stdin");
+    writeln!(stdin, "{}", json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})).unwrap();
+    for (i, (tool, args)) in calls.iter().enumerate() {
+        let mut args = args.clone();
+        args["schema_version"] = json!(1);
+        writeln!(stdin, "{}", json!({"jsonrpc":"2.0","id":i + 1,"method":"tools/call","params":{"name":tool,"arguments":args}})).unwrap();
+    }
+    drop(stdin);
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    child.wait().unwrap();
+    let answers: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (1..=calls.len())
+        .map(|i| {
+            answers
+                .iter()
+                .find(|a| a["id"] == i)
+                .unwrap_or_else(|| panic!("no answer {i}: {out}"))["result"]
+                .clone()
+        })
+        .collect()
+}
+
+#[test]
+fn next_hints_and_the_briefs_shortcuts_name_tools_over_mcp_and_commands_over_the_cli() {
+    let (repo, _, _) = shop_for_workflows();
+    let ok = |args: &[&str]| {
+        let out = repo.dacli(args).output().expect("runs");
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("utf-8")
+    };
+    ok(&[
+        "shortcut",
+        "add",
+        "test",
+        "--command",
+        "true",
+        "--effect",
+        "read",
+        "--summary",
+        "Run the tests",
+    ]);
+    let r = mcp_calls(
+        &repo,
+        &[
+            ("get_context", json!({"ref": "shop/1"})),
+            ("finish_task", json!({"ref": "shop/1"})),
+        ],
+    );
+    let brief = r[0]["content"][0]["text"].as_str().expect("brief");
+    assert!(
+        brief.contains("- `run_shortcut {\"name\":\"test\"}` — Run the tests"),
+        "{brief}"
+    );
+    let refusal: Value =
+        serde_json::from_str(r[1]["content"][0]["text"].as_str().expect("text")).unwrap();
+    let next = refusal["refused"]["next"].as_str().expect("next");
+    assert!(
+        next.contains("`check_task {\"ref\":\"shop/001-totals-in-cents\",\"items\":[1]}`"),
+        "{next}"
+    );
+
+    let cli = ok(&["context", "shop/1"]);
+    assert!(cli.contains("- `dacli run test` — Run the tests"), "{cli}");
+    let (code, refused) = repo.json(&["task", "done", "shop/1"]);
+    assert_eq!(code, 3);
+    assert!(
+        refused["refused"]["next"]
+            .as_str()
+            .is_some_and(|n| n.contains("`dacli task check shop/001-totals-in-cents --n 1`")),
+        "{refused}"
+    );
+}
