@@ -170,9 +170,9 @@ impl Client {
             (Client::ClaudeCode, Scope::Project) => Some(
                 "Claude Code asks once to approve the servers of a project's .mcp.json: approve `dacli` when it asks",
             ),
-            (Client::Gemini, Scope::Project) => {
-                Some("Gemini CLI reads .gemini/settings.json only in a trusted folder")
-            }
+            (Client::Gemini, Scope::Project) => Some(
+                "with Trusted Folders on (security.folderTrust.enabled), Gemini CLI reads .gemini/settings.json only in a folder you trusted",
+            ),
             _ => None,
         }
     }
