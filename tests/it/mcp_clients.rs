@@ -765,3 +765,157 @@ fn next_hints_and_the_briefs_shortcuts_name_tools_over_mcp_and_commands_over_the
         "{refused}"
     );
 }
+
+/// The inspector CLI (`tests/inspector`), installed with `npm ci` when missing; `None` (the
+/// test skips) without Node.js, as the inspector test in `tests/it/mcp.rs` does.
+fn inspector() -> Option<PathBuf> {
+    if Std::new("node").arg("--version").output().is_err()
+        || Std::new("npm").arg("--version").output().is_err()
+    {
+        eprintln!("SKIPPED: node/npm not found; the MCP inspector needs Node.js");
+        return None;
+    }
+    let prefix = crate::support::repo_root().join("tests/inspector");
+    let bin = prefix.join("node_modules/.bin/mcp-inspector");
+    if !bin.exists() {
+        let out = Std::new("npm")
+            .current_dir(&prefix)
+            .args(["ci", "--no-audit", "--no-fund"])
+            .output()
+            .expect("npm runs");
+        assert!(
+            out.status.success(),
+            "npm ci in tests/inspector failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Some(bin)
+}
+
+/// One `tools/call` through `mcp-inspector --cli`, which starts its own server with the
+/// caller's token (`None`: root): the payload of the result, which must not be an error.
+fn inspect(inspector: &Path, repo: &Repo, token: Option<&str>, tool: &str, args: &[&str]) -> Value {
+    let mut cmd = Std::new(inspector);
+    cmd.current_dir(repo.path())
+        .arg("--cli")
+        .arg(bin())
+        .args([
+            "mcp",
+            "serve",
+            "--method",
+            "tools/call",
+            "--tool-name",
+            tool,
+        ])
+        .arg("--tool-arg")
+        .arg("schema_version=1")
+        .args(args)
+        .env_remove("DACLI_AGENT")
+        .env("DACLI_TEST_CLOCK", "2026-03-02T10:00:00Z");
+    if let Some(t) = token {
+        cmd.env("DACLI_AGENT", t);
+    }
+    let out = cmd.output().expect("inspector runs");
+    assert!(
+        out.status.success(),
+        "inspector {tool} {args:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).expect("inspector prints JSON");
+    assert_eq!(r["isError"], false, "{tool}: {r}");
+    let text = r["content"][0]["text"].as_str().expect("text").to_string();
+    serde_json::from_str(&text).unwrap_or(Value::String(text))
+}
+
+#[test]
+fn the_inspector_cli_runs_the_three_canonical_workflows() {
+    let Some(insp) = inspector() else { return };
+    let (repo, builder, ro) = shop_for_workflows();
+    let b = Some(builder.as_str());
+
+    // 1. context → claim → refused finish → check → note → finish.
+    let brief = inspect(&insp, &repo, b, "get_context", &["ref=shop/1"]);
+    assert!(
+        brief
+            .as_str()
+            .is_some_and(|t| t.contains("# Task: Totals in cents")),
+        "{brief}"
+    );
+    let claim = inspect(&insp, &repo, b, "claim_task", &["ref=shop/1"]);
+    assert_eq!(claim["effect"], "proposed", "{claim}");
+    let early = inspect(&insp, &repo, b, "finish_task", &["ref=shop/1"]);
+    assert_eq!(
+        early["refused"]["policy"], "dod.unchecked_acceptance",
+        "{early}"
+    );
+    assert!(
+        early["refused"]["next"]
+            .as_str()
+            .is_some_and(|n| n.contains("check_task {"))
+    );
+    let checked = inspect(
+        &insp,
+        &repo,
+        b,
+        "check_task",
+        &["ref=shop/1", "items=[1,2]"],
+    );
+    assert_eq!(checked["checked"], json!([1, 2]), "{checked}");
+    let note = inspect(
+        &insp,
+        &repo,
+        b,
+        "add_note",
+        &[
+            "kind=finding",
+            "title=Refunds round twice",
+            "severity=major",
+            "about=shop/1",
+        ],
+    );
+    assert!(note.get("refused").is_none(), "{note}");
+    let done = inspect(
+        &insp,
+        &repo,
+        b,
+        "finish_task",
+        &["ref=shop/1", "summary=Totals in integer cents"],
+    );
+    assert_eq!(done["status"], "done", "{done}");
+
+    // 2. An ro agent: its claim is an event, its owner mutation a refusal result.
+    let r = Some(ro.as_str());
+    let claim = inspect(&insp, &repo, r, "claim_task", &["ref=shop/2"]);
+    assert_eq!(claim["effect"], "proposed", "{claim}");
+    let refused = inspect(&insp, &repo, r, "add_task", &["title=Sneaky task"]);
+    assert_eq!(refused["refused"]["policy"], "grant.read_only", "{refused}");
+
+    // 3. ask → answer (root, its own server) → the answer in the asker's brief.
+    let asked = inspect(
+        &insp,
+        &repo,
+        b,
+        "ask",
+        &["ref=shop/3", "question=Round half-even or half-up?"],
+    );
+    let question = asked["question"].as_str().expect("question id").to_string();
+    let words = "Use half-even: it is what the ledger does.";
+    let answered = inspect(
+        &insp,
+        &repo,
+        None,
+        "answer",
+        &[
+            &format!("question={question}"),
+            &format!("text={words}"),
+            "as=decision",
+            "chose=half-even",
+            "rejected=half-up",
+            "because=ledger parity",
+        ],
+    );
+    assert!(answered.get("refused").is_none(), "{answered}");
+    let brief = inspect(&insp, &repo, b, "get_context", &["ref=shop/3"]);
+    assert!(brief.as_str().is_some_and(|t| t.contains(words)), "{brief}");
+}
