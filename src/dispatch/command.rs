@@ -339,7 +339,12 @@ impl Table {
                 e.hints = e.hints.iter().map(|h| ctx.hint(h)).collect();
                 Err(e)
             }
-            done => done,
+            Ok(Outcome::Done(mut reply)) => {
+                if ctx.front() == super::hint::Front::Mcp {
+                    super::hint::render_fields(&mut reply.data);
+                }
+                Ok(Outcome::Done(reply))
+            }
         }
     }
 

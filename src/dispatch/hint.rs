@@ -43,6 +43,30 @@ pub fn for_mcp(text: &str) -> String {
     out
 }
 
+/// Renders, for MCP, every hint a result carries: the strings under `next`, `hint` and
+/// `hints` keys at any depth (a per-item refusal inside a preview, say).
+pub fn render_fields(data: &mut Value) {
+    match data {
+        Value::Object(map) => {
+            for (key, value) in map.iter_mut() {
+                match (key.as_str(), value) {
+                    ("next" | "hint" | "hints", Value::String(s)) => *s = for_mcp(s),
+                    ("hints", Value::Array(items)) => {
+                        for item in items.iter_mut() {
+                            if let Value::String(s) = item {
+                                *s = for_mcp(s);
+                            }
+                        }
+                    }
+                    (_, v) => render_fields(v),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(render_fields),
+        _ => {}
+    }
+}
+
 /// [`render`] for the CLI.
 pub fn for_cli(text: &str) -> String {
     text.to_string()
@@ -218,6 +242,13 @@ mod tests {
             for_mcp("`dacli role show builder`"),
             "`cli {\"argv\":[\"role\",\"show\",\"builder\"]}`"
         );
+        let mut data = json!({"items": [{"refused": {"next": "`dacli ask 1 \"…\"`"}}], "title": "`dacli ask`"});
+        render_fields(&mut data);
+        assert_eq!(
+            data["items"][0]["refused"]["next"],
+            "`ask {\"ref\":\"1\",\"question\":\"…\"}`"
+        );
+        assert_eq!(data["title"], "`dacli ask`");
         // A span that is not a dacli command, and an unclosed backtick, are left alone.
         assert_eq!(
             for_mcp("`cargo test` and `dacli"),
