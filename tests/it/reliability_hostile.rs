@@ -744,9 +744,24 @@ pub fn mcp_batch_as(repo: &Repo, input: &[u8], token: Option<&str>) -> (i32, Vec
         .collect();
     (
         out.status.code().unwrap_or(-1),
-        replies,
+        in_request_order(replies),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// Reads run beside writes, so answers may arrive out of request order: the answers with
+/// numeric ids are put back in id order, in the places answers with ids took; id-less
+/// errors stay where they arrived.
+fn in_request_order(mut replies: Vec<Value>) -> Vec<Value> {
+    let places: Vec<usize> = (0..replies.len())
+        .filter(|&i| replies[i]["id"].is_i64())
+        .collect();
+    let mut numbered: Vec<Value> = places.iter().map(|&i| replies[i].take()).collect();
+    numbered.sort_by_key(|v| v["id"].as_i64());
+    for (i, v) in places.into_iter().zip(numbered) {
+        replies[i] = v;
+    }
+    replies
 }
 
 /// The `error.code` a tool result carries (`isError: true`).

@@ -383,6 +383,7 @@ fn spawn(
     shortcut: &str,
     task: Option<&str>,
 ) -> Result<Captured, Error> {
+    let _progress = ctx.progress_unseen(format!("running shortcut `{shortcut}`"));
     run_captured(&Spawn {
         command,
         dir: cwd,
@@ -392,6 +393,7 @@ fn spawn(
             ("DACLI_TASK", task.map(str::to_string)),
         ],
         stream: !ctx.json(),
+        cancel: ctx.cancel_token(),
     })
     .map_err(|e| {
         Error::new(
