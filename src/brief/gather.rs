@@ -13,7 +13,7 @@ use crate::model::body::{section_items, section_text};
 use crate::model::fields::Fields;
 use crate::model::id::ROOT_AGENT;
 use crate::model::role::shortcut_effect;
-use crate::model::task::{Status, TaskRef};
+use crate::model::task::{Dependency, Status, TaskRef};
 use crate::model::taskdoc::{TaskDoc, title_of};
 use crate::objects::index::{NoteEntry, TaskEntry, md_files};
 use crate::objects::note_digest::{self, Notes};
@@ -46,8 +46,8 @@ pub(super) struct Section {
     /// Between two items: a newline for lines, a blank line for blocks.
     pub joiner: &'static str,
     pub cap: Option<usize>,
-    /// Whether a cut by cap also says how to see the rest (`dacli run --list`).
-    pub more_hint: bool,
+    /// How a cut by cap says to see the rest (`dacli run --list`, or the MCP tool call).
+    pub more: Option<String>,
     pub candidates: Vec<Item>,
     /// Superseded notes: never shown, reported by `--explain`.
     pub superseded: Vec<Item>,
@@ -62,7 +62,7 @@ impl Section {
             counted: false,
             joiner: "\n",
             cap: None,
-            more_hint: false,
+            more: None,
             candidates: Vec::new(),
             superseded: Vec::new(),
         }
@@ -113,6 +113,8 @@ struct Scope<'a> {
     superseded: BTreeSet<String>,
     /// The objects whose findings the brief shows ([`finding_targets`]).
     finding_about: BTreeSet<String>,
+    /// The task's `depends_on` edges, as its folded document states them.
+    deps: Vec<Dependency>,
     /// Note bodies read so far, by id: a note shown twice is read once.
     bodies: BTreeMap<String, String>,
     warnings: Vec<Problem>,
@@ -140,6 +142,23 @@ impl Scope<'_> {
                 .map_or_else(|| label(id), |t| t.short()),
             None => "workspace".to_string(),
         }
+    }
+
+    /// What a note is about, as the brief names it: its object, else its project (a note
+    /// without `--about` is stored with scope `project`), else the workspace.
+    fn subject_of(&self, about: Option<&str>, project: Option<&str>) -> String {
+        match (about, project) {
+            (None, Some(slug)) => format!("project {}", label(slug)),
+            _ => self.name_of(about),
+        }
+    }
+
+    /// The status of a task by id, from its folder; `None` when it cannot be found.
+    fn status_of(&self, id: &str) -> Option<Status> {
+        self.entry(id)
+            .ok()
+            .flatten()
+            .and_then(|t| Status::parse(t.folder()))
     }
 
     /// A block of text by `who`: an attributed quote, or plain text when the reader wrote it
@@ -204,10 +223,12 @@ pub(super) fn gather(ws: &Workspace, reader: &Reader, reference: &str) -> Result
         notes: Vec::new(),
         superseded,
         finding_about: BTreeSet::new(),
+        deps: Vec::new(),
         bodies: BTreeMap::new(),
         warnings,
     };
     let doc = folded_task(&mut scope)?;
+    scope.deps = doc.doc.depends_on();
     // The notes the sections can show, by subject: from the note digest, a few of them;
     // without it, every note (the sections filter by the notes' own fields either way).
     let project_slug = scope.task.project().to_string();
@@ -220,6 +241,9 @@ pub(super) fn gather(ws: &Workspace, reader: &Reader, reference: &str) -> Result
         .chain(pending_findings(&scope).filter_map(|e| e.about()))
         .collect();
     scope.finding_about = finding_targets(&scope, named)?;
+    // What was found about a predecessor holds for the work that waits on it.
+    let dep_ids: Vec<String> = scope.deps.iter().map(|d| d.on.clone()).collect();
+    scope.finding_about.extend(dep_ids.iter().cloned());
     let mut wanted: BTreeSet<String> = BTreeSet::from([
         note_digest::workspace(),
         note_digest::project(&project_slug),
@@ -227,6 +251,7 @@ pub(super) fn gather(ws: &Workspace, reader: &Reader, reference: &str) -> Result
         note_digest::about(scope.task.id()),
     ]);
     wanted.extend(scope.ancestors.iter().map(|a| note_digest::about(a.id())));
+    wanted.extend(dep_ids.iter().map(|d| note_digest::about(d)));
     wanted.extend(scope.finding_about.iter().map(|a| note_digest::about(a)));
     wanted.extend(pending_findings(&scope).map(|e| note_digest::id(&format!("n-{}", e.id()))));
     for target in wikilinks(&link_text(&doc)) {
@@ -239,6 +264,7 @@ pub(super) fn gather(ws: &Workspace, reader: &Reader, reference: &str) -> Result
     let project = objects::read_document(ws, &project_path).map_err(objects::Error::from)?;
     let task_text = searchable(&doc);
     let mut sections = vec![
+        dependencies(&scope),
         why(&scope, &project),
         out_of_scope(&project, &doc),
         constraints(&mut scope, &project)?,
@@ -414,6 +440,39 @@ fn task_block(scope: &Scope<'_>, t: &FoldedTask) -> String {
     out
 }
 
+/// The task's predecessors with their state: what it waits on is part of what is in force.
+/// A section of its own, right after the task, so a tight budget trims it last.
+fn dependencies(scope: &Scope<'_>) -> Section {
+    let mut s = Section::new("depends_on", "Depends on", "dependencies");
+    for d in &scope.deps {
+        s.candidates.push(Item {
+            id: d.on.clone(),
+            text: format!("- {}", dependency_line(scope, d)),
+        });
+    }
+    s
+}
+
+/// One dependency with its state, judged as `task show` judges it: FS and FF wait for the
+/// predecessor to be done, SS and SF for it to have started.
+fn dependency_line(scope: &Scope<'_>, d: &Dependency) -> String {
+    let status = scope.status_of(&d.on);
+    let satisfied = match d.kind.as_str() {
+        "FS" | "FF" => status == Some(Status::Done),
+        _ => matches!(status, Some(Status::Active | Status::Done)),
+    };
+    let state = match (status, satisfied) {
+        (None, _) => "missing task, not satisfied".to_string(),
+        (Some(st), true) => format!("{st}, satisfied"),
+        (Some(st), false) => format!("{st}, not yet satisfied"),
+    };
+    format!(
+        "{} ({}): {state}",
+        scope.name_of(Some(&d.on)),
+        label(&d.kind)
+    )
+}
+
 /// A number as written in an estimate: no decimals when it is whole.
 fn number(x: f64) -> String {
     if x.fract() == 0.0 {
@@ -494,7 +553,13 @@ fn constraints(scope: &mut Scope<'_>, project: &Document) -> Result<Section, Err
     for (i, a) in scope.ancestors.iter().enumerate() {
         groups.insert(a.id().to_string(), i + 1);
     }
-    let project_group = scope.ancestors.len() + 1;
+    // Decisions about a predecessor bind the work that builds on it: after the ancestors,
+    // before the project.
+    let dep_group = scope.ancestors.len() + 1;
+    for d in &scope.deps {
+        groups.entry(d.on.clone()).or_insert(dep_group);
+    }
+    let project_group = dep_group + 1;
     let project_id = scope.project_id();
     let mut decisions: Vec<(usize, Arc<NoteEntry>)> = scope
         .notes
@@ -525,7 +590,8 @@ fn constraints(scope: &mut Scope<'_>, project: &Document) -> Result<Section, Err
             continue;
         };
         let text = decision_text(note.title(), &body);
-        let details = format!("decision {}, on {}", note.id(), scope.name_of(note.about()));
+        let on = scope.subject_of(note.about(), note.project());
+        let details = format!("decision {}, on {on}", note.id());
         let item = Item {
             id: note.id().to_string(),
             text: scope.block(note.created_by(), &details, &text),
@@ -539,9 +605,14 @@ fn constraints(scope: &mut Scope<'_>, project: &Document) -> Result<Section, Err
     Ok(s)
 }
 
-/// A decision as Chose / Rejected / Because lines under its title.
+/// A decision as its title, the text written with it (an answer's words, a note's body)
+/// and Chose / Rejected / Because lines.
 fn decision_text(title: &str, body: &str) -> String {
     let mut text = title.to_string();
+    let lead = lead_text(body);
+    if !lead.is_empty() {
+        text.push_str(&format!("\n\n{lead}\n"));
+    }
     for name in ["Chose", "Rejected", "Because"] {
         let part = section_text(body, name).unwrap_or("");
         if part.contains('\n') {
@@ -723,6 +794,7 @@ struct Finding {
     created: String,
     author: String,
     about: Option<String>,
+    project: Option<String>,
     title: String,
     body: String,
     pending: bool,
@@ -753,6 +825,7 @@ fn findings(scope: &mut Scope<'_>) -> Result<Section, Error> {
             created: note.created().to_string(),
             author: note.created_by().to_string(),
             about: note.about().map(str::to_string),
+            project: note.project().map(str::to_string),
             title: note.title().to_string(),
             body,
             pending: false,
@@ -792,6 +865,7 @@ fn findings(scope: &mut Scope<'_>) -> Result<Section, Error> {
             created: e.created().to_string(),
             author: e.created_by().to_string(),
             about: e.about().map(str::to_string),
+            project: None,
             title: title_of(&head.body)
                 .map(str::to_string)
                 .or(e.title().map(str::to_string))
@@ -811,7 +885,10 @@ fn findings(scope: &mut Scope<'_>) -> Result<Section, Error> {
         .map(|f| (false, f))
         .chain(superseded.iter().map(|f| (true, f)))
     {
-        let mut details = format!("on {}", scope.name_of(f.about.as_deref()));
+        let mut details = format!(
+            "on {}",
+            scope.subject_of(f.about.as_deref(), f.project.as_deref())
+        );
         if !f.severity.is_empty() {
             details.push_str(&format!(", {}", f.severity));
         }
@@ -980,6 +1057,22 @@ fn wikilinks(text: &str) -> Vec<String> {
     out
 }
 
+/// The text of a body between its `# ` title and its first `## ` section, trimmed.
+fn lead_text(body: &str) -> String {
+    let mut lines = Vec::new();
+    for line in body.lines() {
+        if line.starts_with("## ") {
+            break;
+        }
+        if line.starts_with("# ") && lines.iter().all(|l: &&str| l.trim().is_empty()) {
+            lines.clear();
+            continue;
+        }
+        lines.push(line);
+    }
+    lines.join("\n").trim().to_string()
+}
+
 /// The first paragraph of a body after its title, skipping headings.
 fn first_paragraph(body: &str) -> &str {
     let mut start = None;
@@ -1115,7 +1208,7 @@ struct Shortcut {
 fn shortcuts(scope: &mut Scope<'_>) -> Result<Section, Error> {
     let mut s = Section::new("shortcuts", "Shortcuts", "shortcuts");
     s.cap = Some(12);
-    s.more_hint = true;
+    s.more = Some((scope.reader.commands)("`dacli run --list`"));
     let ws = scope.ws;
     let mut all = Vec::new();
     for (name, path) in md_files(ws, &ws.path(&["shortcuts"]))? {
@@ -1153,7 +1246,11 @@ fn shortcuts(scope: &mut Scope<'_>) -> Result<Section, Error> {
     for (_, sc) in ranked {
         s.candidates.push(Item {
             id: sc.name.clone(),
-            text: format!("- `dacli run {}` — {}", sc.name, inert(&label(&sc.summary))),
+            text: format!(
+                "- {} — {}",
+                (scope.reader.commands)(&format!("`dacli run {}`", sc.name)),
+                inert(&label(&sc.summary))
+            ),
         });
     }
     Ok(s)

@@ -384,8 +384,8 @@ fn omission_line(sec: &Section, omitted: usize, total: usize, cap: usize, budget
         "<!-- dacli: {omitted} of {total} {} omitted ({why}) -->",
         sec.noun
     );
-    if sec.more_hint {
-        line.push_str(&format!("\n{omitted} more: `dacli run --list`"));
+    if let Some(more) = &sec.more {
+        line.push_str(&format!("\n{omitted} more: {more}"));
     }
     line
 }

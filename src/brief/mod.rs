@@ -32,12 +32,15 @@ pub const MIN_BUDGET: usize = 256;
 pub const DEFAULT_BUDGET: usize = 8000;
 
 /// Who reads the brief: the assignee reads "you", and the shortcuts are those this reader
-/// may run.
+/// may run, named as the reader's front end runs them.
 #[derive(Debug, Clone)]
 pub struct Reader {
     pub id: String,
     pub role: Option<String>,
     pub read_only: bool,
+    /// Renders a `dacli …` code span for the reader's front end (a command over the CLI, a
+    /// tool call over MCP).
+    pub commands: fn(&str) -> String,
 }
 
 /// What to brief and how big.

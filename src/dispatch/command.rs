@@ -460,6 +460,27 @@ impl Table {
     /// Runs a command for a context, with the checks its `needs` require first: workspace
     /// discovery and format, then identity. A panic inside is caught and becomes `E_INTERNAL`.
     pub fn call(&self, ctx: &Ctx, cmd: &Command, input: Input<'_>) -> CallResult {
+        // One place renders every refusal and error hint for the caller's front end.
+        match self.call_inner(ctx, cmd, input) {
+            Ok(Outcome::Refused(mut r)) => {
+                r.reason = ctx.hint(&r.reason);
+                r.next = ctx.hint(&r.next);
+                Ok(Outcome::Refused(r))
+            }
+            Err(mut e) => {
+                e.hints = e.hints.iter().map(|h| ctx.hint(h)).collect();
+                Err(e)
+            }
+            Ok(Outcome::Done(mut reply)) => {
+                if ctx.front() == super::hint::Front::Mcp {
+                    super::hint::render_fields(&mut reply.data);
+                }
+                Ok(Outcome::Done(reply))
+            }
+        }
+    }
+
+    fn call_inner(&self, ctx: &Ctx, cmd: &Command, input: Input<'_>) -> CallResult {
         let guarded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             if cmd.needs == Needs::Workspace {
                 if let Some(refusal) = ctx.early_identity_refusal() {

@@ -42,6 +42,8 @@ pub struct Ctx<'t> {
     notices: RefCell<Vec<String>>,
     /// Held by a long-lived front end for its whole life (see [`Ctx::hold_agent_session`]).
     session: OnceCell<crate::store::LockGuard>,
+    /// The front end this context serves: it decides how hints name what to do next.
+    front: Cell<super::hint::Front>,
     /// What the front end attached to the call running now (see [`Ctx::attach_call`]).
     call: RefCell<CallHooks>,
 }
@@ -88,6 +90,7 @@ impl<'t> Ctx<'t> {
             warnings: RefCell::new(Vec::new()),
             notices: RefCell::new(Vec::new()),
             session: OnceCell::new(),
+            front: Cell::new(super::hint::Front::Cli),
             call: RefCell::new(CallHooks::default()),
         }
     }
@@ -106,6 +109,7 @@ impl<'t> Ctx<'t> {
         if let Rng::Seeded(seed) = &mut *ctx.rng.borrow_mut() {
             *seed ^= n.wrapping_mul(0xD1B5_4A32_D192_ED03);
         }
+        ctx.front.set(self.front.get());
         ctx
     }
 
@@ -208,6 +212,17 @@ impl<'t> Ctx<'t> {
     /// ([`crate::objects::read_document`]).
     pub fn serve_many_calls(&self) {
         crate::objects::remember_documents();
+        self.front.set(super::hint::Front::Mcp);
+    }
+
+    /// The front end this context serves (MCP once [`Ctx::serve_many_calls`] declared it).
+    pub fn front(&self) -> super::hint::Front {
+        self.front.get()
+    }
+
+    /// `text` with its `dacli …` commands said for this context's front end.
+    pub fn hint(&self, text: &str) -> String {
+        super::hint::render(text, self.front())
     }
 
     /// Makes this process the only server acting as the bound agent (RELIABILITY T15): holds

@@ -36,12 +36,23 @@ pub(super) fn empty_token_refusal(env: &Env) -> Option<Refusal> {
     })
 }
 
+/// A reference to `DACLI_AGENT` that an MCP client passed through unexpanded: Claude Code and
+/// Gemini CLI leave `${DACLI_AGENT}` as literal text when the variable is unset where they run.
+/// Such a value says "unset" and is read as unset: it can never be a token, and a workspace that
+/// requires tokens still refuses it (`identity.token_required`).
+fn unexpanded(value: &str) -> bool {
+    matches!(
+        value,
+        "${DACLI_AGENT}" | "$DACLI_AGENT" | "${env:DACLI_AGENT}"
+    )
+}
+
 /// Resolves the caller from the environment: `Ok(Err(refusal))` for a refused token.
 pub(super) fn resolve(ws: &Workspace, env: &Env) -> Result<Result<Identity, Refusal>, Error> {
     if let Some(r) = empty_token_refusal(env) {
         return Ok(Err(r));
     }
-    let Some(token) = env.get("DACLI_AGENT") else {
+    let Some(token) = env.get("DACLI_AGENT").filter(|v| !unexpanded(v)) else {
         if ws.config.require_token {
             return Ok(Err(Refusal::new(
                 "identity.token_required",

@@ -7,6 +7,7 @@ mod command;
 mod ctx;
 mod env;
 mod error;
+pub mod hint;
 mod identity;
 pub mod one_task;
 mod progress;

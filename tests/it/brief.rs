@@ -101,6 +101,7 @@ fn the_example_brief_has_every_section_in_order() {
             "## So that",
             "## Context",
             "## Acceptance",
+            "## Depends on",
             "## Why",
             "## Out of scope",
             "## Constraints",

@@ -6,6 +6,7 @@
 
 mod architecture;
 mod brief;
+mod brief_in_force;
 mod collab;
 mod docs;
 mod example;
@@ -16,6 +17,7 @@ mod insight;
 mod knowledge;
 mod lifecycle;
 mod mcp;
+mod mcp_clients;
 mod mcp_server;
 mod perf;
 mod queues;

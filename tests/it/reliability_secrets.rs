@@ -119,6 +119,9 @@ fn h43_s1_the_token_of_a_spawned_agent_never_leaves_its_spawn_output() {
         seen: Vec::new(),
         covered: BTreeSet::new(),
     };
+    s.run(&[
+        "mcp", "install", "--client", "cursor", "--agent", &me, "--scope", "project",
+    ]);
 
     // Admin and identity.
     for args in [
@@ -131,6 +134,7 @@ fn h43_s1_the_token_of_a_spawned_agent_never_leaves_its_spawn_output() {
         &["capabilities"],
         &["usage"],
         &["mcp", "config", "--client", "claude-code"],
+        &["mcp", "install", "--client", "codex", "--dry-run"],
         &["init"],
     ] {
         s.run(args);

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::brief::{self, Brief, Candidate, MIN_BUDGET, Options, Reader};
+use crate::dispatch::hint::{self, Front};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, ErrorKind, Mcp, Outcome};
 use crate::model::Grant;
 use crate::model::task::TaskRef;
@@ -106,6 +107,10 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         id: me.agent.id.clone(),
         role: me.agent.role.clone(),
         read_only: me.agent.grant == Grant::Ro,
+        commands: match ctx.front() {
+            Front::Cli => hint::for_cli,
+            Front::Mcp => hint::for_mcp,
+        },
     };
     let opts = Options {
         reference: req.reference.clone(),

@@ -31,8 +31,9 @@ pub struct Response {
 
 #[derive(Debug, Serialize)]
 struct Wip {
-    /// 0: no cap.
-    cap: u32,
+    /// `None` (JSON `null`): no cap. A role's `wip = 0` means no cap too, and an agent
+    /// reading 0 would take it for "may not claim".
+    cap: Option<u32>,
     active: usize,
 }
 
@@ -109,7 +110,7 @@ fn run(ctx: &Ctx, _req: Request) -> Result<Outcome<Response>, Error> {
         workspace: WorkspaceInfo::of(ws),
         toolkit,
         wip: Wip {
-            cap: role.as_ref().map_or(0, |r| r.wip),
+            cap: role.as_ref().map(|r| r.wip).filter(|c| *c > 0),
             active,
         },
         escalate_to: role.map(|r| r.escalate_to).unwrap_or_default(),
@@ -146,8 +147,9 @@ fn render(r: &Response, _ctx: &Ctx) -> String {
         r.toolkit.join(", ")
     };
     out.push_str(&format!("toolkit: {toolkit}\n"));
-    if r.wip.cap > 0 {
-        out.push_str(&format!("wip: {}/{}\n", r.wip.active, r.wip.cap));
+    match r.wip.cap {
+        Some(cap) => out.push_str(&format!("wip: {}/{cap}\n", r.wip.active)),
+        None => out.push_str(&format!("wip: {} active, cap none\n", r.wip.active)),
     }
     if !r.escalate_to.is_empty() {
         out.push_str(&format!("escalate to: {}\n", r.escalate_to.join(" → ")));
