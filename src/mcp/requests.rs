@@ -30,10 +30,7 @@ pub fn build(tool: &str, args: &Args) -> Result<Built, Invalid> {
     let command = match tool {
         "whoami" => "whoami",
         "status" => {
-            copy(args, &mut req, &["project"]);
-            req.insert("recent".into(), json!(10));
-            // The summary lists 20 active tasks (call.rs): the command need not read more.
-            req.insert("active_limit".into(), json!(super::call::STATUS_ACTIVE));
+            status(args, &mut req)?;
             "status"
         }
         "get_context" => {
@@ -398,6 +395,95 @@ fn note_fields_fit_kind(args: &Args) -> Result<(), Invalid> {
                 format!("`{f}` belongs to a {owner}, not to a {kind}"),
             ));
         }
+    }
+    Ok(())
+}
+
+/// The sections `status` lists in full on request (`detail`), each paged by `limit`.
+pub(super) struct StatusPage {
+    pub sections: Vec<String>,
+    pub limit: usize,
+    /// Where the one section asked for resumes: a task id for `active`, else an offset.
+    pub cursor: Option<String>,
+}
+
+impl StatusPage {
+    pub fn of(args: &Args) -> StatusPage {
+        StatusPage {
+            sections: args
+                .get("detail")
+                .and_then(Value::as_array)
+                .map(|d| {
+                    d.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            limit: args
+                .get("limit")
+                .and_then(Value::as_u64)
+                .map_or(super::call::STATUS_PAGE, |n| n as usize),
+            cursor: args
+                .get("cursor")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        }
+    }
+
+    pub fn has(&self, section: &str) -> bool {
+        self.sections.iter().any(|s| s == section)
+    }
+
+    /// The offset a non-`active` section starts at.
+    pub fn offset(&self) -> usize {
+        self.cursor
+            .as_deref()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+/// By default the command reads only what the summary shows: the caller's own work
+/// (`mine`), no recent events, no active list. A `detail` section reads its page.
+fn status(args: &Args, req: &mut Args) -> Result<(), Invalid> {
+    copy(args, req, &["project"]);
+    let page = StatusPage::of(args);
+    if page.cursor.is_some() && page.sections.len() != 1 {
+        return Err(schema_error(
+            "cursor",
+            "`cursor` pages one section: give exactly one `detail` section with it",
+        ));
+    }
+    if let Some(c) = &page.cursor
+        && !page.has("active")
+        && c.parse::<usize>().is_err()
+    {
+        return Err(schema_error(
+            "cursor",
+            "`cursor` must be the `next_cursor` this section returned",
+        ));
+    }
+    if page.sections.is_empty() {
+        req.insert("recent".into(), json!(0));
+        req.insert("mine".into(), json!(true));
+        return Ok(());
+    }
+    // One more than the page, to know whether another follows.
+    let recent = if page.has("recent") {
+        page.offset() + page.limit + 1
+    } else {
+        0
+    };
+    req.insert("recent".into(), json!(recent));
+    if page.has("active") {
+        req.insert("active_limit".into(), json!(page.limit + 1));
+        if let Some(c) = &page.cursor {
+            req.insert("after".into(), json!(c));
+        }
+    } else {
+        // 0 would list every active task; one is the least the command reads.
+        req.insert("active_limit".into(), json!(1));
     }
     Ok(())
 }
