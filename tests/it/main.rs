@@ -16,6 +16,7 @@ mod insight;
 mod knowledge;
 mod lifecycle;
 mod mcp;
+mod mcp_schema;
 mod perf;
 mod queues;
 mod reliability_concurrency;
