@@ -935,14 +935,15 @@ fn compatible(old: &Value, new: &Value, path: &str, breaks: &mut Vec<String>) {
             breaks.push(format!("{path}: enum value {value} removed"));
         }
     }
-    // A value pinned by `const` may be pinned by `minimum` = `maximum` instead.
+    // A value pinned by `const` may be pinned by `minimum` = `maximum` instead; dropping a
+    // pin accepts more (a relaxation), pinning another value or a free one does not.
     let pinned = |v: &Value| {
         v.get("const").cloned().or_else(|| {
             (v.get("minimum").is_some() && v.get("minimum") == v.get("maximum"))
                 .then(|| v["minimum"].clone())
         })
     };
-    if old.get("const").is_some() && pinned(old) != pinned(new) {
+    if pinned(new).is_some() && pinned(old) != pinned(new) {
         breaks.push(format!("{path}: const changed"));
     }
     if let Some(props) = old.get("properties").and_then(Value::as_object) {
@@ -981,6 +982,14 @@ fn the_compatibility_check_catches_removed_retyped_and_newly_required_fields() {
         "a": {"type": "integer"}, "b": {"type": "string", "enum": ["x"]}}, "required": ["b"]});
     compatible(&old, &broken, "t", &mut breaks);
     assert_eq!(breaks.len(), 3, "{breaks:?}");
+    let pinned = json!({"type": "object", "properties": {"v": {"type": "integer", "const": 1}, "f": {"type": "boolean", "const": true}}});
+    let mut breaks = Vec::new();
+    let relaxed = json!({"type": "object", "properties": {"v": {"type": "integer", "minimum": 1, "maximum": 1}, "f": {"type": "boolean"}}});
+    compatible(&pinned, &relaxed, "t", &mut breaks);
+    assert!(breaks.is_empty(), "{breaks:?}");
+    let repinned = json!({"type": "object", "properties": {"v": {"type": "integer", "minimum": 2, "maximum": 2}, "f": {"type": "boolean"}}});
+    compatible(&pinned, &repinned, "t", &mut breaks);
+    assert_eq!(breaks, ["t.v: const changed"]);
     let renamed =
         json!({"type": "object", "properties": {"b": old["properties"]["b"]}, "required": []});
     let mut breaks = Vec::new();
