@@ -369,14 +369,14 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
             .sum(),
         (None, None) => active.len(),
     };
+    if let Some(n) = limit.filter(|_| me.is_none()) {
+        active.truncate(n);
+    }
     // With `mine` the active tasks are only counted; a page (`after`) is cut when full.
     let active_truncated = match &me {
         Some(_) => active_total > 0,
         None => limit.is_some_and(|n| active.len() >= n && active_total > active.len()),
     };
-    if let Some(n) = limit.filter(|_| me.is_none()) {
-        active.truncate(n);
-    }
     let events = &snap.events;
     let in_scope_event = |about: Option<&str>| match (&only, about) {
         (None, _) => true,
