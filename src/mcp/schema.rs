@@ -79,8 +79,27 @@ impl Validator {
         found.sort_by_key(|(rank, _)| *rank);
         match found.into_iter().next() {
             Some((_, first)) => Err(first),
-            None => Ok(()),
+            None => integers(schema, value, ""),
         }
+    }
+}
+
+/// JSON Schema counts `2.0` as an integer; the commands' requests do not, so an integer
+/// field written with a fraction part is refused here rather than failing inside a command.
+fn integers(schema: &Value, value: &Value, path: &str) -> Result<(), Invalid> {
+    match value {
+        Value::Number(n) if n.is_f64() && schema["type"] == "integer" => Err(invalid(
+            path,
+            format!("{} must be an integer, not a fractional number", name(path)),
+        )),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .try_for_each(|(i, v)| integers(&schema["items"], v, &format!("{path}[{i}]"))),
+        Value::Object(map) => map
+            .iter()
+            .try_for_each(|(k, v)| integers(&schema["properties"][k.as_str()], v, &join(path, k))),
+        _ => Ok(()),
     }
 }
 
@@ -298,6 +317,15 @@ mod tests {
         .expect_err("minimum");
         assert_eq!(e.field, "items[0]");
         assert_eq!(e.message, "`items[0]` must be at least 1");
+        let e = check("list_tasks", json!({"schema_version": 1, "limit": 2.0}))
+            .expect_err("2.0 is not an integer to the commands");
+        assert_eq!(e.field, "limit");
+        let e = check(
+            "check_task",
+            json!({"schema_version": 1, "ref": "x", "items": [1, 2.0]}),
+        )
+        .expect_err("nested");
+        assert_eq!(e.field, "items[1]");
         let e = check(
             "diagnose_pr",
             json!({"schema_version": 1, "target": {"pr": "12"}}),
