@@ -11,8 +11,9 @@ use serde_json::{Value, json};
 
 use crate::support::Repo;
 
+// The benchmark's generator, as perf.rs includes it: a second copy of a test-only module.
 #[path = "../../bench/mkws.rs"]
-#[allow(dead_code)]
+#[allow(dead_code, clippy::duplicate_mod)]
 mod mkws;
 
 /// Runs one `mcp serve` over `calls` (legacy handshake first) and returns each answer's
