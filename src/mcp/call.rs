@@ -198,7 +198,7 @@ fn check(
         }
         Some(_) => {}
     }
-    validator.check(&tool.input_schema(), &Value::Object(args.clone()))?;
+    validator.check_tool(tool, &Value::Object(args.clone()))?;
     Ok(args)
 }
 

@@ -32,7 +32,8 @@ fn invalid(field: &str, message: impl Into<String>) -> Invalid {
 /// The registry's schemas, compiled once when the server starts (the server keeps one
 /// validator for its lifetime); immutable afterwards, so calls may share it.
 pub struct Validator {
-    compiled: HashMap<String, jsonschema::Validator>,
+    /// Each tool's schema and its compiled validator, by tool name.
+    compiled: HashMap<&'static str, (Value, jsonschema::Validator)>,
 }
 
 impl Default for Validator {
@@ -47,28 +48,36 @@ impl Validator {
             .iter()
             .filter_map(|t| {
                 let schema = t.input_schema();
-                compile(&schema).ok().map(|v| (schema.to_string(), v))
+                compile(&schema).ok().map(|v| (t.name, (schema, v)))
             })
             .collect();
         Validator { compiled }
+    }
+
+    /// Checks the arguments of a call of `tool` against its schema, compiled once.
+    pub fn check_tool(&self, tool: &tools::Tool, value: &Value) -> Result<(), Invalid> {
+        match self.compiled.get(tool.name) {
+            Some((schema, validator)) => self.run(validator, schema, value),
+            None => self.check(&tool.input_schema(), value),
+        }
     }
 
     /// Checks `value` against `schema`: strings over [`MAX_FIELD`] first, then the schema;
     /// of several violations, an unknown field first, then a missing one, then the rest in
     /// the order the validator finds them.
     pub fn check(&self, schema: &Value, value: &Value) -> Result<(), Invalid> {
+        let validator = compile(schema)
+            .map_err(|_| invalid("", "this tool's schema does not compile (a dacli bug)"))?;
+        self.run(&validator, schema, value)
+    }
+
+    fn run(
+        &self,
+        validator: &jsonschema::Validator,
+        schema: &Value,
+        value: &Value,
+    ) -> Result<(), Invalid> {
         too_long(value, "")?;
-        let key = schema.to_string();
-        let owned;
-        let validator = match self.compiled.get(&key) {
-            Some(v) => v,
-            None => {
-                owned = compile(schema).map_err(|_| {
-                    invalid("", "this tool's schema does not compile (a dacli bug)")
-                })?;
-                &owned
-            }
-        };
         let mut found: Vec<(u8, Invalid)> = validator
             .iter_errors(value)
             .map(|e| {
@@ -266,8 +275,7 @@ mod tests {
     use serde_json::json;
 
     fn check(tool: &str, args: Value) -> Result<(), Invalid> {
-        let schema = tools::find(tool).expect("tool").input_schema();
-        Validator::new().check(&schema, &args)
+        Validator::new().check_tool(tools::find(tool).expect("tool"), &args)
     }
 
     #[test]
