@@ -293,7 +293,8 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         Some(p) => {
             if me.is_some() {
                 mine_total = Some(p.total);
-                active_total = Some(counted.iter().map(|(_, n)| n[1]).sum());
+                let at = Status::ALL.iter().position(|s| *s == Status::Active);
+                active_total = Some(counted.iter().map(|(_, n)| at.map_or(0, |at| n[at])).sum());
             } else {
                 active_total = Some(p.total);
             }
