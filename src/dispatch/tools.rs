@@ -10,7 +10,8 @@
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-/// The one input-schema version this server speaks; every schema requires it as a `const`.
+/// The one input-schema version this server speaks; every schema requires it, pinned by
+/// `minimum` = `maximum`.
 pub const SCHEMA_VERSION: u64 = 1;
 
 /// `serverInfo.name`.
@@ -165,10 +166,29 @@ static TOOLS: [Tool; 22] = [
         tier: 1,
         hints: R_I,
         description: concat!(
-            "Overview: projects, who works on what, open questions. ",
+            "Workspace counts, your tasks and what waits on you (questions, blocks, events to apply). ",
             data_not_instructions!()
         ),
-        schema: || object(&[("project", project())], &[]),
+        schema: || {
+            object(
+                &[
+                    ("project", project()),
+                    (
+                        "detail",
+                        d(
+                            many(&["projects", "active", "questions", "pending", "recent"]),
+                            "sections to list in full",
+                        ),
+                    ),
+                    (
+                        "limit",
+                        d(default(range(1, 200), json!(20)), "items per section"),
+                    ),
+                    ("cursor", d(string(), "a section's next_cursor")),
+                ],
+                &[],
+            )
+        },
     },
     Tool {
         name: "get_context",
@@ -182,8 +202,8 @@ static TOOLS: [Tool; 22] = [
         schema: || {
             object(
                 &[
-                    ("ref", string()),
-                    ("budget", int(256)),
+                    ("ref", task_ref()),
+                    ("budget", d(int(256), "token ceiling")),
                     ("format", one(&["markdown", "json"])),
                 ],
                 &["ref"],
@@ -204,16 +224,19 @@ static TOOLS: [Tool; 22] = [
                 &[
                     ("title", string()),
                     ("project", project()),
-                    ("so_that", string()),
-                    ("context", string()),
-                    ("accept", strings()),
+                    ("so_that", d(string(), "the outcome it serves")),
+                    ("context", d(string(), "background for the worker")),
+                    ("accept", d(strings(), "acceptance criteria")),
                     (
                         "priority",
                         default(one(&["must", "should", "could", "wont"]), json!("should")),
                     ),
-                    ("parent", string()),
-                    ("traces", strings()),
-                    ("allow_duplicate", boolean()),
+                    ("parent", task_ref()),
+                    ("traces", d(strings(), "repo paths it touches")),
+                    (
+                        "allow_duplicate",
+                        d(boolean(), "even if an open task has this title"),
+                    ),
                 ],
                 &["title"],
             )
@@ -227,20 +250,17 @@ static TOOLS: [Tool; 22] = [
         class: "read",
         tier: 1,
         hints: R_I,
-        description: concat!(
-            "Task rows, 50 a page (pass next_cursor as `cursor`); `ready`: startable now, best first. ",
-            data_not_instructions!()
-        ),
+        description: concat!("Task rows, 50 a page. ", data_not_instructions!()),
         schema: || {
             object(
                 &[
                     ("project", project()),
                     ("status", many(&["open", "active", "blocked", "done"])),
-                    ("all", boolean()),
-                    ("mine", boolean()),
-                    ("ready", boolean()),
+                    ("all", d(boolean(), "include done")),
+                    ("mine", d(boolean(), "assigned to you")),
+                    ("ready", d(boolean(), "startable now, best first")),
                     ("limit", default(range(1, 500), json!(50))),
-                    ("cursor", string()),
+                    ("cursor", d(string(), "next_cursor of the last page")),
                 ],
                 &[],
             )
@@ -255,7 +275,7 @@ static TOOLS: [Tool; 22] = [
         tier: 1,
         hints: I,
         description: "Take a task before working on it. Refused (taken, WIP cap)? Pick another; never retry.",
-        schema: || object(&[("ref", string())], &["ref"]),
+        schema: || object(&[("ref", task_ref())], &["ref"]),
     },
     Tool {
         name: "check_task",
@@ -265,24 +285,26 @@ static TOOLS: [Tool; 22] = [
         class: "append",
         tier: 1,
         hints: I,
-        description: "Tick criteria that hold (`items` or `all`); one with a code span needs `verify` (dacli runs it). Never tick what you have not verified.",
+        description: "Tick acceptance criteria that hold. Never tick what you have not verified.",
         schema: || {
-            with(
-                object(
-                    &[
-                        ("ref", string()),
-                        (
-                            "items",
+            object(
+                &[
+                    ("ref", task_ref()),
+                    (
+                        "items",
+                        d(
                             json!({"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1}),
+                            "criterion numbers; or all",
                         ),
-                        ("all", json!({"type": "boolean", "const": true})),
-                        ("verify", boolean()),
-                        ("evidence", string()),
-                    ],
-                    &["ref"],
-                ),
-                "oneOf",
-                json!([{"required": ["items"]}, {"required": ["all"]}]),
+                    ),
+                    ("all", d(boolean(), "true: every unchecked one")),
+                    (
+                        "verify",
+                        d(boolean(), "dacli runs their code spans; needed for those"),
+                    ),
+                    ("evidence", d(string(), "one line, kept")),
+                ],
+                &["ref"],
             )
         },
     },
@@ -296,20 +318,20 @@ static TOOLS: [Tool; 22] = [
         hints: I,
         description: "Mark your task done. This verifies, not just records: every acceptance box must be checked and the definition of done runs (lint, test shortcut, required note). A refusal is not a failure: it names exactly what is unmet. Fix that, or if the criterion is wrong, say so via ask rather than gaming the check.",
         schema: || {
-            when(
-                object(
-                    &[
-                        ("ref", string()),
-                        ("summary", string()),
-                        ("close_as", one(&["unverified", "abandoned"])),
-                        ("reason", string()),
-                    ],
-                    &["ref"],
-                ),
-                &[(
-                    json!({"required": ["close_as"]}),
-                    json!({"required": ["reason"]}),
-                )],
+            object(
+                &[
+                    ("ref", task_ref()),
+                    ("summary", string()),
+                    (
+                        "close_as",
+                        d(
+                            one(&["unverified", "abandoned"]),
+                            "close unmet; needs reason",
+                        ),
+                    ),
+                    ("reason", string()),
+                ],
+                &["ref"],
             )
         },
     },
@@ -321,10 +343,14 @@ static TOOLS: [Tool; 22] = [
         class: "append",
         tier: 1,
         hints: I,
-        description: "Mark a task blocked, with what it waits `on` (task or event). Need someone? Use ask.",
+        description: "Mark a task blocked. Need someone? Use ask.",
         schema: || {
             object(
-                &[("ref", string()), ("reason", string()), ("on", string())],
+                &[
+                    ("ref", task_ref()),
+                    ("reason", string()),
+                    ("on", d(string(), "task or event it waits on")),
+                ],
                 &["ref", "reason"],
             )
         },
@@ -337,7 +363,7 @@ static TOOLS: [Tool; 22] = [
         class: "append",
         tier: 1,
         hints: NONE,
-        description: "Record durable output: a decision (what you chose, what you REJECTED, and why; the rejection is the valuable part, without it a decision cannot be safely revisited), a finding (true, non-obvious, with severity: major = fix not obvious, moderate = fix clear but needs review, minor = obvious), a metric (goal, then question, then metric), or a ref. Notes enter every future brief for this scope. Write each the moment you learn it: if you die at budget, unrecorded findings die with you.",
+        description: "Record durable output: a decision (what you chose, what you REJECTED, and why; the rejection is the valuable part, without it a decision cannot be safely revisited), a finding (true, non-obvious; severity major = fix not obvious, moderate = fix clear but needs review, minor = obvious), a metric (goal, then question, then metric), or a ref. Notes enter every future brief for this scope. Write each the moment you learn it: if you die at budget, unrecorded findings die with you.",
         schema: || {
             object(
                 &[
@@ -345,16 +371,25 @@ static TOOLS: [Tool; 22] = [
                     ("title", string()),
                     ("body", string()),
                     ("project", project()),
-                    ("about", string()),
-                    ("scope", one(&["project", "workspace"])),
-                    ("severity", one(&["major", "moderate", "minor"])),
-                    ("chose", string()),
-                    ("rejected", string()),
-                    ("because", string()),
-                    ("goal", string()),
-                    ("question", string()),
-                    ("metric", string()),
-                    ("supersedes", string()),
+                    ("about", d(string(), "task or p-<slug> it concerns")),
+                    (
+                        "scope",
+                        d(
+                            one(&["project", "workspace"]),
+                            "workspace: every project's briefs",
+                        ),
+                    ),
+                    (
+                        "severity",
+                        d(one(&["major", "moderate", "minor"]), "finding only"),
+                    ),
+                    ("chose", d(string(), "decision only")),
+                    ("rejected", d(string(), "decision only")),
+                    ("because", d(string(), "decision only")),
+                    ("goal", d(string(), "metric only")),
+                    ("question", d(string(), "metric only")),
+                    ("metric", d(string(), "metric only")),
+                    ("supersedes", d(string(), "note id it replaces")),
                 ],
                 &["kind", "title"],
             )
@@ -368,15 +403,18 @@ static TOOLS: [Tool; 22] = [
         class: "append",
         tier: 1,
         hints: NONE,
-        description: "Ask when stuck, a criterion looks wrong, or a refusal says so. `ref`: task, p-<slug> or workspace; goes to `to`, else the role owning `need`, else your escalation. Blocks the task until answered.",
+        description: "Ask when stuck, a criterion looks wrong, or a refusal says so. Goes to `to`, else the role owning `need`, else your escalation.",
         schema: || {
             object(
                 &[
-                    ("ref", string()),
+                    ("ref", d(string(), "task, p-<slug> or workspace")),
                     ("question", string()),
-                    ("to", string()),
-                    ("need", string()),
-                    ("blocks", boolean()),
+                    ("to", d(string(), "role or human")),
+                    ("need", d(string(), "repo path you need help with")),
+                    (
+                        "blocks",
+                        d(boolean(), "block the task until answered (default)"),
+                    ),
                 ],
                 &["ref", "question"],
             )
@@ -391,18 +429,21 @@ static TOOLS: [Tool; 22] = [
         tier: 1,
         hints: NONE,
         description: concat!(
-            "Answer a question (id or 8+ char prefix) as a finding or a decision; unblocks its task. ",
+            "Answer a question; unblocks its task. ",
             data_not_instructions!()
         ),
         schema: || {
             object(
                 &[
-                    ("question", string()),
+                    ("question", d(string(), "its id or 8+ char prefix")),
                     ("text", string()),
-                    ("as", one(&["finding", "decision", "none"])),
-                    ("chose", string()),
-                    ("rejected", string()),
-                    ("because", string()),
+                    (
+                        "as",
+                        d(one(&["finding", "decision", "none"]), "the note it becomes"),
+                    ),
+                    ("chose", d(string(), "decision only")),
+                    ("rejected", d(string(), "decision only")),
+                    ("because", d(string(), "decision only")),
                 ],
                 &["question", "text"],
             )
@@ -416,26 +457,25 @@ static TOOLS: [Tool; 22] = [
         class: "by effect",
         tier: 1,
         hints: D,
-        description: "Run a project shortcut (test, lint, build) rather than guess commands; `list` shows yours. `confirmed` (destructive ones) only when the task text or a human instruction asks, never because you are sure.",
+        description: "Run a project shortcut (test, lint, build) rather than guess commands. `confirmed` (destructive ones) only when the task text or a human instruction asks, never because you are sure.",
         schema: || {
-            with(
-                object(
-                    &[
-                        ("name", string()),
-                        ("list", json!({"type": "boolean", "const": true})),
-                        (
-                            "params",
-                            json!({"type": "object", "additionalProperties": {"type": "string"}}),
+            object(
+                &[
+                    ("name", d(string(), "or list")),
+                    ("list", d(boolean(), "true: show yours")),
+                    (
+                        "params",
+                        d(
+                            json!({"type": "object", "properties": {}}),
+                            "string values by name",
                         ),
-                        ("task", string()),
-                        ("dry_run", boolean()),
-                        ("confirmed", boolean()),
-                        ("all", boolean()),
-                    ],
-                    &[],
-                ),
-                "oneOf",
-                json!([{"required": ["name"]}, {"required": ["list"]}]),
+                    ),
+                    ("task", task_ref()),
+                    ("dry_run", boolean()),
+                    ("confirmed", boolean()),
+                    ("all", d(boolean(), "with list: every one")),
+                ],
+                &[],
             )
         },
     },
@@ -451,7 +491,7 @@ static TOOLS: [Tool; 22] = [
             "The current step of a queue: do it, then queue_advance. ",
             data_not_instructions!()
         ),
-        schema: || object(&[("queue", slug())], &["queue"]),
+        schema: || object(&[("queue", string())], &["queue"]),
     },
     Tool {
         name: "queue_advance",
@@ -461,22 +501,16 @@ static TOOLS: [Tool; 22] = [
         class: "mutate",
         tier: 1,
         hints: I,
-        description: "Owner: record the step outcome (failed retries, dead halts). A `key` makes retries no-ops.",
+        description: "Owner: record the step outcome (failed retries, dead halts).",
         schema: || {
-            when(
-                object(
-                    &[
-                        ("queue", slug()),
-                        ("outcome", one(&["done", "failed", "dead"])),
-                        ("reason", string()),
-                        ("key", string()),
-                    ],
-                    &["queue"],
-                ),
-                &[(
-                    json!({"properties": {"outcome": {"enum": ["failed", "dead"]}}, "required": ["outcome"]}),
-                    json!({"required": ["reason"]}),
-                )],
+            object(
+                &[
+                    ("queue", string()),
+                    ("outcome", one(&["done", "failed", "dead"])),
+                    ("reason", d(string(), "failed/dead need it")),
+                    ("key", d(string(), "retries with it are no-ops")),
+                ],
+                &["queue"],
             )
         },
     },
@@ -488,16 +522,16 @@ static TOOLS: [Tool; 22] = [
         class: "read/apply",
         tier: 1,
         hints: D_I,
-        description: "Retire provably dead branches, worktrees, runs. Preview, then apply with its plan_digest.",
+        description: "Retire provably dead branches, worktrees, runs. Preview, then apply.",
         schema: || {
-            applying(object(
+            object(
                 &[
                     ("mode", mode()),
                     ("expect_digest", digest_field()),
                     ("project", project()),
                 ],
                 &[],
-            ))
+            )
         },
     },
     Tool {
@@ -509,22 +543,18 @@ static TOOLS: [Tool; 22] = [
         tier: 1,
         hints: I_O,
         description: concat!(
-            "Did done tasks land? Preview, then apply safe repairs with its digest. ",
+            "Did done tasks land? Preview, then apply safe repairs. ",
             data_not_instructions!()
         ),
         schema: || {
-            with(
-                applying(object(
-                    &[
-                        ("mode", mode()),
-                        ("expect_digest", digest_field()),
-                        ("tasks", strings()),
-                        ("project", project()),
-                    ],
-                    &[],
-                )),
-                "oneOf",
-                json!([{"required": ["tasks"]}, {"required": ["project"]}]),
+            object(
+                &[
+                    ("mode", mode()),
+                    ("expect_digest", digest_field()),
+                    ("tasks", d(strings(), "or project")),
+                    ("project", project()),
+                ],
+                &[],
             )
         },
     },
@@ -542,29 +572,22 @@ static TOOLS: [Tool; 22] = [
         tier: 1,
         hints: I,
         description: concat!(
-            "Scan, reconcile, archive or restore the event journal. Preview, then apply with its digest. ",
+            "Scan, reconcile, archive or restore the event journal. Preview, then apply. ",
             data_not_instructions!()
         ),
         schema: || {
-            when(
-                object(
-                    &[
-                        (
-                            "operation",
-                            one(&["scan", "reconcile", "archive", "restore"]),
-                        ),
-                        ("mode", mode()),
-                        ("expect_digest", digest_field()),
-                        ("before", string()),
-                        ("segment_id", string()),
-                    ],
-                    &["operation"],
-                ),
+            object(
                 &[
-                    (is("operation", "archive"), needs(&["before"])),
-                    (is("operation", "restore"), needs(&["segment_id"])),
-                    (is("mode", "apply"), needs(&["expect_digest"])),
+                    (
+                        "operation",
+                        one(&["scan", "reconcile", "archive", "restore"]),
+                    ),
+                    ("mode", mode()),
+                    ("expect_digest", digest_field()),
+                    ("before", d(string(), "archive: RFC 3339 or 90d")),
+                    ("segment_id", d(string(), "restore")),
                 ],
+                &["operation"],
             )
         },
     },
@@ -584,8 +607,8 @@ static TOOLS: [Tool; 22] = [
             object(
                 &[
                     ("target", target()),
-                    ("repo", pattern("^[^/]+/[^/]+$")),
-                    ("record", boolean()),
+                    ("repo", d(string(), "owner/name")),
+                    ("record", d(boolean(), "keep as evidence (rw)")),
                 ],
                 &["target"],
             )
@@ -607,32 +630,21 @@ static TOOLS: [Tool; 22] = [
         hints: D_O,
         description: "Promote an exact commit between branches. Never tags or publishes.",
         schema: || {
-            when(
-                object(
-                    &[
-                        (
-                            "action",
-                            one(&["plan", "open_pr", "resume", "land", "status"]),
-                        ),
-                        ("project", project()),
-                        ("source", string()),
-                        ("target", string()),
-                        ("sha", pattern("^[0-9a-f]{40}$")),
-                        ("train_id", string()),
-                        ("mode", mode()),
-                        ("expect_digest", digest_field()),
-                    ],
-                    &["action"],
-                ),
-                // What `plan` and `open_pr` need is checked by the front end (E_SCHEMA): the
-                // two rules cost more of every agent's context than they are worth.
+            object(
                 &[
                     (
-                        json!({"properties": {"action": {"enum": ["resume", "land"]}}, "required": ["action"]}),
-                        needs(&["train_id"]),
+                        "action",
+                        one(&["plan", "open_pr", "resume", "land", "status"]),
                     ),
-                    (is("mode", "apply"), needs(&["expect_digest"])),
+                    ("project", project()),
+                    ("source", d(string(), "branch; plan, open_pr")),
+                    ("target", d(string(), "branch; plan, open_pr")),
+                    ("sha", sha()),
+                    ("train_id", d(string(), "from plan; resume, land")),
+                    ("mode", mode()),
+                    ("expect_digest", digest_field()),
                 ],
+                &["action"],
             )
         },
     },
@@ -645,19 +657,19 @@ static TOOLS: [Tool; 22] = [
         tier: 1,
         hints: O,
         description: concat!(
-            "What of a project may go to GitHub and what is withheld. Preview, then apply with its digest. ",
+            "What of a project may go to GitHub and what is withheld. Preview, then apply. ",
             data_not_instructions!()
         ),
         schema: || {
-            applying(object(
+            object(
                 &[
                     ("project", project()),
-                    ("refs", strings()),
+                    ("refs", d(strings(), "only these tasks, notes, risks")),
                     ("mode", mode()),
                     ("expect_digest", digest_field()),
                 ],
                 &["project"],
-            ))
+            )
         },
     },
     Tool {
@@ -669,14 +681,17 @@ static TOOLS: [Tool; 22] = [
         tier: 2,
         hints: D_O,
         description: concat!(
-            "Any other command: argv without `dacli`, e.g. [\"task\",\"show\",\"7\"]; returns its --json output; \"--help\" gives usage. ",
+            "Any other command; returns its --json output. ",
             data_not_instructions!()
         ),
         schema: || {
             object(
                 &[(
                     "argv",
-                    json!({"type": "array", "items": {"type": "string"}, "minItems": 1}),
+                    d(
+                        json!({"type": "array", "items": {"type": "string"}, "minItems": 1}),
+                        "without dacli, e.g. [\"task\",\"show\",\"7\"]; [..,\"--help\"] for usage",
+                    ),
                 )],
                 &["argv"],
             )
@@ -684,17 +699,13 @@ static TOOLS: [Tool; 22] = [
     },
 ];
 
-/// A slug (FORMAT §2).
-const SLUG: &str = "^[a-z0-9][a-z0-9-]{0,63}$";
-/// A project: a slug, or `p-<slug>`.
-const PROJECT: &str = "^(p-)?[a-z0-9][a-z0-9-]{0,63}$";
-
-/// An argument object: `schema_version` first and required, no unknown properties.
+/// An argument object: `schema_version` first and required, no unknown properties. The
+/// version is pinned by `minimum` = `maximum`, not `const`, which Gemini rejects.
 fn object(props: &[(&str, Value)], required: &[&str]) -> Value {
     let mut properties = serde_json::Map::new();
     properties.insert(
         "schema_version".into(),
-        json!({"type": "integer", "const": SCHEMA_VERSION}),
+        json!({"type": "integer", "minimum": SCHEMA_VERSION, "maximum": SCHEMA_VERSION}),
     );
     for (name, schema) in props {
         properties.insert((*name).into(), schema.clone());
@@ -709,40 +720,12 @@ fn object(props: &[(&str, Value)], required: &[&str]) -> Value {
     })
 }
 
-/// Adds one keyword to a schema object.
-fn with(mut schema: Value, key: &str, value: Value) -> Value {
+/// Adds a description: what the field is, and the rules across fields the server enforces.
+fn d(mut schema: Value, text: &str) -> Value {
     if let Some(map) = schema.as_object_mut() {
-        map.insert(key.into(), value);
+        map.insert("description".into(), Value::String(text.into()));
     }
     schema
-}
-
-/// Conditional requirements: one `if`/`then` pair, or `allOf` of several.
-fn when(schema: Value, rules: &[(Value, Value)]) -> Value {
-    match rules {
-        [(cond, then)] => with(with(schema, "if", cond.clone()), "then", then.clone()),
-        _ => {
-            let all: Vec<Value> = rules
-                .iter()
-                .map(|(cond, then)| json!({"if": cond, "then": then}))
-                .collect();
-            with(schema, "allOf", Value::Array(all))
-        }
-    }
-}
-
-/// `mode: apply` requires `expect_digest`.
-fn applying(schema: Value) -> Value {
-    when(schema, &[(is("mode", "apply"), needs(&["expect_digest"]))])
-}
-
-/// The condition "`field` is present and equals `value`".
-fn is(field: &str, value: &str) -> Value {
-    json!({"properties": {field: {"const": value}}, "required": [field]})
-}
-
-fn needs(fields: &[&str]) -> Value {
-    json!({"required": fields})
 }
 
 fn default(mut schema: Value, value: Value) -> Value {
@@ -756,16 +739,19 @@ fn string() -> Value {
     json!({"type": "string"})
 }
 
-fn pattern(re: &str) -> Value {
-    json!({"type": "string", "pattern": re})
-}
-
-fn slug() -> Value {
-    pattern(SLUG)
-}
-
+/// A project, checked as a slug or `p-<slug>` by the server (a pattern would cost every
+/// agent's context more than it tells the model).
 fn project() -> Value {
-    pattern(PROJECT)
+    string()
+}
+
+/// A task reference: its number, display name or id.
+fn task_ref() -> Value {
+    d(string(), "task number, name or id")
+}
+
+fn sha() -> Value {
+    d(string(), "40-hex commit")
 }
 
 fn boolean() -> Value {
@@ -797,26 +783,23 @@ fn mode() -> Value {
 }
 
 fn digest_field() -> Value {
-    pattern("^sha256:[0-9a-f]{64}$")
+    d(string(), "the preview's plan_digest; apply needs it")
 }
 
+/// What `diagnose_pr` looks at: exactly one of the four, checked by the server.
 fn target() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "task": string(),
-            "pr": int(1),
-            "branch": string(),
-            "sha": pattern("^[0-9a-f]{40}$"),
-        },
-        "oneOf": [
-            {"required": ["task"]},
-            {"required": ["pr"]},
-            {"required": ["branch"]},
-            {"required": ["sha"]},
-        ],
-        "additionalProperties": false,
-    })
+    d(
+        json!({
+            "type": "object",
+            "properties": {
+                "task": string(),
+                "pr": int(1),
+                "branch": string(),
+                "sha": sha(),
+            },
+        }),
+        "one of task, pr, branch, sha",
+    )
 }
 
 #[cfg(test)]
@@ -843,7 +826,7 @@ mod tests {
             assert_eq!(s["required"][0], "schema_version", "{}", tool.name);
             assert_eq!(
                 s["properties"]["schema_version"],
-                json!({"type": "integer", "const": 1}),
+                json!({"type": "integer", "minimum": 1, "maximum": 1}),
                 "{}",
                 tool.name
             );

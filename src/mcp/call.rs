@@ -117,7 +117,7 @@ impl<'t> Server<'t> {
         let doc = envelope(&result, &warnings);
         let (result, outcome) = match result {
             Ok(Outcome::Done(reply)) => {
-                let mut content = vec![text(&shape(tool.name, &built.request, reply.data))];
+                let mut content = vec![text(&shape(tool.name, &args, &built.request, reply.data))];
                 if let Some(w) = doc.get("warnings") {
                     content.push(text(&json!({"warnings": w}).to_string()));
                 }
@@ -205,57 +205,169 @@ fn check(
         }
         Some(_) => {}
     }
-    validator.check(&tool.input_schema(), &Value::Object(args.clone()))?;
+    validator.check_tool(tool, &Value::Object(args.clone()))?;
     Ok(args)
 }
 
 /// The text a successful call returns: the command's JSON `data`, compact; `get_context`'s
 /// Markdown brief as the brief itself; `list_tasks` as a table and `status` summarized (spec
 /// MCP.md §4: every byte of a result enters the agent's context).
-fn shape(tool: &str, request: &Value, data: Value) -> String {
+fn shape(tool: &str, args: &Map<String, Value>, request: &Value, data: Value) -> String {
     match tool {
         "get_context" if request["format"] == "markdown" => match data.get("brief") {
             Some(Value::String(brief)) => brief.clone(),
             _ => data.to_string(),
         },
         "list_tasks" => compact_rows(data).to_string(),
-        "status" => summarized_status(data).to_string(),
+        "status" => summarized_status(&requests::StatusPage::of(args), &data).to_string(),
         _ => data.to_string(),
     }
 }
 
-/// Active tasks a `status` result lists at most; the per-project counts have them all.
-pub(super) const STATUS_ACTIVE: usize = 20;
+/// Items a `status` section lists per page unless `limit` says otherwise.
+pub(super) const STATUS_PAGE: usize = 20;
+/// The caller's tasks and questions the default `status` names; the totals count them all.
+const STATUS_MINE: usize = 5;
+const STATUS_QUESTIONS: usize = 3;
+/// Characters of a task title the default `status` shows.
+const STATUS_TITLE: usize = 48;
 
-/// `status` summarizes rather than enumerates (spec MCP.md §4): the first
-/// [`STATUS_ACTIVE`] active tasks, with `active_total` and `active_truncated` (as
-/// `list_tasks` has `total` and `truncated`) when there are more. At 10,000 tasks the whole
-/// list is over 400 KB.
-fn summarized_status(mut data: Value) -> Value {
-    let Value::Object(map) = &mut data else {
-        return data;
-    };
-    // Cut by the command already (`--active-limit`), totals included.
-    if map.contains_key("active_total") {
-        return data;
-    }
-    let Some(Value::Array(active)) = map.get_mut("active") else {
-        return data;
-    };
-    let total = active.len();
-    let truncated = total > STATUS_ACTIVE;
-    active.truncate(STATUS_ACTIVE);
-    let mut shaped = Map::new();
-    for (key, value) in std::mem::take(map) {
-        let is_active = key == "active";
-        shaped.insert(key, value);
-        if is_active {
-            shaped.insert("active_total".into(), json!(total));
-            shaped.insert("active_truncated".into(), json!(truncated));
+/// `status` summarizes rather than enumerates (spec MCP.md §4): by default the task counts,
+/// the caller's own unfinished tasks, the questions waiting for it and the pending events it
+/// must apply, a few hundred tokens at any workspace size (at 10,000 tasks the command's
+/// whole answer is 3k tokens and more). `detail` adds whole sections, a page each.
+fn summarized_status(page: &requests::StatusPage, data: &Value) -> Value {
+    let mut counts = Map::new();
+    for p in data["projects"].as_array().into_iter().flatten() {
+        for (status, n) in p["counts"].as_object().into_iter().flatten() {
+            let sum =
+                counts.get(status).and_then(Value::as_u64).unwrap_or(0) + n.as_u64().unwrap_or(0);
+            counts.insert(status.clone(), json!(sum));
         }
     }
-    *map = shaped;
-    data
+    let mut out = Map::new();
+    out.insert("tasks".into(), Value::Object(counts));
+    out.insert(
+        "projects".into(),
+        json!(data["projects"].as_array().map_or(0, Vec::len)),
+    );
+    if let Some(mine) = data.get("mine").filter(|m| m.is_object()) {
+        let tasks: Vec<Value> = mine["tasks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .take(STATUS_MINE)
+            .map(|t| {
+                json!([
+                    t["ref"],
+                    t["status"],
+                    clipped(t["title"].as_str().unwrap_or_default())
+                ])
+            })
+            .collect();
+        let questions: Vec<&Value> = mine["questions"].as_array().into_iter().flatten().collect();
+        out.insert(
+            "you".into(),
+            json!({
+                "agent": mine["agent"],
+                "tasks": tasks,
+                "tasks_total": mine["total"],
+                "questions": questions.iter().take(STATUS_QUESTIONS).collect::<Vec<_>>(),
+                "questions_total": questions.len(),
+                "pending_events": mine["pending_events"],
+            }),
+        );
+    }
+    out.insert("open_questions".into(), data["questions"]["open"].clone());
+    out.insert("pending_events".into(), data["pending"]["events"].clone());
+    out.insert(
+        "finish_requests".into(),
+        data["pending"]["finish_requests"].clone(),
+    );
+    if data["warnings"].as_u64().is_some_and(|n| n > 0) {
+        out.insert("warnings".into(), data["warnings"].clone());
+    }
+    for section in &page.sections {
+        out.insert(section.clone(), status_section(page, section, data));
+    }
+    if page.sections.is_empty() {
+        out.insert(
+            "more".into(),
+            json!("detail: projects, active, questions, pending, recent"),
+        );
+    }
+    Value::Object(out)
+}
+
+/// One `detail` section: a page of `items`, its `total` and, when more follow, the
+/// `next_cursor` to pass back.
+fn status_section(page: &requests::StatusPage, section: &str, data: &Value) -> Value {
+    let limit = page.limit;
+    let slice = |all: Vec<Value>, total: usize| {
+        let from = page.offset().min(all.len());
+        let items: Vec<Value> = all[from..].iter().take(limit).cloned().collect();
+        let next = (from + items.len() < total).then(|| (from + items.len()).to_string());
+        json!({"items": items, "total": total, "next_cursor": next})
+    };
+    let list = |v: &Value| v.as_array().cloned().unwrap_or_default();
+    match section {
+        "active" => {
+            // The command read one more than the page after `cursor`: a full page means more.
+            let all = list(&data["active"]);
+            let more = all.len() > limit;
+            let items: Vec<Value> = all
+                .into_iter()
+                .take(limit)
+                .map(|a| {
+                    json!({"id": a["task"]["id"], "ref": a["task"]["ref"], "title": a["task"]["title"],
+                           "assignee": a["assignee"], "since": a["since"]})
+                })
+                .collect();
+            let next = items.last().filter(|_| more).map(|a| a["id"].clone());
+            json!({"items": items, "total": data["active_total"], "next_cursor": next})
+        }
+        "projects" => {
+            let all = list(&data["projects"]);
+            let total = all.len();
+            slice(all, total)
+        }
+        "questions" => {
+            let all = list(&data["questions"]["items"]);
+            let total = all.len();
+            slice(all, total)
+        }
+        "pending" => {
+            let owners: Vec<Value> = data["pending"]["by_owner"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(owner, n)| json!([owner, n]))
+                .collect();
+            let total = owners.len();
+            let mut page_of = slice(owners, total);
+            page_of["oldest"] = data["pending"]["oldest"].clone();
+            page_of
+        }
+        _ => {
+            // `recent`: the command read `offset + limit + 1` events.
+            let all = list(&data["recent"]);
+            let total = match all.len() > page.offset() + limit {
+                true => page.offset() + limit + 1,
+                false => all.len(),
+            };
+            let mut page_of = slice(all, total);
+            page_of.as_object_mut().map(|m| m.remove("total"));
+            page_of
+        }
+    }
+}
+
+/// A title cut to [`STATUS_TITLE`] characters, marked with `…` when cut.
+fn clipped(title: &str) -> String {
+    match title.char_indices().nth(STATUS_TITLE) {
+        Some((at, _)) => format!("{}…", &title[..at]),
+        None => title.to_string(),
+    }
 }
 
 /// The columns of a `list_tasks` row (spec MCP.md §4: id, display name, title, status,
@@ -337,32 +449,65 @@ pub fn outcome_of(result: &CallResult) -> &'static str {
 mod tests {
     use super::*;
 
+    fn page(args: Value) -> requests::StatusPage {
+        requests::StatusPage::of(args.as_object().expect("object"))
+    }
+
     #[test]
-    fn status_keeps_the_first_active_tasks_and_says_how_many_there_are() {
-        let active: Vec<Value> = (0..25).map(|n| json!({ "n": n })).collect();
-        let data = json!({"projects": [], "active": active, "recent": []});
-        let shaped = summarized_status(data);
+    fn status_by_default_is_counts_and_the_callers_own_work() {
+        let tasks: Vec<Value> = (0..8)
+            .map(|n| json!({"ref": format!("p/{n:03}-x"), "title": "T".repeat(80), "status": "active"}))
+            .collect();
+        let data = json!({
+            "projects": [{"counts": {"open": 2, "active": 1}}, {"counts": {"open": 1, "done": 4}}],
+            "active": [], "active_total": 1,
+            "questions": {"open": 6, "items": []},
+            "pending": {"events": 3, "finish_requests": 1, "by_owner": {}, "oldest": null},
+            "recent": [], "warnings": 0,
+            "mine": {"agent": "a-1", "tasks": tasks, "total": 12,
+                     "questions": ["q1", "q2", "q3", "q4"], "pending_events": 2}
+        });
+        let s = summarized_status(&page(json!({})), &data);
+        assert_eq!(s["tasks"], json!({"open": 3, "active": 1, "done": 4}));
         assert_eq!(
-            shaped["active"].as_array().expect("list").len(),
-            STATUS_ACTIVE
+            s["you"]["tasks"].as_array().expect("list").len(),
+            STATUS_MINE
         );
-        assert_eq!(shaped["active"][19]["n"], 19);
-        assert_eq!(shaped["active_total"], 25);
-        assert_eq!(shaped["active_truncated"], true);
-        let keys: Vec<&String> = shaped.as_object().expect("object").keys().collect();
+        assert_eq!(s["you"]["tasks_total"], 12);
+        assert_eq!(s["you"]["questions"], json!(["q1", "q2", "q3"]));
+        assert_eq!(s["you"]["questions_total"], 4);
+        let title = s["you"]["tasks"][0][2].as_str().expect("title");
+        assert_eq!(title.chars().count(), STATUS_TITLE + 1);
+        assert!(s.get("active").is_none() && s.get("recent").is_none());
+    }
+
+    #[test]
+    fn a_detail_section_is_a_page_with_a_cursor_to_the_next() {
+        let items: Vec<Value> = (0..5)
+            .map(|n| json!({"question": format!("q{n}")}))
+            .collect();
+        let data = json!({"projects": [], "questions": {"open": 5, "items": items},
+                          "pending": {}, "active": [], "recent": []});
+        let s = summarized_status(&page(json!({"detail": ["questions"], "limit": 2})), &data);
         assert_eq!(
-            keys,
-            [
-                "projects",
-                "active",
-                "active_total",
-                "active_truncated",
-                "recent"
-            ]
+            s["questions"]["items"],
+            json!([{"question": "q0"}, {"question": "q1"}])
         );
-        let few = summarized_status(json!({"active": [{"n": 0}]}));
-        assert_eq!(few["active_total"], 1);
-        assert_eq!(few["active_truncated"], false);
+        assert_eq!(s["questions"]["next_cursor"], "2");
+        let s = summarized_status(
+            &page(json!({"detail": ["questions"], "limit": 2, "cursor": "4"})),
+            &data,
+        );
+        assert_eq!(s["questions"]["items"], json!([{"question": "q4"}]));
+        assert_eq!(s["questions"]["next_cursor"], Value::Null);
+        let active: Vec<Value> = (0..3)
+            .map(|n| json!({"task": {"id": format!("t{n}"), "ref": "r", "title": "x"}}))
+            .collect();
+        let data = json!({"projects": [], "active": active, "active_total": 9});
+        let s = summarized_status(&page(json!({"detail": ["active"], "limit": 2})), &data);
+        assert_eq!(s["active"]["items"].as_array().expect("items").len(), 2);
+        assert_eq!(s["active"]["next_cursor"], "t1");
+        assert_eq!(s["active"]["total"], 9);
     }
 
     #[test]

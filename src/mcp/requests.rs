@@ -2,11 +2,16 @@
 //! request type the CLI fills from argv, with the tool's defaults passed explicitly. Field
 //! names are the commands' long flags in snake_case; where a Tier-1 field differs (`blocks`
 //! for `--no-block`, `close_as` for `--allow-unverified`/`--abandon` ...) it is mapped here.
-//! Rules a schema cannot state cheaply are checked here and fail as `E_SCHEMA`.
+//! Rules the portable schemas leave out (formats, and rules across fields: exactly one of
+//! two fields, a field another one's value requires) are checked here, before anything runs,
+//! and fail as `E_SCHEMA` naming the fields; the property descriptions state them.
 
+use std::sync::OnceLock;
+
+use regex::Regex;
 use serde_json::{Map, Value, json};
 
-use super::schema::Invalid;
+use super::schema::{Invalid, name, what};
 
 /// The command to run and its JSON request.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,14 +24,13 @@ type Args = Map<String, Value>;
 
 /// Builds the request for `tool` from arguments that passed its schema.
 pub fn build(tool: &str, args: &Args) -> Result<Built, Invalid> {
+    formats(args)?;
+    across_fields(tool, args)?;
     let mut req = Map::new();
     let command = match tool {
         "whoami" => "whoami",
         "status" => {
-            copy(args, &mut req, &["project"]);
-            req.insert("recent".into(), json!(10));
-            // The summary lists 20 active tasks (call.rs): the command need not read more.
-            req.insert("active_limit".into(), json!(super::call::STATUS_ACTIVE));
+            status(args, &mut req)?;
             "status"
         }
         "get_context" => {
@@ -182,6 +186,162 @@ pub fn build(tool: &str, args: &Args) -> Result<Built, Invalid> {
     })
 }
 
+/// A slug (FORMAT §2).
+const SLUG: &str = "^[a-z0-9][a-z0-9-]{0,63}$";
+/// A project: a slug, or `p-<slug>`.
+const PROJECT: &str = "^(p-)?[a-z0-9][a-z0-9-]{0,63}$";
+const DIGEST: &str = "^sha256:[0-9a-f]{64}$";
+const SHA: &str = "^[0-9a-f]{40}$";
+const REPO: &str = "^[^/]+/[^/]+$";
+
+/// The form of each field that has one, by name (a name means the same thing in every tool),
+/// with how a message states it.
+const FORMATS: [(&str, &str, &str); 6] = [
+    ("project", PROJECT, "a slug or p-<slug>"),
+    ("queue", SLUG, "a queue slug"),
+    (
+        "expect_digest",
+        DIGEST,
+        "sha256:<64 hex>, the preview's plan_digest",
+    ),
+    ("sha", SHA, "a full commit sha (40 hex)"),
+    ("repo", REPO, "owner/name"),
+    ("target.sha", SHA, "a full commit sha (40 hex)"),
+];
+
+fn format_regexes() -> &'static [Regex] {
+    static COMPILED: OnceLock<Vec<Regex>> = OnceLock::new();
+    COMPILED.get_or_init(|| {
+        FORMATS
+            .iter()
+            .filter_map(|(_, re, _)| Regex::new(re).ok())
+            .collect()
+    })
+}
+
+fn formats(args: &Args) -> Result<(), Invalid> {
+    for ((field, _, form), re) in FORMATS.iter().zip(format_regexes()) {
+        let value = match field.split_once('.') {
+            Some((outer, inner)) => args.get(outer).and_then(|o| o.get(inner)),
+            None => args.get(*field),
+        };
+        if let Some(Value::String(text)) = value
+            && !re.is_match(text)
+        {
+            return Err(schema_error(
+                field,
+                format!("{} must be {form}", name(field)),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// "give `a` or `b`" when neither is given, "give only one of `a` or `b`" when both are.
+fn exactly_one(args: &Args, a: &str, b: &str) -> Result<(), Invalid> {
+    match (args.contains_key(a), args.contains_key(b)) {
+        (false, false) => Err(schema_error("", format!("give `{a}` or `{b}`"))),
+        (true, true) => Err(schema_error(b, format!("give only one of `{a}` or `{b}`"))),
+        _ => Ok(()),
+    }
+}
+
+/// `field`, when given, must be `true` (a flag that is either set or left out).
+fn only_true(args: &Args, field: &str) -> Result<(), Invalid> {
+    match args.get(field) {
+        Some(Value::Bool(false)) => Err(schema_error(
+            field,
+            format!("`{field}` takes only true; leave it out instead"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// `needed` is required when `field` holds one of `values` (any value when `values` is empty).
+fn required_when(args: &Args, field: &str, values: &[&str], needed: &str) -> Result<(), Invalid> {
+    let Some(v) = args.get(field) else {
+        return Ok(());
+    };
+    let hit = values.is_empty() || v.as_str().is_some_and(|s| values.contains(&s));
+    if !hit || args.contains_key(needed) {
+        return Ok(());
+    }
+    let when = match values {
+        [] => format!("`{field}` is given"),
+        _ => {
+            let v: Vec<String> = values.iter().map(|v| format!("`{v}`")).collect();
+            format!("`{field}` is {}", v.join(" or "))
+        }
+    };
+    Err(schema_error(
+        needed,
+        format!("`{needed}` is required when {when}"),
+    ))
+}
+
+/// The rules across fields of each tool.
+fn across_fields(tool: &str, args: &Args) -> Result<(), Invalid> {
+    match tool {
+        "check_task" => {
+            only_true(args, "all")?;
+            exactly_one(args, "items", "all")
+        }
+        "finish_task" => required_when(args, "close_as", &[], "reason"),
+        "queue_advance" => required_when(args, "outcome", &["failed", "dead"], "reason"),
+        "run_shortcut" => {
+            only_true(args, "list")?;
+            exactly_one(args, "name", "list")?;
+            if let Some(Value::Object(params)) = args.get("params")
+                && let Some((k, v)) = params.iter().find(|(_, v)| !v.is_string())
+            {
+                let field = format!("params.{k}");
+                return Err(schema_error(
+                    &field,
+                    format!("{} must be a string, not {}", name(&field), what(v)),
+                ));
+            }
+            Ok(())
+        }
+        "cleanup_repository" | "github_projection" => {
+            required_when(args, "mode", &["apply"], "expect_digest")
+        }
+        "reconcile_delivery" => {
+            exactly_one(args, "tasks", "project")?;
+            required_when(args, "mode", &["apply"], "expect_digest")
+        }
+        "reconcile_event_journal" => {
+            required_when(args, "operation", &["archive"], "before")?;
+            required_when(args, "operation", &["restore"], "segment_id")?;
+            required_when(args, "mode", &["apply"], "expect_digest")
+        }
+        "release_train" => {
+            required_when(args, "action", &["resume", "land"], "train_id")?;
+            required_when(args, "mode", &["apply"], "expect_digest")
+        }
+        "diagnose_pr" => {
+            let Some(Value::Object(target)) = args.get("target") else {
+                return Ok(());
+            };
+            const FORMS: [&str; 4] = ["task", "pr", "branch", "sha"];
+            if let Some(k) = target.keys().find(|k| !FORMS.contains(&k.as_str())) {
+                let field = format!("target.{k}");
+                return Err(schema_error(
+                    &field,
+                    format!("{} is not a parameter here", name(&field)),
+                ));
+            }
+            if target.len() != 1 {
+                return Err(schema_error(
+                    "target",
+                    "give exactly one of `target.task`, `target.pr`, `target.branch` or `target.sha`",
+                ));
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
 fn copy(args: &Args, req: &mut Args, fields: &[&str]) {
     for f in fields {
         if let Some(v) = args.get(*f) {
@@ -235,6 +395,95 @@ fn note_fields_fit_kind(args: &Args) -> Result<(), Invalid> {
                 format!("`{f}` belongs to a {owner}, not to a {kind}"),
             ));
         }
+    }
+    Ok(())
+}
+
+/// The sections `status` lists in full on request (`detail`), each paged by `limit`.
+pub(super) struct StatusPage {
+    pub sections: Vec<String>,
+    pub limit: usize,
+    /// Where the one section asked for resumes: a task id for `active`, else an offset.
+    pub cursor: Option<String>,
+}
+
+impl StatusPage {
+    pub fn of(args: &Args) -> StatusPage {
+        StatusPage {
+            sections: args
+                .get("detail")
+                .and_then(Value::as_array)
+                .map(|d| {
+                    d.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            limit: args
+                .get("limit")
+                .and_then(Value::as_u64)
+                .map_or(super::call::STATUS_PAGE, |n| n as usize),
+            cursor: args
+                .get("cursor")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        }
+    }
+
+    pub fn has(&self, section: &str) -> bool {
+        self.sections.iter().any(|s| s == section)
+    }
+
+    /// The offset a non-`active` section starts at.
+    pub fn offset(&self) -> usize {
+        self.cursor
+            .as_deref()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+/// By default the command reads only what the summary shows: the caller's own work
+/// (`mine`), no recent events, no active list. A `detail` section reads its page.
+fn status(args: &Args, req: &mut Args) -> Result<(), Invalid> {
+    copy(args, req, &["project"]);
+    let page = StatusPage::of(args);
+    if page.cursor.is_some() && page.sections.len() != 1 {
+        return Err(schema_error(
+            "cursor",
+            "`cursor` pages one section: give exactly one `detail` section with it",
+        ));
+    }
+    if let Some(c) = &page.cursor
+        && !page.has("active")
+        && c.parse::<usize>().is_err()
+    {
+        return Err(schema_error(
+            "cursor",
+            "`cursor` must be the `next_cursor` this section returned",
+        ));
+    }
+    if page.sections.is_empty() {
+        req.insert("recent".into(), json!(0));
+        req.insert("mine".into(), json!(true));
+        return Ok(());
+    }
+    // One more than the page, to know whether another follows.
+    let recent = if page.has("recent") {
+        page.offset() + page.limit + 1
+    } else {
+        0
+    };
+    req.insert("recent".into(), json!(recent));
+    if page.has("active") {
+        req.insert("active_limit".into(), json!(page.limit + 1));
+        if let Some(c) = &page.cursor {
+            req.insert("after".into(), json!(c));
+        }
+    } else {
+        // 0 would list every active task; one is the least the command reads.
+        req.insert("active_limit".into(), json!(1));
     }
     Ok(())
 }
@@ -422,6 +671,81 @@ mod tests {
             .request,
             json!({"name": "test", "param": ["filter=a b"], "timeout": 1800})
         );
+    }
+
+    fn refused(tool: &str, args: Value) -> Invalid {
+        build(tool, args.as_object().expect("object")).expect_err("refused")
+    }
+
+    #[test]
+    fn rules_across_fields_read_as_sentences_and_name_the_fields() {
+        let e = refused("check_task", json!({"ref": "x"}));
+        assert_eq!(e.message, "give `items` or `all`");
+        let e = refused("check_task", json!({"ref": "x", "items": [1], "all": true}));
+        assert_eq!(e.message, "give only one of `items` or `all`");
+        let e = refused("check_task", json!({"ref": "x", "all": false}));
+        assert_eq!(e.field, "all");
+        let e = refused("finish_task", json!({"ref": "x", "close_as": "abandoned"}));
+        assert_eq!(e.message, "`reason` is required when `close_as` is given");
+        assert_eq!(e.field, "reason");
+        let e = refused("queue_advance", json!({"queue": "q", "outcome": "dead"}));
+        assert_eq!(
+            e.message,
+            "`reason` is required when `outcome` is `failed` or `dead`"
+        );
+        let e = refused(
+            "reconcile_event_journal",
+            json!({"operation": "scan", "mode": "apply"}),
+        );
+        assert_eq!(
+            e.message,
+            "`expect_digest` is required when `mode` is `apply`"
+        );
+        let e = refused("reconcile_event_journal", json!({"operation": "archive"}));
+        assert_eq!(e.field, "before");
+        let e = refused("release_train", json!({"action": "land"}));
+        assert_eq!(
+            e.message,
+            "`train_id` is required when `action` is `resume` or `land`"
+        );
+        let e = refused("reconcile_delivery", json!({}));
+        assert_eq!(e.message, "give `tasks` or `project`");
+        let e = refused("run_shortcut", json!({"name": "t", "list": true}));
+        assert_eq!(e.message, "give only one of `name` or `list`");
+        let e = refused("run_shortcut", json!({"name": "t", "params": {"n": 3}}));
+        assert_eq!(e.message, "`params.n` must be a string, not a number");
+        assert!(
+            build(
+                "diagnose_pr",
+                json!({"target": {"pr": 12}}).as_object().expect("o")
+            )
+            .is_ok()
+        );
+        let e = refused("diagnose_pr", json!({"target": {"pr": 12, "branch": "b"}}));
+        assert_eq!(e.field, "target");
+        let e = refused("diagnose_pr", json!({"target": {"tag": "v1"}}));
+        assert_eq!(e.field, "target.tag");
+    }
+
+    #[test]
+    fn formats_are_checked_by_field_name() {
+        let e = refused("status", json!({"project": "Bad Slug"}));
+        assert_eq!(e.field, "project");
+        assert_eq!(e.message, "`project` must be a slug or p-<slug>");
+        assert!(
+            build(
+                "status",
+                json!({"project": "p-checkout"}).as_object().expect("o")
+            )
+            .is_ok()
+        );
+        let e = refused(
+            "cleanup_repository",
+            json!({"mode": "apply", "expect_digest": "sha256:xyz"}),
+        );
+        assert_eq!(e.field, "expect_digest");
+        let e = refused("diagnose_pr", json!({"target": {"sha": "abc"}}));
+        assert_eq!(e.field, "target.sha");
     }
 
     #[test]

@@ -19,6 +19,7 @@ mod lifecycle;
 mod mcp;
 mod mcp_clients;
 mod mcp_server;
+mod mcp_schema;
 mod perf;
 mod queues;
 mod reliability_concurrency;

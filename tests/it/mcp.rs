@@ -271,7 +271,7 @@ fn legacy_era_transcript_lifecycle_refusal_and_hostile_lines() {
         assert_eq!(schema["additionalProperties"], false, "{name}");
         assert_eq!(
             schema["properties"]["schema_version"],
-            json!({"type": "integer", "const": 1})
+            json!({"type": "integer", "minimum": 1, "maximum": 1})
         );
         assert!(
             schema["required"]
@@ -935,7 +935,15 @@ fn compatible(old: &Value, new: &Value, path: &str, breaks: &mut Vec<String>) {
             breaks.push(format!("{path}: enum value {value} removed"));
         }
     }
-    if old.get("const") != new.get("const") {
+    // A value pinned by `const` may be pinned by `minimum` = `maximum` instead; dropping a
+    // pin accepts more (a relaxation), pinning another value or a free one does not.
+    let pinned = |v: &Value| {
+        v.get("const").cloned().or_else(|| {
+            (v.get("minimum").is_some() && v.get("minimum") == v.get("maximum"))
+                .then(|| v["minimum"].clone())
+        })
+    };
+    if pinned(new).is_some() && pinned(old) != pinned(new) {
         breaks.push(format!("{path}: const changed"));
     }
     if let Some(props) = old.get("properties").and_then(Value::as_object) {
@@ -974,6 +982,14 @@ fn the_compatibility_check_catches_removed_retyped_and_newly_required_fields() {
         "a": {"type": "integer"}, "b": {"type": "string", "enum": ["x"]}}, "required": ["b"]});
     compatible(&old, &broken, "t", &mut breaks);
     assert_eq!(breaks.len(), 3, "{breaks:?}");
+    let pinned = json!({"type": "object", "properties": {"v": {"type": "integer", "const": 1}, "f": {"type": "boolean", "const": true}}});
+    let mut breaks = Vec::new();
+    let relaxed = json!({"type": "object", "properties": {"v": {"type": "integer", "minimum": 1, "maximum": 1}, "f": {"type": "boolean"}}});
+    compatible(&pinned, &relaxed, "t", &mut breaks);
+    assert!(breaks.is_empty(), "{breaks:?}");
+    let repinned = json!({"type": "object", "properties": {"v": {"type": "integer", "minimum": 2, "maximum": 2}, "f": {"type": "boolean"}}});
+    compatible(&pinned, &repinned, "t", &mut breaks);
+    assert_eq!(breaks, ["t.v: const changed"]);
     let renamed =
         json!({"type": "object", "properties": {"b": old["properties"]["b"]}, "required": []});
     let mut breaks = Vec::new();
@@ -1007,8 +1023,7 @@ fn published_schemas_are_golden_and_changes_stay_compatible() {
             .ok()
             .map(|t| serde_json::from_str(&t).expect("fixture is JSON"));
         if let Some(old) = &golden {
-            let same_version = old["properties"]["schema_version"]["const"]
-                == schema["properties"]["schema_version"]["const"];
+            let same_version = version(old) == version(schema);
             if same_version {
                 compatible(old, schema, name, &mut problems);
             }
@@ -1025,6 +1040,17 @@ fn published_schemas_are_golden_and_changes_stay_compatible() {
         }
     }
     assert!(problems.is_empty(), "{problems:#?}");
+}
+
+/// The input schema version a schema pins: `minimum` = `maximum` in the portable dialect,
+/// `const` in fixtures written before it.
+fn version(schema: &Value) -> Value {
+    let v = &schema["properties"]["schema_version"];
+    match v.get("const") {
+        Some(c) => c.clone(),
+        None if v["minimum"] == v["maximum"] => v["minimum"].clone(),
+        None => Value::Null,
+    }
 }
 
 /// The fields of a schema and, for enumerated ones, their values.

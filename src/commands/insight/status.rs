@@ -35,7 +35,20 @@ pub struct Request {
     #[arg(long, value_name = "N", default_value_t = ACTIVE_LIMIT)]
     #[serde(default = "active_limit")]
     active_limit: usize,
+    /// List the active tasks after this task id (the last one of the previous page).
+    #[arg(long, value_name = "TASK_ID")]
+    #[serde(default)]
+    after: Option<String>,
+    /// Add `mine`: your own unfinished tasks (the first ten), the open questions waiting for
+    /// you and the pending events you must apply. The active tasks are then not listed, only
+    /// counted.
+    #[arg(long)]
+    #[serde(default)]
+    mine: bool,
 }
+
+/// Tasks `mine` lists at most; `total` counts them all.
+const MINE_LIMIT: usize = 10;
 
 fn ten() -> usize {
     10
@@ -65,6 +78,29 @@ pub struct Response {
     pending: Pending,
     recent: Vec<EventRef>,
     warnings: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mine: Option<Mine>,
+}
+
+/// What is the caller's: its unfinished tasks, the questions waiting for it, the pending
+/// events it must apply.
+#[derive(Debug, Serialize)]
+struct Mine {
+    agent: String,
+    tasks: Vec<MyTask>,
+    /// Unfinished tasks assigned to the caller, in all.
+    total: usize,
+    /// Open questions routed to the caller (its id or role), or about its tasks with no route.
+    questions: Vec<String>,
+    /// Pending events about objects the caller owns.
+    pending_events: usize,
+}
+
+#[derive(Debug, Serialize)]
+struct MyTask {
+    #[serde(flatten)]
+    task: TaskRef,
+    status: &'static str,
 }
 
 #[derive(Debug, Serialize)]
@@ -205,7 +241,18 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     // tasks pending events change are read in full; the rest come from the index, and for
     // the whole workspace from its rows: only active tasks and those events name are read.
     let passes = |f: &crate::model::dod::DodFacts| crate::policy::dod::evaluate(f).passed;
-    let limit = (req.active_limit > 0).then_some(req.active_limit);
+    let me = match req.mine {
+        true => Some(ctx.identity()?.agent.clone()),
+        false => None,
+    };
+    let me_id = me.as_ref().map(|a| a.id.clone());
+    let is_mine = |assignee: Option<&str>, status: Status| {
+        me_id.is_some() && assignee == me_id.as_deref() && status != Status::Done
+    };
+    let limit = match &me {
+        Some(_) => Some(MINE_LIMIT),
+        None => (req.active_limit > 0).then_some(req.active_limit),
+    };
     // Per project (in walking order), tasks per status folder: the walk visits every task.
     let mut counted: Vec<(String, [usize; 4])> = Vec::new();
     let picked = match only {
@@ -213,7 +260,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         None => Snapshot::load_picked(
             ws,
             &passes,
-            Some(&mut |p, status, _| {
+            Some(&mut |p, status, assignee| {
                 // Called for every task, a project's tasks one after the other.
                 if counted.last().is_none_or(|(slug, _)| slug != p) {
                     counted.push((p.to_string(), [0; 4]));
@@ -224,9 +271,16 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
                 ) {
                     counts[at] += 1;
                 }
-                status == Status::Active
+                match &me {
+                    Some(_) => is_mine(assignee, status),
+                    None => status == Status::Active,
+                }
             }),
-            None,
+            if me.is_some() {
+                None
+            } else {
+                req.after.as_deref()
+            },
             limit,
             &|events| named_by_events(events, req.recent),
             Folds::All,
@@ -234,9 +288,16 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     };
     // Active tasks in all: the rows counted them; the general path counts what it lists.
     let mut active_total = None;
+    let mut mine_total = None;
     let (snap, by_id) = match picked {
         Some(p) => {
-            active_total = Some(p.total);
+            if me.is_some() {
+                mine_total = Some(p.total);
+                let at = Status::ALL.iter().position(|s| *s == Status::Active);
+                active_total = Some(counted.iter().map(|(_, n)| at.map_or(0, |at| n[at])).sum());
+            } else {
+                active_total = Some(p.total);
+            }
             (p.snap, Some(p.by_id))
         }
         None => (Snapshot::load(ws, &passes)?, None),
@@ -250,6 +311,10 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         None => snap.tasks.iter().map(|t| (t.id(), &**t)).collect(),
     };
     let mut project_owner: BTreeMap<String, String> = BTreeMap::new();
+    let mut my_tasks = Vec::new();
+    let mut my_count = 0;
+    // On the project path every task is loaded: the first page is cut here.
+    let mut after_seen = req.after.is_none() || by_id.is_some();
     for p in &listing.items {
         project_owner.insert(p.id.clone(), p.owner.clone());
         let in_scope = only.as_ref().is_none_or(|s| s == &p.slug);
@@ -264,7 +329,20 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
             if by_id.is_none() {
                 *counts.entry(status.as_str()).or_default() += 1;
             }
-            if in_scope && status == Status::Active {
+            if in_scope && is_mine(snap.assignee(t), status) {
+                my_count += 1;
+                if my_tasks.len() < MINE_LIMIT {
+                    my_tasks.push(MyTask {
+                        task: snap.task_ref(t),
+                        status: status.as_str(),
+                    });
+                }
+            }
+            if in_scope && status == Status::Active && me.is_none() {
+                if !after_seen {
+                    after_seen = req.after.as_deref() == Some(t.id());
+                    continue;
+                }
                 active.push(Active {
                     task: snap.task_ref(t),
                     assignee: snap.assignee(t).map(str::to_string),
@@ -283,11 +361,23 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         }
     }
 
-    let active_total = active_total.unwrap_or(active.len());
-    let active_truncated = limit.is_some_and(|n| active_total > n);
-    if let Some(n) = limit {
+    let active_total = match (active_total, &me) {
+        (Some(n), _) => n,
+        // The project path with `mine`: the counts have the active tasks.
+        (None, Some(_)) => out_projects
+            .iter()
+            .map(|p: &ProjectStatus| p.counts.get("active").copied().unwrap_or(0))
+            .sum(),
+        (None, None) => active.len(),
+    };
+    if let Some(n) = limit.filter(|_| me.is_none()) {
         active.truncate(n);
     }
+    // With `mine` the active tasks are only counted; a page (`after`) is cut when full.
+    let active_truncated = match &me {
+        Some(_) => active_total > 0,
+        None => limit.is_some_and(|n| active.len() >= n && active_total > active.len()),
+    };
     let events = &snap.events;
     let in_scope_event = |about: Option<&str>| match (&only, about) {
         (None, _) => true,
@@ -306,6 +396,8 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         oldest: None,
     };
     let notable = notable(events);
+    let mut my_questions = Vec::new();
+    let mut my_pending = 0;
     for ev in notable
         .0
         .iter()
@@ -313,6 +405,18 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         .filter(|e| in_scope_event(e.about()))
     {
         if ev.kind() == "help" && !answered.0.contains(ev.id()) {
+            if let Some(agent) = &me {
+                let routed = match ev.to() {
+                    Some(to) => to == agent.id || agent.role.as_deref() == Some(to),
+                    None => ev
+                        .about()
+                        .and_then(|a| task_index.get(a))
+                        .is_some_and(|t| snap.owner(t) == agent.id),
+                };
+                if routed {
+                    my_questions.push(ev.id().to_string());
+                }
+            }
             let created = ev.created().parse::<jiff::Timestamp>().unwrap_or(now);
             questions.push(Question {
                 question: ev.id().to_string(),
@@ -339,6 +443,9 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
                 .or_else(|| project_owner.get(id).cloned()),
         };
         let owner = owner.unwrap_or_else(|| "unresolved".to_string());
+        if me_id.as_deref() == Some(owner.as_str()) {
+            my_pending += 1;
+        }
         *pending.by_owner.entry(owner).or_default() += 1;
         if pending.oldest.is_none() {
             pending.oldest = Some(ev.created().to_string());
@@ -385,6 +492,13 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         pending,
         recent,
         warnings,
+        mine: me.map(|agent| Mine {
+            agent: agent.id,
+            total: mine_total.unwrap_or(my_count),
+            tasks: my_tasks,
+            questions: my_questions,
+            pending_events: my_pending,
+        }),
     }))
 }
 
