@@ -16,7 +16,7 @@ pub mod usage;
 
 pub use command::{Class, Classify, Command, Input, Mcp, Needs, Reply, Table};
 pub use ctx::{Ctx, Output};
-pub use env::Env;
+pub use env::{Env, holds_workspace_token};
 pub use error::{Error, ErrorKind};
 pub use identity::{Identity, IdentitySource};
 pub use progress::Progress;
