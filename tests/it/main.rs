@@ -31,3 +31,4 @@ mod store;
 mod support;
 mod team;
 mod templates;
+mod trust_exec;
