@@ -84,7 +84,7 @@ impl<'t> Server<'t> {
         if self.carries_token(&args) {
             return schema_failure(&Invalid {
                 field: String::new(),
-                message: "an argument carries an agent token of this workspace: identity is bound when the server starts and is never a parameter, and tokens are never written anywhere".into(),
+                message: "an argument carries an agent token of this workspace (your DACLI_AGENT or another agent's): identity is bound when the server starts and is never a parameter".into(),
             });
         }
         if tool.name == "cli" {
