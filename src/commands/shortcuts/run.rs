@@ -21,7 +21,7 @@ use crate::policy::shortcut::{CATALOG_LIMIT, param_signature};
 use crate::workspace::names::check_repo_path;
 
 /// Run a shortcut: `dacli run NAME [--param KEY=VALUE]...`. Each value reaches the command as
-/// one literal word. `--list` shows what you may run; `--cmd` runs and records an ad-hoc
+/// data, in a `DACLI_P_<name>` variable; the command inherits no token. `--list` shows what you may run; `--cmd` runs and records an ad-hoc
 /// command (rw), which `shortcut promote` can turn into a shortcut once it recurs.
 #[derive(Debug, clap::Args, Deserialize)]
 #[serde(deny_unknown_fields)]
