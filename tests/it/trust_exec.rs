@@ -536,19 +536,20 @@ fn r22_5_the_mcp_guard_refuses_any_agent_token_of_the_workspace() {
     let input = mcp_input(&[
         (
             "add_note",
-            json!({"kind": "finding", "title": format!("mine {mine}")}),
+            json!({"kind": "finding", "title": format!("mine {mine}"), "severity": "minor"}),
         ),
         (
             "add_note",
-            json!({"kind": "finding", "title": "theirs", "body": format!("see {theirs}.")}),
+            json!({"kind": "finding", "title": "theirs", "body": format!("see {theirs}."),
+                "severity": "minor"}),
         ),
         (
             "cli",
-            json!({"argv": ["note", "add", "finding", format!("x{theirs}x")]}),
+            json!({"argv": ["note", "add", "finding", format!("x{theirs}x"), "--severity", "minor"]}),
         ),
         (
             "add_note",
-            json!({"kind": "finding", "title": "not a token", "body": dead}),
+            json!({"kind": "finding", "title": "not a token", "body": dead, "severity": "minor"}),
         ),
     ]);
     let (_, replies, stderr) = mcp_batch_as(&repo, &input, Some(&mine));
@@ -563,8 +564,11 @@ fn r22_5_the_mcp_guard_refuses_any_agent_token_of_the_workspace() {
     // A token-shaped string that is nobody's token is data.
     let r = reply(&replies, 4);
     assert_eq!(r["result"]["isError"], false, "{r}");
+    assert!(!r.to_string().contains("refused"), "{r}");
     let (_, notes) = repo.json(&["note", "list"]);
     let shown = notes.to_string();
+    assert!(shown.contains("not a token"), "{shown}");
+    assert!(!shown.contains("theirs"), "{shown}");
     assert!(
         !shown.contains(&mine) && !shown.contains(&theirs),
         "{shown}"
