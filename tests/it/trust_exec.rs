@@ -575,6 +575,47 @@ fn r22_5_the_mcp_guard_refuses_any_agent_token_of_the_workspace() {
     );
 }
 
+#[test]
+fn r22_5_git_subprocesses_never_get_the_token() {
+    // `repo cleanup` fetches the base from origin with `git fetch`, which runs the remote's
+    // upload-pack: here a script, as a hook or credential helper would be.
+    let repo = Repo::initialized();
+    let (_, rw) = agent(&repo, "builder", 1, "rw");
+    crate::support::git(
+        repo.path(),
+        &["commit", "-q", "--allow-empty", "-m", "start"],
+    );
+    let origin = tempfile::tempdir().unwrap();
+    crate::support::git(origin.path(), &["init", "-q", "--bare", "-b", "main"]);
+    let url = origin.path().to_str().unwrap();
+    crate::support::git(repo.path(), &["remote", "add", "origin", url]);
+    crate::support::git(repo.path(), &["push", "-q", "origin", "main"]);
+    let leak = repo.path().join("leak.txt");
+    let script = repo.path().join("upload-pack.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nprintf '[%s]' \"$DACLI_AGENT\" > '{}'\nexec git-upload-pack \"$@\"\n",
+            leak.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    crate::support::git(
+        repo.path(),
+        &[
+            "config",
+            "remote.origin.uploadpack",
+            script.to_str().unwrap(),
+        ],
+    );
+    let (code, doc) = as_agent(&repo, &rw, &["repo", "cleanup", "--base", "main"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["data"]["base"]["source"], "fetched", "{doc}");
+    assert_eq!(std::fs::read_to_string(&leak).unwrap(), "[]");
+}
+
 /// Builds the `hooks-off` profile (release settings: debug assertions off) into its own
 /// target directory and returns the binary. A missing cargo fails the test: CI has it.
 fn hooks_off_binary() -> std::path::PathBuf {
