@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::process::Command as Std;
 
+use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use crate::lifecycle::agent;
@@ -728,4 +729,48 @@ fn r22_6_a_release_build_ignores_every_test_hook() {
             .to_string()
     };
     assert_eq!(seeded(()), seeded(()));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2_000))]
+
+    /// For any value without NUL, the expansion of a bare, a double-quoted and a glued
+    /// placeholder, run by `sh` with the expansion's variables, prints exactly the value.
+    #[test]
+    fn r22_1_any_value_round_trips_through_sh(
+        s in any::<String>().prop_map(|s| s.replace('\0', ""))
+    ) {
+        use dacli::model::shortcut::Param;
+        use dacli::policy::shortcut::Template;
+        let t = Template::parse(
+            "printf '%s|' {{v}} \"q {{v}}\" x{{v}}y",
+            &["v"],
+        )
+        .unwrap();
+        let p = Param {
+            name: "v".into(),
+            required: false,
+            raw: false,
+            default: None,
+            description: None,
+        };
+        let values = [("v".to_string(), s.clone())].into_iter().collect();
+        let e = t.expand(&[p], &values).unwrap();
+        // The command is the same text whatever the value: the value is never in it.
+        prop_assert_eq!(
+            &e.command,
+            "printf '%s|' \"${DACLI_P_v}\" \"q ${DACLI_P_v}\" x\"${DACLI_P_v}\"y"
+        );
+        let out = Std::new("sh")
+            .arg("-c")
+            .arg(&e.command)
+            .envs(e.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .output()
+            .unwrap();
+        prop_assert!(out.status.success());
+        prop_assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            format!("{s}|q {s}|x{s}y|")
+        );
+    }
 }
