@@ -521,7 +521,7 @@ mod shell {
                 return Err(refused(name, "inside nested double quotes"));
             }
             self.places.push(if self.stack.is_empty() {
-                super::shell::Place::Bare
+                Place::Bare
             } else {
                 Place::Quoted
             });
