@@ -254,3 +254,125 @@ pub fn mcp_lines(dir: &Path, data: &[u8]) {
         );
     }
 }
+
+/// Makes `dir` a git work tree with a workspace for the renderers: project `checkout` with
+/// task 1 and a finding about it.
+pub fn renderers_workspace(dir: &Path) {
+    std::fs::create_dir_all(dir.join(".git")).expect("a work tree");
+    let table = dacli::commands::table();
+    for args in [
+        &["init", "-q"][..],
+        &["project", "add", "P", "--slug", "checkout", "-q"],
+        &["task", "add", "Shim", "--accept", "works", "-q"],
+        &[
+            "note",
+            "add",
+            "finding",
+            "Seen",
+            "--severity",
+            "minor",
+            "--about",
+            "1",
+            "-q",
+        ],
+    ] {
+        let mut argv: Vec<std::ffi::OsString> = vec!["dacli".into()];
+        argv.extend(args.iter().map(|a| (*a).into()));
+        let code = dacli::cli::run(&table, argv, env(dir), &[]);
+        assert_eq!(code, 0, "{args:?}");
+    }
+}
+
+/// The read commands whose human text F6 renders: every read command that needs no
+/// argument, but those that reach the network, run git or spawn programs (their renderers
+/// see no stored text the others do not), and the views of one task or note.
+pub fn renderer_argvs(table: &dacli::dispatch::Table) -> Vec<Vec<String>> {
+    const SKIP: [&str; 9] = [
+        "github",
+        "pr",
+        "release-train",
+        "repo",
+        "delivery",
+        "mcp",
+        "runtime",
+        "completions",
+        "events",
+    ];
+    let root = table.clap_root();
+    let mut out: Vec<Vec<String>> = table
+        .commands()
+        .iter()
+        .filter(|c| c.class == dacli::dispatch::Class::Read)
+        .filter(|c| !SKIP.contains(&c.words().next().unwrap_or("")))
+        .map(|c| c.words().map(String::from).collect::<Vec<_>>())
+        .filter(|w| {
+            let mut all = vec!["dacli".to_string()];
+            all.extend(w.iter().cloned());
+            root.clone().try_get_matches_from(all).is_ok()
+        })
+        .collect();
+    for extra in [
+        &["task", "list", "--all"][..],
+        &["task", "show", "2"],
+        &["task", "show", "1"],
+        &["context", "2"],
+        &["context", "2", "--explain"],
+        &["note", "show", "fuzz"],
+        &["note", "show", "seen"],
+        &["wbs", "--all"],
+    ] {
+        out.push(extra.iter().map(|s| s.to_string()).collect());
+    }
+    out
+}
+
+/// F6: every human renderer over stored data. `data` becomes a task file and a note file of
+/// the workspace in `dir` (made by [`renderers_workspace`]), and every read command renders
+/// its human text. None panics (a caught panic is `E_INTERNAL`, exit 70), and no text holds
+/// a raw control character but newline and tab.
+pub fn renderers(dir: &Path, data: &[u8]) {
+    use dacli::dispatch::{Ctx, Input, Outcome, Output};
+    static TABLE: OnceLock<dacli::dispatch::Table> = OnceLock::new();
+    let table = TABLE.get_or_init(dacli::commands::table);
+    let ws = dir.join(".dacli");
+    let _ = std::fs::remove_dir_all(ws.join("cache"));
+    let project = ws.join("projects/checkout");
+    std::fs::write(project.join("tasks/open/002-fuzz.md"), data).expect("task file");
+    std::fs::write(project.join("notes/findings/fuzz.md"), data).expect("note file");
+    let root = table.clap_root();
+    for argv in renderer_argvs(table) {
+        let mut all = vec!["dacli".to_string()];
+        all.extend(argv.iter().cloned());
+        let Ok(m) = root.clone().try_get_matches_from(all) else {
+            continue;
+        };
+        let mut leaf = &m;
+        let mut words = Vec::new();
+        while let Some((n, s)) = leaf.subcommand() {
+            words.push(n.to_string());
+            leaf = s;
+        }
+        let Some(cmd) = table.get(&words.join(".")) else {
+            continue;
+        };
+        let output = Output {
+            json: false,
+            quiet: false,
+            color: false,
+        };
+        let ctx = Ctx::new(table, env(dir), None, output);
+        let result = table.call(&ctx, cmd, Input::Cli(leaf));
+        if let Err(e) = &result {
+            assert_ne!(e.code, "E_INTERNAL", "{argv:?}: {}", e.message);
+        }
+        if let Ok(Outcome::Done(reply)) = &result {
+            assert!(
+                !reply
+                    .text
+                    .chars()
+                    .any(|c| c.is_control() && c != '\n' && c != '\t'),
+                "{argv:?} prints a raw control character"
+            );
+        }
+    }
+}

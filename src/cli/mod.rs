@@ -7,6 +7,8 @@ use std::io::{IsTerminal, Write};
 
 use clap::error::ErrorKind as ClapErrorKind;
 
+use crate::model::text::visible;
+
 use crate::dispatch::{
     CallResult, Ctx, Env, Error, Input, Outcome, Output, Table, envelope, exit_code, into_envelope,
 };
@@ -78,7 +80,7 @@ fn finish(ctx: &Ctx, result: CallResult) -> u8 {
     let mut code = exit_code(&result);
     let mut err = std::io::stderr().lock();
     for notice in ctx.take_notices() {
-        let _ = writeln!(err, "note: {notice}");
+        let _ = writeln!(err, "note: {}", visible(&notice));
     }
     if ctx.json() {
         let doc = into_envelope(result, &warnings);
@@ -97,22 +99,20 @@ fn finish(ctx: &Ctx, result: CallResult) -> u8 {
         } else {
             format!(" ({})", w.detail)
         };
-        let _ = writeln!(err, "warning: {}: {}{detail}", w.path, w.reason);
+        let line = format!("warning: {}: {}{detail}", w.path, w.reason);
+        let _ = writeln!(err, "{}", visible(&line));
     }
     match &result {
         Ok(Outcome::Done(reply)) => emit(&reply.text, code),
         Ok(Outcome::Refused(r)) => {
-            let _ = writeln!(
-                err,
-                "refused [{}]: {}\nnext: {}",
-                r.policy, r.reason, r.next
-            );
+            let text = format!("refused [{}]: {}\nnext: {}", r.policy, r.reason, r.next);
+            let _ = writeln!(err, "{}", visible(&text));
             code
         }
         Err(e) => {
-            let _ = writeln!(err, "error[{}]: {}", e.code, e.message);
+            let _ = writeln!(err, "error[{}]: {}", e.code, visible(&e.message));
             for h in &e.hints {
-                let _ = writeln!(err, "hint: {h}");
+                let _ = writeln!(err, "hint: {}", visible(h));
             }
             code
         }

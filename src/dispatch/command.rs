@@ -5,6 +5,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::{CallResult, Ctx, Error, Outcome};
+use crate::model::text::{self, Shape};
 
 /// The policy class of a command: what the guard checks against the caller's grant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -107,6 +108,7 @@ impl Command {
         Resp: Serialize + 'static,
     {
         let runner = move |ctx: &Ctx, input: Input<'_>| -> CallResult {
+            check_text(name, &input, Req::augment_args)?;
             let req: Req = match input {
                 Input::Cli(m) => Req::from_arg_matches(m).map_err(|e| {
                     Error::usage(
@@ -132,10 +134,16 @@ impl Command {
                     let data = serde_json::to_value(&resp).map_err(|e| {
                         Error::internal(format!("cannot serialize the response of {name}: {e}"))
                     })?;
+                    // Workspace text reaches a terminal as text: controls are shown, never
+                    // sent (the JSON `data` stays exact).
                     let text = if ctx.json() {
                         String::new()
                     } else {
-                        render(&resp, ctx)
+                        let text = render(&resp, ctx);
+                        match crate::model::text::visible(&text) {
+                            std::borrow::Cow::Borrowed(_) => text,
+                            std::borrow::Cow::Owned(shown) => shown,
+                        }
                     };
                     Ok(Outcome::Done(super::Reply { data, text }))
                 }
@@ -179,6 +187,130 @@ impl Command {
     pub(super) fn run(&self, ctx: &Ctx, input: Input<'_>) -> CallResult {
         (self.run)(ctx, input)
     }
+}
+
+/// The text fields that may hold more than one line, by command and request field; every
+/// other text field of every command is one line. A field missing here is refused a newline,
+/// which is the safe side: a new multi-line field is added here on purpose.
+pub const MULTI_LINE: &[(&str, &str, Shape)] = &[
+    ("answer", "because", Shape::Prose),
+    ("answer", "chose", Shape::Prose),
+    ("answer", "rejected", Shape::Prose),
+    ("answer", "text", Shape::Prose),
+    ("ask", "question", Shape::Prose),
+    ("note.add", "because", Shape::Prose),
+    ("note.add", "body", Shape::Prose),
+    ("note.add", "chose", Shape::Prose),
+    ("note.add", "goal", Shape::Prose),
+    ("note.add", "metric", Shape::Prose),
+    ("note.add", "question", Shape::Prose),
+    ("note.add", "rejected", Shape::Prose),
+    ("project.add", "goal", Shape::Prose),
+    ("project.add", "vision", Shape::Prose),
+    ("project.edit", "goal", Shape::Prose),
+    ("project.edit", "vision", Shape::Prose),
+    ("queue.add", "steps", Shape::Prose),
+    ("risk.add", "action", Shape::Prose),
+    ("risk.edit", "action", Shape::Prose),
+    ("run", "cmd", Shape::Lines),
+    // A parameter value is data handed to a command, never body text.
+    ("run", "param", Shape::Lines),
+    ("shortcut.add", "command", Shape::Lines),
+    ("shortcut.add", "why", Shape::Prose),
+    ("shortcut.promote", "command", Shape::Lines),
+    ("shortcut.promote", "why", Shape::Prose),
+    ("task.add", "context", Shape::Prose),
+    ("task.add", "so_that", Shape::Prose),
+    ("task.comment", "text", Shape::Prose),
+    ("task.done", "summary", Shape::Prose),
+    ("task.edit", "context", Shape::Prose),
+    ("task.edit", "so_that", Shape::Prose),
+];
+
+/// What the text field `field` of command `command` may hold.
+pub fn shape_of(command: &str, field: &str) -> Shape {
+    MULTI_LINE
+        .iter()
+        .find(|(c, f, _)| *c == command && *f == field)
+        .map_or(Shape::OneLine, |(_, _, shape)| *shape)
+}
+
+/// The one text check every front end passes through (argv, Tier-1 tools, the `cli` tool),
+/// before the request is even built: every string value of the input, whatever its field,
+/// must fit the field's [`Shape`]. A refusal is `E_USAGE` naming the field as the caller
+/// spelled it (`--so-that`, `TITLE`, or the JSON field), and nothing has been written.
+fn check_text(
+    command: &'static str,
+    input: &Input<'_>,
+    args: fn(clap::Command) -> clap::Command,
+) -> Result<(), Error> {
+    let refuse = |field: String, why: text::TextError| {
+        Error::usage(format!("`{field}` {why}")).hint(
+            "text holds no control character but newline and tab; a one-line field no newline; a multi-line field no `#`/`##` heading line and no unclosed code fence (docs/FORMAT.md)",
+        )
+    };
+    match input {
+        Input::Json(v) => {
+            let Some(object) = v.as_object() else {
+                return Ok(());
+            };
+            for (field, value) in object {
+                let shape = shape_of(command, field);
+                let mut bad = None;
+                each_string(value, &mut |s| {
+                    if bad.is_none()
+                        && let Err(why) = text::check(s, shape)
+                    {
+                        bad = Some(why);
+                    }
+                });
+                if let Some(why) = bad {
+                    return Err(refuse(field.clone(), why));
+                }
+            }
+        }
+        Input::Cli(m) => {
+            for id in m.ids() {
+                let id = id.as_str();
+                let Ok(Some(raw)) = m.try_get_raw(id) else {
+                    continue;
+                };
+                let shape = shape_of(command, id);
+                for value in raw {
+                    let Some(s) = value.to_str() else { continue };
+                    if let Err(why) = text::check(s, shape) {
+                        return Err(refuse(cli_name(args, id), why));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every string inside a JSON value.
+fn each_string(v: &serde_json::Value, f: &mut dyn FnMut(&str)) {
+    match v {
+        serde_json::Value::String(s) => f(s),
+        serde_json::Value::Array(items) => items.iter().for_each(|i| each_string(i, f)),
+        serde_json::Value::Object(map) => map.values().for_each(|i| each_string(i, f)),
+        _ => {}
+    }
+}
+
+/// How the CLI spells argument `id`: `--long-flag`, or the positional's value name.
+fn cli_name(args: fn(clap::Command) -> clap::Command, id: &str) -> String {
+    let cmd = args(clap::Command::new("dacli"));
+    let Some(arg) = cmd.get_arguments().find(|a| a.get_id() == id) else {
+        return id.to_string();
+    };
+    if let Some(long) = arg.get_long() {
+        return format!("--{long}");
+    }
+    arg.get_value_names()
+        .and_then(|names| names.first())
+        .map(|n| n.to_string())
+        .unwrap_or_else(|| id.to_uppercase())
 }
 
 /// Lets a request raise its class from flags (`doctor --fix` mutates, `doctor` reads) and say

@@ -42,6 +42,16 @@ pub struct Ctx<'t> {
     notices: RefCell<Vec<String>>,
     /// Held by a long-lived front end for its whole life (see [`Ctx::hold_agent_session`]).
     session: OnceCell<crate::store::LockGuard>,
+    /// What the front end attached to the call running now (see [`Ctx::attach_call`]).
+    call: RefCell<CallHooks>,
+}
+
+/// The front end's handles on one running call: a token that stops its child processes and
+/// where its progress goes. The CLI attaches none.
+#[derive(Clone, Default)]
+pub struct CallHooks {
+    pub cancel: Option<crate::exec::Cancel>,
+    pub progress: Option<super::ProgressSink>,
 }
 
 impl<'t> Ctx<'t> {
@@ -78,7 +88,25 @@ impl<'t> Ctx<'t> {
             warnings: RefCell::new(Vec::new()),
             notices: RefCell::new(Vec::new()),
             session: OnceCell::new(),
+            call: RefCell::new(CallHooks::default()),
         }
+    }
+
+    /// A context for another thread of the same front end (the MCP server's read lanes): the
+    /// same table, environment, start directory and output mode, its own caches and call
+    /// state. Under `DACLI_TEST_SEED` its random source starts from a seed of its own, derived
+    /// from `n`, so that two threads never mint the same id.
+    pub fn sibling(&self, n: u64) -> Ctx<'t> {
+        let ctx = Ctx::new(
+            self.table,
+            self.env.clone(),
+            self.start_arg.clone(),
+            self.output,
+        );
+        if let Rng::Seeded(seed) = &mut *ctx.rng.borrow_mut() {
+            *seed ^= n.wrapping_mul(0xD1B5_4A32_D192_ED03);
+        }
+        ctx
     }
 
     /// The command table (for `completions` and `capabilities`).
@@ -297,10 +325,44 @@ impl<'t> Ctx<'t> {
         self.warnings.borrow_mut().extend(problems);
     }
 
-    /// A spinner on stderr for work that may take more than a second; silent off a terminal,
-    /// with `--json` or `--quiet`. Stops when dropped.
+    /// Progress of work that may take more than a second: a spinner on stderr (silent off a
+    /// terminal, with `--json` or `--quiet`) and steps to the call's progress sink, if the
+    /// front end attached one. Stops when dropped.
     pub fn progress(&self, label: impl Into<String>) -> super::Progress {
-        super::Progress::start(label.into(), !self.output.json && !self.output.quiet)
+        self.progress_of(label, None)
+    }
+
+    /// [`Ctx::progress`] of work in `total` parts, advanced with [`super::Progress::advance`].
+    pub fn progress_of(&self, label: impl Into<String>, total: Option<u64>) -> super::Progress {
+        let sink = self.call.borrow().progress.clone();
+        super::Progress::start(
+            label.into(),
+            total,
+            !self.output.json && !self.output.quiet,
+            sink,
+        )
+    }
+
+    /// Progress steps for the call's sink only, without a spinner: for work whose own output
+    /// already streams to the terminal (a shortcut run by the CLI).
+    pub fn progress_unseen(&self, label: impl Into<String>) -> super::Progress {
+        let sink = self.call.borrow().progress.clone();
+        super::Progress::start(label.into(), None, false, sink)
+    }
+
+    /// Attaches the front end's handles to the call about to run; [`Ctx::detach_call`] removes
+    /// them when it ends.
+    pub fn attach_call(&self, hooks: CallHooks) {
+        *self.call.borrow_mut() = hooks;
+    }
+
+    pub fn detach_call(&self) {
+        *self.call.borrow_mut() = CallHooks::default();
+    }
+
+    /// The token that stops the running call's child processes, if the front end can cancel.
+    pub fn cancel_token(&self) -> Option<crate::exec::Cancel> {
+        self.call.borrow().cancel.clone()
     }
 
     /// A diagnostic for stderr (never part of the JSON document).

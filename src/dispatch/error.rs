@@ -107,6 +107,11 @@ impl From<workspace::Error> for Error {
                 "no dacli workspace here or in any parent directory",
             )
             .hint("run `dacli init` at the root of your git repository, or pass `-C <dir>`"),
+            e @ workspace::Error::NotADirectory { .. } => {
+                Error::new(ErrorKind::Operational, "E_NOT_A_WORKSPACE", e.to_string()).hint(
+                    "move it away or remove it, then run `dacli init`; nothing was read or written",
+                )
+            }
             e @ workspace::Error::NotARepo { .. } => {
                 Error::new(ErrorKind::Operational, "E_NOT_A_REPO", e.to_string())
                     .hint("run `git init` first, or pass `-C <dir>` inside a git work tree")

@@ -14,12 +14,17 @@ pub mod text;
 pub mod tools;
 pub mod usage;
 
-pub use command::{Class, Classify, Command, Input, Mcp, Needs, Reply, Table};
-pub use ctx::{Ctx, Output};
+pub use command::{
+    Class, Classify, Command, Input, MULTI_LINE, Mcp, Needs, Reply, Table, shape_of,
+};
+pub use ctx::{CallHooks, Ctx, Output};
 pub use env::{Env, holds_workspace_token};
 pub use error::{Error, ErrorKind};
 pub use identity::{Identity, IdentitySource};
-pub use progress::Progress;
+pub use progress::{Progress, ProgressSink, Step};
+
+/// The token a front end sets to stop a running call's child processes.
+pub use crate::exec::Cancel;
 
 pub use crate::model::Refusal;
 use crate::store::Problem;

@@ -18,19 +18,24 @@ pub fn table(rows: &[Vec<String>], right: &[usize]) -> String {
         let cells: Vec<String> = row
             .iter()
             .enumerate()
-            .map(|(c, cell)| {
-                let w = widths[c];
-                if right.contains(&c) {
-                    format!("{cell:>w$}")
-                } else {
-                    format!("{cell:<w$}")
-                }
-            })
+            .map(|(c, cell)| pad(cell, widths[c], right.contains(&c)))
             .collect();
         out.push_str(cells.join("  ").trim_end());
         out.push('\n');
     }
     out
+}
+
+/// `cell` padded with spaces to `width` characters, on the left when `right`-aligned. By hand,
+/// not with a format width: `format!` panics on a width above 65,535, and a stored title may
+/// be longer than any limit a writer keeps.
+pub fn pad(cell: &str, width: usize, right: bool) -> String {
+    let fill = " ".repeat(width.saturating_sub(cell.chars().count()));
+    if right {
+        format!("{fill}{cell}")
+    } else {
+        format!("{cell}{fill}")
+    }
 }
 
 /// A time relative to `now` for human text: `just now`, `5m ago`, `3h ago`, `2d ago`, or
@@ -83,5 +88,11 @@ mod tests {
             vec!["ab".to_string(), "10".to_string()],
         ];
         assert_eq!(super::table(&rows, &[1]), "NAME   N\nab    10\n");
+        let long = "x".repeat(70_000);
+        let rows = vec![
+            vec!["T".to_string(), "N".to_string()],
+            vec![long.clone(), "1".into()],
+        ];
+        assert!(super::table(&rows, &[1]).starts_with(&format!("T{}  N\n", " ".repeat(69_999))));
     }
 }

@@ -3,8 +3,8 @@
 //! the tool, the command words of a `cli` call, the outcome class and the duration; never
 //! arguments, content or identity.
 
-use std::cell::RefCell;
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
@@ -16,7 +16,8 @@ pub struct UsageLine {
     /// When the call was answered (RFC 3339, UTC).
     pub at: String,
     pub tool: String,
-    /// For `cli`: the command words the argv named (`task show`), never its arguments.
+    /// For `cli`: the command words the argv named (`task show`), never its arguments; for
+    /// an argv that named no command, its words cut short and marked `(rejected)`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub argv: Option<String>,
     /// `done`, `refused` or `error`.
@@ -32,7 +33,8 @@ const ROLL_AT: u64 = 256 * 1024;
 /// The usage log of one server process: the file it appends to and how big it has grown.
 #[derive(Debug, Default)]
 pub struct UsageLog {
-    current: RefCell<Option<(PathBuf, u64)>>,
+    /// Shared by the server's call threads: one file, one line at a time.
+    current: Mutex<Option<(PathBuf, u64)>>,
 }
 
 impl UsageLog {
@@ -47,7 +49,10 @@ impl UsageLog {
         let mut text = serde_json::to_string(line)
             .map_err(|e| Error::internal(format!("cannot encode a usage line: {e}")))?;
         text.push('\n');
-        let mut current = self.current.borrow_mut();
+        let mut current = self
+            .current
+            .lock()
+            .map_err(|_| Error::internal("the usage log's lock was poisoned"))?;
         let (path, size) = match current.take() {
             Some((path, size)) if size < ROLL_AT => (path, size),
             _ => {

@@ -17,12 +17,48 @@ fn scrub(cmd: &mut Command) {
     }
 }
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
+
+/// A caller's request to stop a running command (an MCP client's `notifications/cancelled`):
+/// set from any thread, polled by the wait loops, which then kill the command's whole process
+/// group and return [`cancelled`].
+#[derive(Debug, Clone, Default)]
+pub struct Cancel(Arc<AtomicBool>);
+
+impl Cancel {
+    pub fn new() -> Cancel {
+        Cancel::default()
+    }
+
+    /// Asks every command waited on with this token to stop.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// The error a cancelled run returns: nothing it would have produced is reported.
+pub fn cancelled() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::Interrupted,
+        "cancelled by the caller; the command's process group was killed",
+    )
+}
+
+fn is_cancelled(cancel: Option<&Cancel>) -> bool {
+    cancel.is_some_and(Cancel::is_cancelled)
+}
 
 /// What a finished command did.
 #[derive(Debug, Clone)]
@@ -37,9 +73,17 @@ pub struct Ran {
     pub timed_out: bool,
 }
 
-/// Runs `command` with `sh -c` in `dir`, killing it after `timeout`. The command inherits no
-/// secret ([`SECRET_VARS`]), and its last line is redacted of tokens.
-pub fn run_shell(command: &str, dir: &Path, timeout: Duration) -> std::io::Result<Ran> {
+/// Runs `command` with `sh -c` in `dir`, killing it after `timeout`. With a `cancel` token it
+/// runs in its own process group, and the timeout or the cancel (then the result is
+/// [`cancelled`]) kills the whole group; without one it stays in the caller's group, so a
+/// terminal's Ctrl-C reaches it together with dacli. The command inherits no secret
+/// ([`SECRET_VARS`]), and its last line is redacted of tokens.
+pub fn run_shell(
+    command: &str,
+    dir: &Path,
+    timeout: Duration,
+    cancel: Option<&Cancel>,
+) -> std::io::Result<Ran> {
     #[allow(clippy::disallowed_methods, reason = "exec owns process spawning")]
     let mut cmd = Command::new("sh");
     cmd.arg("-c")
@@ -49,7 +93,18 @@ pub fn run_shell(command: &str, dir: &Path, timeout: Duration) -> std::io::Resul
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     scrub(&mut cmd);
+    let grouped = cancel.is_some();
+    if grouped {
+        own_group(&mut cmd);
+    }
     let mut child = cmd.spawn()?;
+    let stop = |child: &mut std::process::Child| {
+        if grouped {
+            kill_group(child.id());
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    };
     #[allow(
         clippy::disallowed_methods,
         reason = "a timeout needs a monotonic clock"
@@ -77,9 +132,12 @@ pub fn run_shell(command: &str, dir: &Path, timeout: Duration) -> std::io::Resul
         if let Some(status) = child.try_wait()? {
             break Some(status);
         }
+        if is_cancelled(cancel) {
+            stop(&mut child);
+            return Err(cancelled());
+        }
         if start.elapsed() >= timeout {
-            let _ = child.kill();
-            let _ = child.wait();
+            stop(&mut child);
             timed_out = true;
             break None;
         }
@@ -125,6 +183,9 @@ pub struct Spawn<'a> {
     pub env: Vec<(&'a str, Option<String>)>,
     /// Also copy the output to this process's stdout and stderr as it arrives.
     pub stream: bool,
+    /// Set by the caller to stop the run: the process group is killed, the result is
+    /// [`cancelled`].
+    pub cancel: Option<Cancel>,
 }
 
 /// What a command run with [`run_captured`] did. Memory stays bounded whatever it prints:
@@ -247,11 +308,7 @@ pub fn run_captured(spawn: &Spawn<'_>) -> std::io::Result<Captured> {
             None => cmd.env_remove(k),
         };
     }
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::CommandExt;
-        cmd.process_group(0);
-    }
+    own_group(&mut cmd);
     let mut child = cmd.spawn()?;
     #[allow(
         clippy::disallowed_methods,
@@ -286,6 +343,12 @@ pub fn run_captured(spawn: &Spawn<'_>) -> std::io::Result<Captured> {
     let status = loop {
         if let Some(status) = child.try_wait()? {
             break Some(status);
+        }
+        if is_cancelled(spawn.cancel.as_ref()) {
+            kill_group(child.id());
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(cancelled());
         }
         if start.elapsed() >= spawn.timeout {
             kill_group(child.id());
@@ -354,19 +417,30 @@ fn exit_code_of(status: std::process::ExitStatus) -> i64 {
     -1
 }
 
-/// Kills the process group `pgid` (the command and everything it started), through the
-/// shell's `kill`, which every POSIX system has.
+/// Starts the command as the leader of a new process group, so that [`kill_group`] reaches
+/// everything it starts (a background `sleep` included) and nothing else.
+fn own_group(cmd: &mut Command) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        cmd.process_group(0);
+    }
+    #[cfg(not(unix))]
+    let _ = cmd;
+}
+
+/// Kills the process group `pgid` (the command and everything it started). Only a group this
+/// module created is ever named: its leader's pid, never 0 or 1 (which would reach this
+/// process's own group or every process).
 fn kill_group(pgid: u32) {
     #[cfg(unix)]
     {
-        #[allow(clippy::disallowed_methods, reason = "exec owns process spawning")]
-        let _ = Command::new("sh")
-            .arg("-c")
-            .arg(format!("kill -s KILL -- -{pgid}"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+        use rustix::process::{Pid, Signal, kill_process_group};
+        if pgid > 1
+            && let Some(pid) = i32::try_from(pgid).ok().and_then(Pid::from_raw)
+        {
+            let _ = kill_process_group(pid, Signal::KILL);
+        }
     }
     #[cfg(not(unix))]
     let _ = pgid;
@@ -428,6 +502,7 @@ mod tests {
             timeout: Duration::from_millis(timeout_ms),
             env: vec![("DACLI_SHORTCUT", Some("t".into()))],
             stream: false,
+            cancel: None,
         })
         .expect("sh runs")
     }
@@ -464,6 +539,33 @@ mod tests {
         // A finished command whose leftover child holds the pipe cannot outlive the timeout.
         let ran = spawn("sleep 30 &", 300);
         assert!(ran.duration_ms < 10_000 && ran.timed_out);
+    }
+
+    #[test]
+    fn a_cancel_kills_the_whole_group_and_reports_nothing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let marker = dir.path().join("late");
+        let command = format!("(sleep 2; touch '{}') & sleep 30", marker.display());
+        let cancel = Cancel::new();
+        let setter = cancel.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            setter.cancel();
+        });
+        let got = run_captured(&Spawn {
+            command: &command,
+            dir: dir.path(),
+            timeout: Duration::from_secs(60),
+            env: Vec::new(),
+            stream: false,
+            cancel: Some(cancel.clone()),
+        });
+        let err = got.expect_err("a cancelled run has no result");
+        assert_eq!(err.kind(), std::io::ErrorKind::Interrupted);
+        let shell = run_shell(&command, dir.path(), Duration::from_secs(60), Some(&cancel));
+        assert!(shell.is_err(), "already cancelled: stopped at once");
+        std::thread::sleep(Duration::from_millis(2_500));
+        assert!(!marker.exists(), "the background child outlived the cancel");
     }
 }
 

@@ -1,7 +1,9 @@
 //! The `git` binary, for what gix does not do the way the user's git does: fetch (credential
-//! helpers, ssh config, `insteadOf`), `worktree remove` (never with `--force`) and
-//! `worktree prune`. Every child runs with `LC_ALL=C`, no prompt, no pager and a deadline;
-//! `--` precedes refs; only exit codes are interpreted, never English text.
+//! helpers, ssh config, `insteadOf`), `worktree remove` (never with `--force`),
+//! `worktree prune`, and the list of ignored files `worktree remove` would delete (asked of
+//! the same git that deletes them). Every child runs with `LC_ALL=C`, no prompt, no pager and
+//! a deadline; `--` precedes refs; only exit codes and `-z` porcelain output are interpreted,
+//! never English text.
 
 use std::io::Read;
 use std::path::Path;
@@ -61,6 +63,140 @@ pub fn worktree_prune(root: &Path) -> Result<(), Error> {
     )
 }
 
+/// An ignored file in a work tree: what `git worktree remove` deletes without a word.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Ignored {
+    /// Relative to the work tree, `/`-separated.
+    pub path: String,
+    /// Its size in bytes when listed (`None` when it could not be read).
+    pub bytes: Option<u64>,
+}
+
+/// Most ignored files listed; a tree with more is reported as having at least this many.
+pub const IGNORED_MOST: usize = 10_000;
+
+/// Every ignored file of the work tree at `path`, each file inside an ignored directory
+/// named on its own, sorted: `git status --ignored --untracked-files=all`, the same git that
+/// `git worktree remove` asks. A nested repository inside an ignored directory is listed as
+/// its directory.
+pub fn ignored_files(path: &Path) -> Result<Vec<Ignored>, Error> {
+    let out = output(
+        path,
+        &[
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--ignored=traditional",
+            "--untracked-files=all",
+            "--no-renames",
+        ],
+        LOCAL_DEADLINE,
+    )?;
+    let mut found = Vec::new();
+    for record in out.split(|b| *b == 0) {
+        let Some(rel) = record.strip_prefix(b"!! ") else {
+            continue;
+        };
+        let rel = String::from_utf8_lossy(rel).into_owned();
+        let bytes = std::fs::symlink_metadata(path.join(&rel))
+            .ok()
+            .map(|m| m.len());
+        found.push(Ignored { path: rel, bytes });
+        if found.len() >= IGNORED_MOST {
+            break;
+        }
+    }
+    found.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(found)
+}
+
+/// Runs `git -C root <args>` like [`run`] and returns its stdout (at most 64 MiB), read on a
+/// thread of its own so that a full pipe never stalls the child.
+fn output(root: &Path, args: &[&str], deadline: Duration) -> Result<Vec<u8>, Error> {
+    const MOST: u64 = 64 << 20;
+    let shown = args.join(" ");
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the git module owns git subprocesses"
+    )]
+    let mut child = Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(args)
+        .env("LC_ALL", "C")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GCM_INTERACTIVE", "never")
+        .env("GIT_PAGER", "cat")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| Error::Unavailable(e.to_string()))?;
+    let reader = child.stdout.take().map(|out| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let mut out = out;
+            let _ = out.by_ref().take(MOST).read_to_end(&mut buf);
+            // Drain the rest so the child can finish; it is not kept.
+            let _ = std::io::copy(&mut out, &mut std::io::sink());
+            buf
+        })
+    });
+    let status = wait(&mut child, &shown, deadline)?;
+    let stdout = reader.and_then(|r| r.join().ok()).unwrap_or_default();
+    finish(&mut child, status, shown)?;
+    Ok(stdout)
+}
+
+/// Waits for `child` until `deadline`, killing it past that.
+fn wait(
+    child: &mut std::process::Child,
+    shown: &str,
+    deadline: Duration,
+) -> Result<std::process::ExitStatus, Error> {
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "a child deadline needs a monotonic clock"
+    )]
+    let start = std::time::Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Ok(status),
+            Ok(None) if start.elapsed() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(Error::Timeout {
+                    args: shown.to_string(),
+                    seconds: deadline.as_secs(),
+                });
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            Err(e) => return Err(Error::Unavailable(e.to_string())),
+        }
+    }
+}
+
+/// The child's exit status as a result, with the last line of its stderr on failure.
+fn finish(
+    child: &mut std::process::Child,
+    status: std::process::ExitStatus,
+    shown: String,
+) -> Result<(), Error> {
+    let mut stderr = String::new();
+    if let Some(mut err) = child.stderr.take() {
+        let _ = err.by_ref().take(1 << 16).read_to_string(&mut stderr);
+    }
+    if status.success() {
+        Ok(())
+    } else {
+        Err(Error::Command {
+            args: shown,
+            code: status.code().unwrap_or(-1),
+            stderr: stderr.lines().last().unwrap_or("").trim().to_string(),
+        })
+    }
+}
+
 /// Runs `git -C root <args>` with the adapter's environment and deadline. Its stdout is not
 /// read (nothing here parses it), so a chatty child can never fill a pipe and stall.
 fn run(root: &Path, args: &[&str], deadline: Duration) -> Result<(), Error> {
@@ -84,37 +220,6 @@ fn run(root: &Path, args: &[&str], deadline: Duration) -> Result<(), Error> {
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| Error::Unavailable(e.to_string()))?;
-    #[allow(
-        clippy::disallowed_methods,
-        reason = "a child deadline needs a monotonic clock"
-    )]
-    let start = std::time::Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if start.elapsed() >= deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(Error::Timeout {
-                    args: shown,
-                    seconds: deadline.as_secs(),
-                });
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            Err(e) => return Err(Error::Unavailable(e.to_string())),
-        }
-    };
-    let mut stderr = String::new();
-    if let Some(mut err) = child.stderr.take() {
-        let _ = err.by_ref().take(1 << 16).read_to_string(&mut stderr);
-    }
-    if status.success() {
-        Ok(())
-    } else {
-        Err(Error::Command {
-            args: shown,
-            code: status.code().unwrap_or(-1),
-            stderr: stderr.lines().last().unwrap_or("").trim().to_string(),
-        })
-    }
+    let status = wait(&mut child, &shown, deadline)?;
+    finish(&mut child, status, shown)
 }

@@ -1,7 +1,8 @@
 //! L5: the only module that touches git. History, refs, ancestry, worktree listing and status
 //! go through gix ([`Repo`]); the network (fetch) and the porcelain gix does not have (worktree
-//! remove and prune) go through the `git` binary ([`cli`]), so credentials, ssh config and
-//! worktree safety checks behave exactly like the user's git.
+//! remove and prune, and the ignored files a removal deletes) go through the `git` binary
+//! ([`cli`]), so credentials, ssh config and worktree safety checks behave exactly like the
+//! user's git.
 
 pub mod cli;
 mod repo;

@@ -353,16 +353,50 @@ impl Events {
         }
     }
 
-    /// The whole event (frontmatter and body) of an entry, read from its file.
+    /// The whole event (frontmatter and body) of an entry, read from its file and verified
+    /// against its `checksum` in this call (FORMAT §14.1).
+    ///
+    /// The entry may be served from the cache, whose rule trusts a file by its stamp; what a
+    /// caller applies or shows comes from here, so a file rewritten since the entry was
+    /// extracted (in place, its times restored) is reported as `checksum`, never trusted. A
+    /// file that now names another event is reported as `id_mismatch`.
     pub fn load(&self, ws: &Workspace, ev: &EventEntry) -> Result<EventHead, objects::Error> {
         let path = ws.dir().join(ev.file());
-        let doc = objects::read_document(ws, &path)?;
+        let shown = ws.display(&path);
+        let bad = |reason: Reason, detail: String| {
+            objects::Error::malformed(Problem {
+                path: shown.clone(),
+                reason,
+                detail,
+            })
+        };
+        let bytes = ws.fs.read(&path)?;
+        let doc = Document::parse(&shown, &bytes).map_err(objects::Error::malformed)?;
+        if let Some(stored) = doc.front.get("checksum").and_then(|c| c.as_str())
+            && stored != super::checksum(&bytes)
+        {
+            return Err(bad(
+                Reason::Checksum,
+                "the content does not match `checksum`".into(),
+            ));
+        }
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        EventHead::parse(&doc.front, &doc.body, &name, &ws.display(&path))
-            .map_err(|e| objects::Error::malformed(field_problem(ws, &path, e)))
+        let head = EventHead::parse(&doc.front, &doc.body, &name, &shown)
+            .map_err(|e| objects::Error::malformed(field_problem(ws, &path, e)))?;
+        if head.id != ev.id()
+            || head.kind != ev.kind()
+            || head.created_by != ev.created_by()
+            || head.about.as_deref() != ev.about()
+        {
+            return Err(bad(
+                Reason::IdMismatch,
+                "the file no longer holds the event it was listed as".into(),
+            ));
+        }
+        Ok(head)
     }
 }
 

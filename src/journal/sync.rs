@@ -24,6 +24,10 @@ pub struct Synced {
     pub pending: Vec<Waiting>,
     pub notes: Vec<String>,
     pub receipt: Option<String>,
+    /// Files of this object's events that could not be used (a `checksum` that fails, a
+    /// file that no longer parses): neither applied nor receipted, and reported by the caller.
+    #[serde(skip)]
+    pub warnings: Vec<crate::store::Problem>,
 }
 
 /// A declined event in a sync report.
@@ -169,6 +173,7 @@ fn report_of(about: &str, f: &Folded) -> Synced {
             .collect(),
         notes: f.notes.iter().map(|id| format!("n-{id}")).collect(),
         receipt: None,
+        warnings: Vec::new(),
     }
 }
 
@@ -335,7 +340,10 @@ pub fn sync_all(
                 &scope.decline,
                 scope.dry_run,
             )?;
-            out.push(report);
+            out.push(Synced {
+                warnings: journal.warnings.clone(),
+                ..report
+            });
         } else if let Some(slug) = about.strip_prefix("p-") {
             let owner = objects::projects::list(ws)?
                 .items

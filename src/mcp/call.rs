@@ -13,11 +13,12 @@ use crate::dispatch::usage::{UsageLine, UsageLog};
 use crate::dispatch::{CallResult, Ctx, Error, ErrorKind, Input, Outcome, Table, envelope};
 use crate::model::Refusal;
 
-/// The long-lived state of one server process.
+/// The long-lived state of one server process, shared by its call threads; each thread runs
+/// calls with its own [`Ctx`].
 pub struct Server<'t> {
     pub table: &'t Table,
-    pub ctx: Ctx<'t>,
-    validator: Validator,
+    /// Shared by the call threads; a check takes microseconds.
+    validator: std::sync::Mutex<Validator>,
     usage: UsageLog,
     /// The `tools/list` array, built once: identical for every connection and identity.
     listing: Value,
@@ -34,12 +35,11 @@ pub struct Answer {
 }
 
 impl<'t> Server<'t> {
-    pub fn new(table: &'t Table, ctx: Ctx<'t>) -> Server<'t> {
+    pub fn new(table: &'t Table) -> Server<'t> {
         let listing = Value::Array(tools::registry().iter().map(Tool::listing).collect());
         Server {
             table,
-            ctx,
-            validator: Validator::new(),
+            validator: std::sync::Mutex::new(Validator::new()),
             usage: UsageLog::new(),
             listing,
             grammar: table.clap_root(),
@@ -53,13 +53,13 @@ impl<'t> Server<'t> {
 
     /// Runs one call of a known tool. A panic anywhere inside becomes an `E_INTERNAL` result
     /// and the server keeps serving.
-    pub fn call(&self, tool: &'static Tool, arguments: Option<&Value>) -> Value {
-        let started = self.ctx.now();
+    pub fn call(&self, ctx: &Ctx, tool: &'static Tool, arguments: Option<&Value>) -> Value {
+        let started = ctx.now();
         let guarded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            if self.ctx.env().get("DACLI_TEST_PANIC") == Some(tool.name) {
+            if ctx.env().get("DACLI_TEST_PANIC") == Some(tool.name) {
                 panic!("DACLI_TEST_PANIC asked for a panic in `{}`", tool.name);
             }
-            self.answer(tool, arguments)
+            self.answer(ctx, tool, arguments)
         }));
         let answer = guarded.unwrap_or_else(|_| Answer {
             result: failure(
@@ -70,25 +70,34 @@ impl<'t> Server<'t> {
             argv: None,
         });
         // Warnings and notices belong to the call that raised them.
-        let _ = self.ctx.take_warnings();
-        self.log_notices();
-        self.record(tool, &answer, started);
+        let _ = ctx.take_warnings();
+        log_notices(ctx);
+        self.record(ctx, tool, &answer, started);
         answer.result
     }
 
-    fn answer(&self, tool: &'static Tool, arguments: Option<&Value>) -> Answer {
-        let args = match check(&self.validator, tool, arguments) {
+    fn answer(&self, ctx: &Ctx, tool: &'static Tool, arguments: Option<&Value>) -> Answer {
+        let checked = match self.validator.lock() {
+            Ok(validator) => check(&validator, tool, arguments),
+            Err(_) => Err(Invalid {
+                field: String::new(),
+                message:
+                    "the schema validator is unusable after an earlier failure; restart the server"
+                        .into(),
+            }),
+        };
+        let args = match checked {
             Ok(args) => args,
             Err(invalid) => return schema_failure(&invalid),
         };
-        if self.carries_token(&args) {
+        if carries_token(ctx, &args) {
             return schema_failure(&Invalid {
                 field: String::new(),
                 message: "an argument carries an agent token of this workspace (your DACLI_AGENT or another agent's): identity is bound when the server starts and is never a parameter".into(),
             });
         }
         if tool.name == "cli" {
-            return super::escape::run(self, &args);
+            return super::escape::run(self, ctx, &args);
         }
         let built = match requests::build(tool.name, &args) {
             Ok(b) => b,
@@ -97,14 +106,14 @@ impl<'t> Server<'t> {
         let Some(cmd) = self.table.get(built.command) else {
             return unmapped(tool, built.command);
         };
-        let result = match self.ctx.recheck_identity() {
+        let result = match ctx.recheck_identity() {
             Ok(Some(refusal)) => Ok(Outcome::Refused(refusal)),
             Ok(None) => self
                 .table
-                .call(&self.ctx, cmd, Input::Json(built.request.clone())),
+                .call(ctx, cmd, Input::Json(built.request.clone())),
             Err(e) => Err(e),
         };
-        let warnings = self.ctx.take_warnings();
+        let warnings = ctx.take_warnings();
         let doc = envelope(&result, &warnings);
         let (result, outcome) = match result {
             Ok(Outcome::Done(reply)) => {
@@ -124,31 +133,8 @@ impl<'t> Server<'t> {
         }
     }
 
-    /// Whether any argument holds a token of this workspace: the one the server was launched
-    /// with, or any other agent's (a leaked token of another agent is just as secret). Results
-    /// echo arguments (a reference that matches nothing is quoted back), and results land in
-    /// transcripts: such a call is stopped before anything can repeat it.
-    fn carries_token(&self, args: &Map<String, Value>) -> bool {
-        let text = Value::Object(args.clone()).to_string();
-        let own = self.ctx.env().get("DACLI_AGENT");
-        if own.is_some_and(|t| !t.is_empty() && text.contains(t)) {
-            return true;
-        }
-        match self.ctx.ws() {
-            Ok(ws) => crate::dispatch::holds_workspace_token(ws, own, &text),
-            Err(_) => false,
-        }
-    }
-
-    fn log_notices(&self) {
-        let mut err = std::io::stderr().lock();
-        for n in self.ctx.take_notices() {
-            let _ = writeln!(err, "note: {n}");
-        }
-    }
-
-    fn record(&self, tool: &Tool, answer: &Answer, started: jiff::Timestamp) {
-        let now = self.ctx.now();
+    fn record(&self, ctx: &Ctx, tool: &Tool, answer: &Answer, started: jiff::Timestamp) {
+        let now = ctx.now();
         let ms = now
             .duration_since(started)
             .as_millis()
@@ -160,9 +146,32 @@ impl<'t> Server<'t> {
             outcome: answer.outcome.to_string(),
             ms,
         };
-        if let Err(e) = self.usage.record(&self.ctx, &line) {
+        if let Err(e) = self.usage.record(ctx, &line) {
             eprintln!("dacli mcp serve: usage record not written: {}", e.message);
         }
+    }
+}
+
+/// Whether any argument holds a token of this workspace: the one the server was launched with,
+/// or any other agent's (a leaked token of another agent is just as secret). Results echo
+/// arguments (a reference that matches nothing is quoted back), and results land in
+/// transcripts: such a call is stopped before anything can repeat it.
+fn carries_token(ctx: &Ctx, args: &Map<String, Value>) -> bool {
+    let text = Value::Object(args.clone()).to_string();
+    let own = ctx.env().get("DACLI_AGENT");
+    if own.is_some_and(|t| !t.is_empty() && text.contains(t)) {
+        return true;
+    }
+    match ctx.ws() {
+        Ok(ws) => crate::dispatch::holds_workspace_token(ws, own, &text),
+        Err(_) => false,
+    }
+}
+
+fn log_notices(ctx: &Ctx) {
+    let mut err = std::io::stderr().lock();
+    for n in ctx.take_notices() {
+        let _ = writeln!(err, "note: {n}");
     }
 }
 

@@ -5,11 +5,11 @@
 
 use serde_json::{Map, Value, json};
 
-use super::call::{Answer, Server, outcome_of, text};
-use crate::dispatch::{CallResult, Command, Error, Input, Mcp, Outcome, Refusal, envelope};
+use super::call::{Answer, Server, outcome_of, refused, text};
+use crate::dispatch::{CallResult, Command, Ctx, Error, Input, Mcp, Outcome, Refusal, envelope};
 
 /// Runs a `cli` call whose arguments passed the schema.
-pub fn run(server: &Server<'_>, args: &Map<String, Value>) -> Answer {
+pub fn run(server: &Server<'_>, ctx: &Ctx, args: &Map<String, Value>) -> Answer {
     let argv: Vec<String> = args
         .get("argv")
         .and_then(Value::as_array)
@@ -20,8 +20,8 @@ pub fn run(server: &Server<'_>, args: &Map<String, Value>) -> Answer {
                 .collect()
         })
         .unwrap_or_default();
-    let (result, words) = dispatch(server, &argv);
-    let warnings = server.ctx.take_warnings();
+    let (result, words) = dispatch(server, ctx, &argv);
+    let warnings = ctx.take_warnings();
     let doc = match &result {
         Reply::Help(data) => json!({"ok": true, "data": data}),
         Reply::Call(r) => envelope(r, &warnings),
@@ -30,11 +30,47 @@ pub fn run(server: &Server<'_>, args: &Map<String, Value>) -> Answer {
         Reply::Help(_) => "done",
         Reply::Call(r) => outcome_of(r),
     };
+    let result = match &result {
+        // A refusal reads the same whichever tier refused it: `{"refused": …}`.
+        Reply::Call(Ok(Outcome::Refused(r))) => refused(r),
+        _ => json!({"content": [text(&doc.to_string())], "isError": outcome == "error"}),
+    };
     Answer {
-        result: json!({"content": [text(&doc.to_string())], "isError": outcome == "error"}),
+        result,
         outcome,
-        argv: Some(words.unwrap_or_else(|| "?".into())),
+        argv: Some(words.unwrap_or_else(|| rejected(&argv))),
     }
+}
+
+/// How the usage record shows an argv that named no command (it did not parse, or was
+/// refused before parsing): the words themselves, each cut short, so the operator sees what
+/// agents keep getting wrong.
+fn rejected(argv: &[String]) -> String {
+    const WORD: usize = 40;
+    const ALL: usize = 160;
+    if argv.is_empty() {
+        return "(empty argv) (rejected)".into();
+    }
+    let mut shown = String::new();
+    for a in argv {
+        let mut word: String = a.chars().take(WORD).collect();
+        if word.len() < a.len() {
+            word.push('…');
+        }
+        if word.is_empty() || word.contains(char::is_whitespace) {
+            word = format!("{word:?}");
+        }
+        if !shown.is_empty() {
+            shown.push(' ');
+        }
+        shown.push_str(&word);
+        if shown.chars().count() > ALL {
+            shown = shown.chars().take(ALL).collect();
+            shown.push('…');
+            break;
+        }
+    }
+    format!("{shown} (rejected)")
 }
 
 enum Reply {
@@ -43,7 +79,7 @@ enum Reply {
 }
 
 /// Parses and runs argv; also returns the command words it named, for the usage record.
-fn dispatch(server: &Server<'_>, argv: &[String]) -> (Reply, Option<String>) {
+fn dispatch(server: &Server<'_>, ctx: &Ctx, argv: &[String]) -> (Reply, Option<String>) {
     // Decided on the words before parsing: `agent spawn` without its flags is still refused
     // for what it is, not for a missing flag.
     if let Some(cmd) = named(server, argv)
@@ -122,9 +158,9 @@ fn dispatch(server: &Server<'_>, argv: &[String]) -> (Reply, Option<String>) {
             spoken,
         );
     }
-    let result = match server.ctx.recheck_identity() {
+    let result = match ctx.recheck_identity() {
         Ok(Some(refusal)) => Ok(Outcome::Refused(refusal)),
-        Ok(None) => server.table.call(&server.ctx, cmd, Input::Cli(leaf)),
+        Ok(None) => server.table.call(ctx, cmd, Input::Cli(leaf)),
         Err(e) => Err(e),
     };
     (Reply::Call(result), spoken)

@@ -6,13 +6,18 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 /// The largest message accepted, newline excluded (spec MCP.md §1).
 pub const MAX_LINE: usize = 4 * 1024 * 1024;
 
+/// How much of an oversized line is kept to find its `id` in: a request names its id near
+/// its start, before the parameters that made it too long.
+pub const KEPT_PREFIX: usize = 64 * 1024;
+
 /// What the next read produced.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Line {
     /// A complete line, without its `\n` (and without a `\r` before it).
     Text(Vec<u8>),
-    /// A line longer than the cap; its bytes were discarded up to and including its `\n`.
-    TooLong,
+    /// A line longer than the cap; its bytes were discarded up to and including its `\n`,
+    /// except its first [`KEPT_PREFIX`] bytes (or fewer, with a cap below that), given here.
+    TooLong(Vec<u8>),
     /// End of input. A partial last line is dropped, never executed.
     Eof,
 }
@@ -23,6 +28,8 @@ pub struct Lines<R> {
     cap: usize,
     buf: Vec<u8>,
     discarding: bool,
+    /// The start of the oversized line being discarded.
+    prefix: Vec<u8>,
 }
 
 impl<R: AsyncBufRead + Unpin> Lines<R> {
@@ -32,6 +39,7 @@ impl<R: AsyncBufRead + Unpin> Lines<R> {
             cap,
             buf: Vec::new(),
             discarding: false,
+            prefix: Vec::new(),
         }
     }
 
@@ -50,15 +58,22 @@ impl<R: AsyncBufRead + Unpin> Lines<R> {
                 self.buf.extend_from_slice(&chunk[..take]);
             }
             let consumed = newline.map_or(take, |i| i + 1);
-            self.inner.consume(consumed);
             if over {
+                if !self.discarding {
+                    self.prefix = std::mem::take(&mut self.buf);
+                    self.prefix.truncate(KEPT_PREFIX);
+                }
+                let room = KEPT_PREFIX.saturating_sub(self.prefix.len()).min(take);
+                self.prefix.extend_from_slice(&chunk[..room]);
+                self.inner.consume(consumed);
                 self.buf = Vec::new();
                 self.discarding = newline.is_none();
                 if newline.is_some() {
-                    return Ok(Line::TooLong);
+                    return Ok(Line::TooLong(std::mem::take(&mut self.prefix)));
                 }
                 continue;
             }
+            self.inner.consume(consumed);
             if newline.is_some() {
                 let mut line = std::mem::take(&mut self.buf);
                 if line.last() == Some(&b'\r') {
@@ -113,7 +128,7 @@ mod tests {
             read_all(b"12345678\n123456789\nok\n", 8),
             vec![
                 Line::Text(b"12345678".to_vec()),
-                Line::TooLong,
+                Line::TooLong(b"123456789".to_vec()),
                 Line::Text(b"ok".to_vec()),
                 Line::Eof
             ]

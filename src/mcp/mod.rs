@@ -1,15 +1,20 @@
 //! L7: the MCP stdio server (spec MCP.md). One process per agent: the workspace and the
 //! identity are bound once, at launch, from the CLI's discovery rules and `DACLI_AGENT`;
-//! then one JSON-RPC message per line is read from stdin and answered on stdout, in order.
+//! then one JSON-RPC message per line is read from stdin and answered on stdout.
 //! Stdout carries the protocol and nothing else; diagnostics go to stderr.
 //!
-//! The loop is hand-rolled on a current-thread tokio runtime and serde_json: the official
-//! SDK transports read lines without a length limit, and the server needs none of their
-//! session machinery. Tool calls run the same commands through the same [`Table`] as the CLI.
+//! The reading loop is hand-rolled on a current-thread tokio runtime and serde_json: the
+//! official SDK transports read lines without a length limit, and the server needs none of
+//! their session machinery. It never waits for a tool call: `ping`, `tools/list` and the
+//! handshake are answered at once, tool calls run on [`lanes`] (writes one at a time in
+//! arrival order, reads beside them), and one writer thread puts every answer, progress
+//! notification and error on stdout, a whole line at a time. Tool calls run the same
+//! commands through the same [`Table`] as the CLI.
 #![deny(clippy::print_stdout)]
 
 mod call;
 mod escape;
+mod lanes;
 mod lines;
 mod protocol;
 mod requests;
@@ -17,8 +22,10 @@ mod schema;
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::mpsc;
 
-use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt, BufReader};
+use serde_json::Value;
+use tokio::io::{AsyncBufRead, BufReader};
 
 use crate::dispatch::{Ctx, Env, Error, Outcome, Output, Table, exit_code};
 
@@ -39,11 +46,11 @@ pub fn serve(table: &Table, env: Env, start: Option<PathBuf>) -> u8 {
         other => return refuse_start(other),
     }
     ctx.serve_many_calls();
-    // Reading stdin and writing stdout are the only blocking work, one of each at a time;
-    // without a cap, a fast stream of input grew the pool by a thread (and its stack) per
-    // read that overlapped the last one's hand-back.
+    // Reading stdin is the only blocking work of the runtime, one read at a time; without a
+    // cap, a fast stream of input grew the pool by a thread (and its stack) per read that
+    // overlapped the last one's hand-back.
     let runtime = match tokio::runtime::Builder::new_current_thread()
-        .max_blocking_threads(4)
+        .max_blocking_threads(2)
         .build()
     {
         Ok(rt) => rt,
@@ -52,18 +59,27 @@ pub fn serve(table: &Table, env: Env, start: Option<PathBuf>) -> u8 {
             return 1;
         }
     };
-    let server = call::Server::new(table, ctx);
-    let mut stdout = tokio::io::stdout();
-    runtime.block_on(run(
-        &server,
-        BufReader::new(tokio::io::stdin()),
-        &mut stdout,
-    ))
+    let server = call::Server::new(table);
+    let (code, _) = with_writer(std::io::stdout(), |out| {
+        std::thread::scope(|scope| {
+            let mut runner = lanes::Lanes::start(scope, &server, ctx, out.clone());
+            let code = runtime.block_on(run(
+                &server,
+                BufReader::new(tokio::io::stdin()),
+                &mut runner,
+                out,
+            ));
+            runner.finish();
+            code
+        })
+    });
+    code
 }
 
 /// One session over `input` as if it arrived on stdin: the same identity binding, bounded
-/// line reader, protocol and result mapping as [`serve`], with stdout collected. Returns the
-/// lines the server wrote and its exit code. For fuzzing and tests, which need the loop
+/// line reader, protocol and result mapping as [`serve`], with stdout collected. Calls run
+/// one after another on this thread, so the lines come out in a reproducible order. Returns
+/// the lines the server wrote and its exit code. For fuzzing and tests, which need the loop
 /// without a process.
 pub fn replay(table: &Table, env: Env, start: Option<PathBuf>, input: &[u8]) -> (Vec<String>, u8) {
     let output = Output {
@@ -78,11 +94,55 @@ pub fn replay(table: &Table, env: Env, start: Option<PathBuf>, input: &[u8]) -> 
     let Ok(runtime) = tokio::runtime::Builder::new_current_thread().build() else {
         return (Vec::new(), 1);
     };
-    let server = call::Server::new(table, ctx);
-    let mut out: Vec<u8> = Vec::new();
-    let code = runtime.block_on(run(&server, input, &mut out));
+    let server = call::Server::new(table);
+    let (code, out) = with_writer(Vec::<u8>::new(), |out| {
+        let mut runner = lanes::Inline {
+            server: &server,
+            ctx: &ctx,
+            out: out.clone(),
+        };
+        runtime.block_on(run(&server, input, &mut runner, out))
+    });
     let text = String::from_utf8_lossy(&out);
     (text.lines().map(str::to_string).collect(), code)
+}
+
+/// Where messages for stdout go: the one writer thread, which writes each as one line.
+pub(crate) type Outbox = mpsc::Sender<Value>;
+
+/// Runs `body` with an [`Outbox`] whose messages a writer thread writes to `sink`, one line
+/// each, until every sender is gone; returns `body`'s value and the sink. A sink that fails
+/// (the client closed its end) drops the rest: nobody is left to read them.
+fn with_writer<W, T>(sink: W, body: impl FnOnce(&Outbox) -> T) -> (T, W)
+where
+    W: Write + Send,
+{
+    let (tx, rx) = mpsc::channel::<Value>();
+    std::thread::scope(|scope| {
+        let writer = scope.spawn(move || {
+            let mut sink = sink;
+            let mut open = true;
+            for message in rx {
+                if !open {
+                    continue;
+                }
+                let mut text = message.to_string();
+                text.push('\n');
+                open = sink
+                    .write_all(text.as_bytes())
+                    .and_then(|()| sink.flush())
+                    .is_ok();
+            }
+            sink
+        });
+        let value = body(&tx);
+        drop(tx);
+        let sink = match writer.join() {
+            Ok(sink) => sink,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        (value, sink)
+    })
 }
 
 /// Binds the identity; `Some(exit code)` after telling stderr why the server cannot start.
@@ -116,17 +176,17 @@ fn refuse_start(outcome: Result<Option<crate::model::Refusal>, Error>) -> u8 {
     }
 }
 
-async fn run<R, W>(server: &call::Server<'_>, reader: R, stdout: &mut W) -> u8
+async fn run<R, L>(server: &call::Server<'_>, reader: R, runner: &mut L, out: &Outbox) -> u8
 where
     R: AsyncBufRead + Unpin,
-    W: AsyncWrite + Unpin,
+    L: lanes::Runner,
 {
     let mut input = lines::Lines::new(reader, lines::MAX_LINE);
     let mut session = protocol::Session::new(server);
     loop {
         let reply = match input.next().await {
             Ok(lines::Line::Text(bytes)) => session.on_line(&bytes),
-            Ok(lines::Line::TooLong) => session.on_too_long(),
+            Ok(lines::Line::TooLong(prefix)) => session.on_too_long(&prefix),
             Ok(lines::Line::Eof) => return 0,
             Err(e) => {
                 eprintln!("dacli mcp serve: cannot read stdin: {e}");
@@ -135,20 +195,14 @@ where
         };
         match reply {
             protocol::Reply::Send(message) => {
-                let mut text = message.to_string();
-                text.push('\n');
-                let written = async {
-                    stdout.write_all(text.as_bytes()).await?;
-                    stdout.flush().await
-                };
-                if written.await.is_err() {
-                    // The client closed its end: nobody is left to answer.
-                    return 0;
-                }
+                let _ = out.send(message);
             }
+            protocol::Reply::Call(job) => runner.submit(job),
+            protocol::Reply::Cancel(id) => runner.cancel(&id),
             protocol::Reply::Nothing => {}
             protocol::Reply::Quit(code, why) => {
                 eprintln!("dacli mcp serve: {why}");
+                runner.cancel_all();
                 return code;
             }
         }

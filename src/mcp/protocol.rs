@@ -13,7 +13,7 @@
 use serde_json::{Map, Value, json};
 
 use super::call::Server;
-use crate::dispatch::tools::{self, LEGACY_PROTOCOLS, MODERN_PROTOCOLS, PREFERRED_PROTOCOL};
+use crate::dispatch::tools::{self, LEGACY_PROTOCOLS, MODERN_PROTOCOLS, PREFERRED_PROTOCOL, Tool};
 
 const VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
 const CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
@@ -32,8 +32,59 @@ const INSTRUCTIONS: &str = "dacli is the shared workspace of a team of coding ag
 pub enum Reply {
     Send(Value),
     Nothing,
+    /// Run this tool call; its answer is [`Job::answer`] of the result, sent when it ends.
+    Call(Job),
+    /// The client gave up on the request with this id (`notifications/cancelled`).
+    Cancel(Value),
     /// Stop serving with this exit code, after saying why on stderr.
     Quit(u8, String),
+}
+
+/// A `tools/call` that passed the protocol checks, to be run off the reading thread.
+pub struct Job {
+    pub id: Value,
+    pub tool: &'static Tool,
+    pub arguments: Option<Value>,
+    /// `_meta.progressToken`: the call wants `notifications/progress`.
+    pub progress_token: Option<Value>,
+    modern: bool,
+}
+
+impl Job {
+    /// The JSON-RPC response carrying the call's MCP result.
+    pub fn answer(&self, mut result: Value) -> Value {
+        if self.modern
+            && let Some(r) = result.as_object_mut()
+        {
+            r.insert("resultType".into(), json!("complete"));
+        }
+        json!({"jsonrpc": "2.0", "id": self.id, "result": result})
+    }
+
+    /// The key under which the running call is found by a cancel naming its id.
+    pub fn key(&self) -> String {
+        request_key(&self.id)
+    }
+}
+
+/// A request id as a key: `1` and `"1"` are different requests.
+pub fn request_key(id: &Value) -> String {
+    id.to_string()
+}
+
+/// A `notifications/progress` message for the call that carried `token`.
+pub fn progress(token: &Value, progress: f64, total: Option<f64>, message: &str) -> Value {
+    let mut params = json!({"progressToken": token, "progress": progress, "message": message});
+    if let Some(t) = total {
+        params["total"] = json!(t);
+    }
+    json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
+}
+
+/// What a request produced: an answer now, or a call to run.
+enum Handled {
+    Now(Value),
+    Later(Job),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,18 +125,21 @@ impl<'s, 't> Session<'s, 't> {
         }
     }
 
-    /// A line over the cap; its bytes are already gone.
-    pub fn on_too_long(&mut self) -> Reply {
-        Reply::Send(error(
-            Value::Null,
-            fail(
-                -32600,
+    /// A line over the cap; only its first bytes are left, `prefix`. The error carries the
+    /// request's id when the prefix shows one, so the client's call ends rather than waits.
+    pub fn on_too_long(&mut self, prefix: &[u8]) -> Reply {
+        let mib = super::lines::MAX_LINE / (1024 * 1024);
+        let (id, message) = match id_in_prefix(prefix) {
+            Some(id) => (id, format!("message exceeds {mib} MiB; it was discarded")),
+            None => (
+                Value::Null,
                 format!(
-                    "message exceeds {} MiB; it was discarded",
-                    super::lines::MAX_LINE / (1024 * 1024)
+                    "message exceeds {mib} MiB; it was discarded, and no request `id` appears in its first {} KiB, so this error carries id null",
+                    super::lines::KEPT_PREFIX / 1024
                 ),
             ),
-        ))
+        };
+        Reply::Send(error(id, fail(-32600, message)))
     }
 
     /// One line of input.
@@ -125,10 +179,12 @@ impl<'s, 't> Session<'s, 't> {
 
     fn on_message(&mut self, m: Map<String, Value>) -> Reply {
         let id = m.get("id");
-        let id_ok = matches!(
-            id,
-            None | Some(Value::String(_)) | Some(Value::Number(_)) | Some(Value::Null)
-        );
+        // A null id is reserved for errors about messages whose id cannot be known; a
+        // request carrying it could not be told apart from them (JSON-RPC 2.0 §4).
+        let is_response =
+            !m.contains_key("method") && (m.contains_key("result") || m.contains_key("error"));
+        let id_ok = matches!(id, None | Some(Value::String(_)) | Some(Value::Number(_)))
+            || (is_response && id == Some(&Value::Null));
         let reply_id = if id_ok {
             id.cloned().unwrap_or(Value::Null)
         } else {
@@ -139,7 +195,7 @@ impl<'s, 't> Session<'s, 't> {
                 reply_id,
                 fail(
                     -32600,
-                    "not a JSON-RPC 2.0 message (`jsonrpc` must be \"2.0\", `id` a string or number)",
+                    "not a JSON-RPC 2.0 message (`jsonrpc` must be \"2.0\", `id` a string or number, never null)",
                 ),
             ));
         }
@@ -150,9 +206,17 @@ impl<'s, 't> Session<'s, 't> {
             }
             return Reply::Send(error(reply_id, fail(-32600, "missing `method`")));
         };
-        // Notifications (`notifications/initialized`, `notifications/cancelled`, unknown
-        // ones) need no answer, and nothing the server does depends on them.
+        // Notifications need no answer; of them only `notifications/cancelled` changes
+        // anything (`notifications/initialized` and unknown ones are ignored).
         let Some(id) = id.cloned() else {
+            if method == "notifications/cancelled"
+                && let Some(request) = m
+                    .get("params")
+                    .and_then(|p| p.get("requestId"))
+                    .filter(|r| r.is_string() || r.is_number())
+            {
+                return Reply::Cancel(request.clone());
+            }
             return Reply::Nothing;
         };
         let params = match m.get("params") {
@@ -162,17 +226,23 @@ impl<'s, 't> Session<'s, 't> {
                 return Reply::Send(error(id, fail(-32602, "`params` must be an object")));
             }
         };
-        Reply::Send(match self.request(method, params) {
-            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-            Err(f) => error(id, f),
-        })
+        match self.request(method, params) {
+            Ok(Handled::Now(result)) => {
+                Reply::Send(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+            }
+            Ok(Handled::Later(mut job)) => {
+                job.id = id;
+                Reply::Call(job)
+            }
+            Err(f) => Reply::Send(error(id, f)),
+        }
     }
 
     fn request(
         &mut self,
         method: &str,
         params: Option<&Map<String, Value>>,
-    ) -> Result<Value, Failure> {
+    ) -> Result<Handled, Failure> {
         if !matches!(
             method,
             "initialize" | "ping" | "server/discover" | "tools/list" | "tools/call"
@@ -180,8 +250,21 @@ impl<'s, 't> Session<'s, 't> {
             return Err(fail(-32601, format!("Method not found: {method}")));
         }
         if method == "initialize" {
+            if self.era != Era::Fresh {
+                return Err(fail(
+                    -32600,
+                    match self.era {
+                        Era::Legacy => {
+                            "already initialized: `initialize` is sent once per connection; start a new server process for a new session"
+                        }
+                        _ => {
+                            "this connection speaks the stateless protocol (requests carry `_meta`); `initialize` is not part of it"
+                        }
+                    },
+                ));
+            }
             self.era = Era::Legacy;
-            return Ok(initialize(params));
+            return Ok(Handled::Now(initialize(params)));
         }
         let meta = params
             .and_then(|p| p.get("_meta"))
@@ -191,11 +274,15 @@ impl<'s, 't> Session<'s, 't> {
             && let Some(meta) = stamped
         {
             self.modern(meta)?;
-            let mut result = self.method(method, params, true)?;
-            if let Some(r) = result.as_object_mut() {
-                r.insert("resultType".into(), json!("complete"));
-            }
-            return Ok(result);
+            return Ok(match self.method(method, params, true)? {
+                Handled::Now(mut result) => {
+                    if let Some(r) = result.as_object_mut() {
+                        r.insert("resultType".into(), json!("complete"));
+                    }
+                    Handled::Now(result)
+                }
+                later => later,
+            });
         }
         match (self.era, method) {
             (Era::Legacy, _) | (_, "ping") => self.method(method, params, false),
@@ -244,7 +331,7 @@ impl<'s, 't> Session<'s, 't> {
         method: &str,
         params: Option<&Map<String, Value>>,
         modern: bool,
-    ) -> Result<Value, Failure> {
+    ) -> Result<Handled, Failure> {
         let cache = |mut v: Value| {
             if modern && let Some(o) = v.as_object_mut() {
                 o.insert("ttlMs".into(), json!(TTL_MS));
@@ -253,29 +340,136 @@ impl<'s, 't> Session<'s, 't> {
             v
         };
         match method {
-            "ping" => Ok(json!({})),
-            "server/discover" => Ok(cache(json!({
+            "ping" => Ok(Handled::Now(json!({}))),
+            "server/discover" => Ok(Handled::Now(cache(json!({
                 "supportedVersions": tools::protocols(),
                 "capabilities": capabilities(),
                 "serverInfo": server_info(),
                 "instructions": INSTRUCTIONS,
-            }))),
-            "tools/list" => Ok(cache(json!({"tools": self.server.listing()}))),
-            _ => self.tools_call(params),
+            })))),
+            "tools/list" => Ok(Handled::Now(cache(json!({"tools": self.server.listing()})))),
+            _ => tools_call(params, modern).map(Handled::Later),
         }
     }
+}
 
-    fn tools_call(&self, params: Option<&Map<String, Value>>) -> Result<Value, Failure> {
-        let name = params
-            .and_then(|p| p.get("name"))
-            .and_then(Value::as_str)
-            .ok_or_else(|| fail(-32602, "`tools/call` needs `params.name`"))?;
-        let tool =
-            tools::find(name).ok_or_else(|| fail(-32602, format!("Unknown tool: {name}")))?;
-        Ok(self
-            .server
-            .call(tool, params.and_then(|p| p.get("arguments"))))
+fn tools_call(params: Option<&Map<String, Value>>, modern: bool) -> Result<Job, Failure> {
+    let name = params
+        .and_then(|p| p.get("name"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| fail(-32602, "`tools/call` needs `params.name`"))?;
+    let tool = tools::find(name).ok_or_else(|| fail(-32602, format!("Unknown tool: {name}")))?;
+    let progress_token = params
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get("progressToken"))
+        .filter(|t| t.is_string() || t.is_number())
+        .cloned();
+    Ok(Job {
+        id: Value::Null,
+        tool,
+        arguments: params.and_then(|p| p.get("arguments")).cloned(),
+        progress_token,
+        modern,
+    })
+}
+
+/// The `id` of the JSON object that `prefix` starts, when the prefix shows it whole: a
+/// string or number value of an `id` key at the top level. Nested objects (`params`) and
+/// string contents are skipped, so an `"id"` inside them is never taken for the request's.
+fn id_in_prefix(prefix: &[u8]) -> Option<Value> {
+    let mut i = 0;
+    let skip_ws = |i: &mut usize| {
+        while *i < prefix.len() && prefix[*i].is_ascii_whitespace() {
+            *i += 1;
+        }
+    };
+    // The end (exclusive) of the string starting at the quote at `start`.
+    let string_end = |start: usize| -> Option<usize> {
+        let mut j = start + 1;
+        while j < prefix.len() {
+            match prefix[j] {
+                b'\\' => j += 2,
+                b'"' => return Some(j + 1),
+                _ => j += 1,
+            }
+        }
+        None
+    };
+    skip_ws(&mut i);
+    if prefix.get(i) != Some(&b'{') {
+        return None;
     }
+    i += 1;
+    let mut depth = 1usize;
+    let mut expect_key = true;
+    while i < prefix.len() {
+        match prefix[i] {
+            b'"' => {
+                let end = string_end(i)?;
+                if depth == 1 && expect_key {
+                    let key: String = serde_json::from_slice(&prefix[i..end]).ok()?;
+                    let mut j = end;
+                    skip_ws(&mut j);
+                    if prefix.get(j) != Some(&b':') {
+                        return None;
+                    }
+                    j += 1;
+                    skip_ws(&mut j);
+                    if key == "id" {
+                        return value_at(prefix, j, string_end);
+                    }
+                    expect_key = false;
+                    i = j;
+                    continue;
+                }
+                i = end;
+            }
+            b'{' | b'[' => {
+                depth += 1;
+                i += 1;
+            }
+            b'}' | b']' => {
+                depth = depth.saturating_sub(1);
+                i += 1;
+            }
+            b',' => {
+                if depth == 1 {
+                    expect_key = true;
+                }
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// A complete string or number value starting at `at`.
+fn value_at(
+    prefix: &[u8],
+    at: usize,
+    string_end: impl Fn(usize) -> Option<usize>,
+) -> Option<Value> {
+    let end = match prefix.get(at)? {
+        b'"' => string_end(at)?,
+        b'-' | b'0'..=b'9' => {
+            let mut j = at + 1;
+            while j < prefix.len()
+                && matches!(prefix[j], b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-')
+            {
+                j += 1;
+            }
+            // A number running to the end of the prefix may have been cut.
+            if j == prefix.len() {
+                return None;
+            }
+            j
+        }
+        _ => return None,
+    };
+    serde_json::from_slice::<Value>(&prefix[at..end])
+        .ok()
+        .filter(|v| v.is_string() || v.is_number())
 }
 
 fn initialize(params: Option<&Map<String, Value>>) -> Value {
@@ -308,4 +502,31 @@ fn error(id: Value, f: Failure) -> Value {
         e["data"] = data;
     }
     json!({"jsonrpc": "2.0", "id": id, "error": e})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_id_of_a_cut_request_is_read_from_its_prefix() {
+        let cases: [(&str, Option<Value>); 7] = [
+            (
+                r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"x":"#,
+                Some(json!(7)),
+            ),
+            (
+                r#"{ "params": {"id": 1, "s": "\"id\": 2"}, "id" : "a\"b", "x"#,
+                Some(json!("a\"b")),
+            ),
+            (r#"{"method":"x","params":{"id":3,"big":"aaaa"#, None),
+            (r#"{"id":12"#, None),
+            (r#"{"id":null,"method":"ping"}"#, None),
+            (r#"[{"id":1}"#, None),
+            (r#"{"a":[{"id":1}],"id":-2.5,"#, Some(json!(-2.5))),
+        ];
+        for (prefix, want) in cases {
+            assert_eq!(id_in_prefix(prefix.as_bytes()), want, "{prefix}");
+        }
+    }
 }

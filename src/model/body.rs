@@ -42,6 +42,40 @@ fn heading_level(line: &str) -> usize {
     }
 }
 
+/// Why `text`, placed inside a section of a body, would change the body's structure: a line
+/// outside code that reads as a level-1 or level-2 heading (which opens a section or ends the
+/// one it is in), or a code fence it leaves open (which hides every section after it). `None`
+/// when the text reads back as itself. Read with the same rules as every reader here.
+pub fn forged_structure(text: &str) -> Option<String> {
+    let lines = lines_outside_code(text);
+    for (n, (_, line, in_code)) in lines.iter().enumerate() {
+        if !*in_code && matches!(heading_level(line), 1 | 2) {
+            return Some(format!(
+                "line {} reads as a section heading (`{}`); inside a field use `###` or deeper",
+                n + 1,
+                line.chars().take(40).collect::<String>()
+            ));
+        }
+    }
+    // A fence still open at the end swallows the rest of the body.
+    let mut fence: Option<(&str, &str)> = None;
+    for line in text.split('\n') {
+        match fence {
+            Some((open, _)) if line.starts_with(open) => fence = None,
+            Some(_) => {}
+            None if line.starts_with("```") => fence = Some(("```", line)),
+            None if line.starts_with("~~~") => fence = Some(("~~~", line)),
+            None => {}
+        }
+    }
+    fence.map(|(_, line)| {
+        format!(
+            "opens a code fence (`{}`) it does not close",
+            line.chars().take(40).collect::<String>()
+        )
+    })
+}
+
 /// The byte range of the content of the first structural section `name` (after its heading
 /// line, up to the next level-1 or level-2 heading), if the section exists.
 pub fn section_range(body: &str, name: &str) -> Option<Range<usize>> {

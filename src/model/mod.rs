@@ -18,6 +18,7 @@ pub mod runtime;
 pub mod shortcut;
 pub mod task;
 pub mod taskdoc;
+pub mod text;
 
 use std::fmt;
 

@@ -438,6 +438,14 @@ pub fn file_for(ws: &Workspace, project: &str, status: Status, number: u32, slug
 pub struct NewTask {
     status: Status,
     staged: crate::store::Staged,
+    warning: Option<crate::store::Problem>,
+}
+
+impl NewTask {
+    /// Why the file was not staged in `cache/` (which is unusable), for the caller to warn.
+    pub fn warning(&self) -> Option<crate::store::Problem> {
+        self.warning.clone()
+    }
 }
 
 /// Writes and flushes the file of a new task before its number is known (its content does
@@ -446,10 +454,28 @@ pub struct NewTask {
 /// the project's rows compare; [`create`] moves it into place.
 pub fn stage(ws: &Workspace, doc: &TaskDoc) -> Result<NewTask, Error> {
     let rendered = Document::new(doc.front.clone(), doc.body.clone()).render();
-    let staged = ws.fs.stage(&ws.path(&["cache"]), rendered.as_bytes())?;
+    let cache = ws.path(&["cache"]);
+    let (staged, warning) = match ws.fs.stage(&cache, rendered.as_bytes()) {
+        Ok(staged) => (staged, None),
+        // `cache/` is derived: one that is a file, a dangling symlink or read-only must not
+        // stop a write. The file is staged in the workspace directory instead (a temporary
+        // name there is what a crash leaves anywhere, and `doctor` sweeps it).
+        Err(e) => {
+            let staged = ws.fs.stage(ws.dir(), rendered.as_bytes())?;
+            let warning = crate::store::Problem {
+                path: ws.display(&cache),
+                reason: crate::store::Reason::CacheUnusable,
+                detail: format!(
+                    "{e}; the derived cache is skipped (results are unchanged); remove it and dacli rebuilds it"
+                ),
+            };
+            (staged, Some(warning))
+        }
+    };
     Ok(NewTask {
         status: doc.status,
         staged,
+        warning,
     })
 }
 

@@ -22,6 +22,9 @@ pub enum Reason {
     DuplicateId,
     Checksum,
     UnknownFolder,
+    /// `cache/` is not a usable directory (a file, a dangling symlink, read-only): it is
+    /// derived, so writes skip it and say so.
+    CacheUnusable,
 }
 
 impl Reason {
@@ -43,6 +46,7 @@ impl Reason {
             Reason::IdMismatch => "id_mismatch",
             Reason::DuplicateId => "duplicate_id",
             Reason::Checksum => "checksum",
+            Reason::CacheUnusable => "cache_unusable",
             Reason::UnknownFolder => "unknown_folder",
         }
     }

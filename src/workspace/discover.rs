@@ -38,10 +38,37 @@ impl Workspace {
             start: start.to_string_lossy().into_owned(),
         };
         let start = fs::canonicalize(start).map_err(|_| no_workspace())?;
-        let (root, dir) = locate(&start).ok_or_else(no_workspace)?;
+        let Some((root, dir)) = locate(&start) else {
+            // A `.dacli` that is a file where the workspace would be gets the answer `init`
+            // gives there, not a plain "no workspace".
+            return Err(start
+                .ancestors()
+                .find_map(blocking_dacli)
+                .unwrap_or_else(no_workspace));
+        };
         let fs = make_fs(root.clone(), dir.clone());
         Workspace::open(root, dir, fs)
     }
+}
+
+/// The error for `dir/.dacli` when it exists but is neither a directory nor a symlink: a
+/// regular file, a FIFO, a socket or a device. (A symlink that leads out of the work tree
+/// means "no workspace", FORMAT §4.4.)
+pub fn blocking_dacli(dir: &Path) -> Option<Error> {
+    let candidate = dir.join(".dacli");
+    let kind = fs::symlink_metadata(&candidate).ok()?.file_type();
+    if kind.is_dir() || kind.is_symlink() {
+        return None;
+    }
+    let what = if kind.is_file() {
+        "regular file"
+    } else {
+        "special file"
+    };
+    Some(Error::NotADirectory {
+        path: candidate.to_string_lossy().into_owned(),
+        what,
+    })
 }
 
 /// The workspace directory [`Workspace::discover`] opens for `start`, without opening it.

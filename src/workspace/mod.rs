@@ -11,7 +11,7 @@ pub mod names;
 use std::path::{Path, PathBuf};
 
 pub use config::{Config, SUPPORTED_FORMAT};
-pub use discover::{find_work_tree, is_workspace_dir, locate_dir};
+pub use discover::{blocking_dacli, find_work_tree, is_workspace_dir, locate_dir};
 
 use crate::store::{self, Fs};
 
@@ -23,6 +23,10 @@ pub const STATUS_FOLDERS: [&str; 4] = ["open", "active", "blocked", "done"];
 pub enum Error {
     #[error("no dacli workspace at or above {start}")]
     NoWorkspace { start: String },
+    /// A `.dacli` that is not a directory (a regular file, a FIFO) where a workspace would be:
+    /// neither a workspace nor a place `init` may create one.
+    #[error("{path} is a {what}, not a dacli workspace directory")]
+    NotADirectory { path: String, what: &'static str },
     #[error("{path} is not inside a git work tree")]
     NotARepo { path: String },
     #[error("{path} already holds a dacli workspace")]

@@ -1683,15 +1683,20 @@ fn mcp_as(
     let out = child.wait_with_output().expect("exits");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(!stdout.contains(TOKEN) && !String::from_utf8_lossy(&out.stderr).contains(TOKEN));
+    // Reads run beside writes, so answers may arrive out of request order: match by id.
     let mut results = Vec::new();
     for line in stdout.lines() {
         let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
-        if v["id"].as_i64().is_some_and(|id| id >= 10) {
+        if let Some(id) = v["id"].as_i64().filter(|id| *id >= 10) {
             assert_eq!(v["result"]["isError"], false, "{v}");
             let text = v["result"]["content"][0]["text"].as_str().expect("text");
-            results.push(serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}")));
+            let parsed: Value =
+                serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"));
+            results.push((id, parsed));
         }
     }
+    results.sort_by_key(|(id, _)| *id);
+    let results: Vec<Value> = results.into_iter().map(|(_, v)| v).collect();
     assert_eq!(results.len(), calls.len(), "{stdout}");
     results
 }

@@ -7,12 +7,13 @@ use std::path::{Path, PathBuf};
 #[path = "../../fuzz/props.rs"]
 mod props;
 
-const TARGETS: [&str; 5] = [
+const TARGETS: [&str; 6] = [
     "frontmatter",
     "mcp_lines",
     "path_safety",
     "event_fold",
     "argv",
+    "renderers",
 ];
 
 /// Every seed and regression input of `target`, sorted by path.
@@ -75,6 +76,19 @@ fn f4_event_fold_seeds_and_findings_replay() {
 #[test]
 fn f5_argv_seeds_and_findings_replay() {
     replay("argv", props::argv);
+}
+
+/// F6 replays its own inputs and, since every stored file is what a renderer may meet, the
+/// stored-data inputs of F1 too.
+#[test]
+fn f6_renderers_seeds_and_findings_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    props::renderers_workspace(dir.path());
+    let own = replay("renderers", |b| props::renderers(dir.path(), b));
+    let stored = replay("frontmatter", |b| props::renderers(dir.path(), b));
+    assert!(own >= 4 && stored >= 10, "{own} + {stored} inputs");
+    let views = props::renderer_argvs(&dacli::commands::table()).len();
+    eprintln!("F6: {own} + {stored} inputs, {views} human views each");
 }
 
 #[test]

@@ -744,9 +744,24 @@ pub fn mcp_batch_as(repo: &Repo, input: &[u8], token: Option<&str>) -> (i32, Vec
         .collect();
     (
         out.status.code().unwrap_or(-1),
-        replies,
+        in_request_order(replies),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// Reads run beside writes, so answers may arrive out of request order: the answers with
+/// numeric ids are put back in id order, in the places answers with ids took; id-less
+/// errors stay where they arrived.
+fn in_request_order(mut replies: Vec<Value>) -> Vec<Value> {
+    let places: Vec<usize> = (0..replies.len())
+        .filter(|&i| replies[i]["id"].is_i64())
+        .collect();
+    let mut numbered: Vec<Value> = places.iter().map(|&i| replies[i].take()).collect();
+    numbered.sort_by_key(|v| v["id"].as_i64());
+    for (i, v) in places.into_iter().zip(numbered) {
+        replies[i] = v;
+    }
+    replies
 }
 
 /// The `error.code` a tool result carries (`isError: true`).
@@ -1168,9 +1183,17 @@ fn h40_a_hostile_note_renders_only_inside_its_quote() {
         "--severity",
         "minor",
         "--body",
-        hostile,
+        "placeholder",
     ]);
     assert_eq!(code, 0, "{doc}");
+    // No front end writes such a body (a heading line is refused in a field): it arrives as
+    // a hand-edited or synced file, which is what the brief must render inert.
+    let path = repo
+        .path()
+        .join(doc["data"]["note"]["path"].as_str().unwrap());
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replace("placeholder", hostile)).unwrap();
+    let _ = std::fs::remove_dir_all(repo.path().join(".dacli/cache"));
     let (_, token) = agent(&repo, "reviewer", 2, "ro");
     let out = repo
         .dacli(&["context", "checkout/2"])

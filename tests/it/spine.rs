@@ -39,7 +39,7 @@ fn init_writes_exactly_the_documented_files() {
     let gitignore = std::fs::read_to_string(repo.ws(".gitignore")).unwrap();
     assert_eq!(
         gitignore,
-        "# written by dacli init\nruns/\n.locks/\ncache/\n.dacli-tmp-*\n"
+        "# written by dacli init\nruns/\n.locks/\ncache/\n.dacli-tmp-*\nworktrees/\n"
     );
     let config = std::fs::read_to_string(repo.ws("config.toml")).unwrap();
     assert!(

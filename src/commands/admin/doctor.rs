@@ -21,7 +21,8 @@ const STALE_AFTER_S: i64 = 600;
 #[derive(Debug, clap::Args, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Request {
-    /// Delete stale temp files (and nothing else); needs rw.
+    /// Delete stale temp files and add the missing lines to `.dacli/.gitignore` (and
+    /// nothing else); needs rw.
     #[arg(long)]
     #[serde(default)]
     fix: bool,
@@ -199,9 +200,12 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         Err(store::Error::Io { .. }) => BTreeSet::new(),
         Err(e) => return Err(e.into()),
     };
-    let missing: Vec<Item> = GITIGNORE
+    let absent: Vec<&str> = GITIGNORE
         .lines()
         .filter(|l| !l.starts_with('#') && !present.contains(*l))
+        .collect();
+    let missing: Vec<Item> = absent
+        .iter()
         .map(|l| Item {
             path: ws.display(&gitignore_path),
             reason: "gitignore_missing_line".into(),
@@ -227,10 +231,15 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     let github = github_token_check(ctx, ws);
 
     let mut fixed = 0;
+    let mut missing = missing;
     if req.fix {
         for (_, path) in &walk.stale {
             ws.fs.remove(path)?;
             fixed += 1;
+        }
+        if !absent.is_empty() {
+            fixed += add_gitignore_lines(ws, &gitignore_path)?;
+            missing.clear();
         }
     }
     let stale_items: Vec<Item> = if req.fix {
@@ -391,6 +400,40 @@ fn walk_dir(
 }
 
 /// Whether the object a lock file is named after still exists (FORMAT §4.3 lock names).
+/// Appends the lines of [`GITIGNORE`] that `.dacli/.gitignore` lacks, keeping every line it
+/// has (the user's own included), under the config lock. Returns how many were added.
+fn add_gitignore_lines(ws: &Workspace, path: &Path) -> Result<usize, Error> {
+    let _lock = ws.fs.lock(&ws.lock_path("config"))?;
+    let mut text = match ws.fs.read(path) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(store::Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            String::new()
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let present: BTreeSet<String> = text.lines().map(|l| l.trim().to_string()).collect();
+    let mut added = 0;
+    if text.is_empty() {
+        text.push_str(GITIGNORE.lines().next().unwrap_or_default());
+        text.push('\n');
+    }
+    for line in GITIGNORE.lines().filter(|l| !l.starts_with('#')) {
+        if present.contains(line) {
+            continue;
+        }
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(line);
+        text.push('\n');
+        added += 1;
+    }
+    if added > 0 {
+        ws.fs.replace(path, text.as_bytes())?;
+    }
+    Ok(added)
+}
+
 fn lock_target_exists(
     ws: &Workspace,
     stem: &str,
@@ -400,10 +443,14 @@ fn lock_target_exists(
     let Some((kind, key)) = stem.split_once('-') else {
         return matches!(stem, "config" | "archive");
     };
+    // Every lock kind dacli takes (`Workspace::lock_path` callers), each with what it guards.
     match kind {
-        "project" | "seq" | "glossary" => projects.contains(key),
+        // A project's record, sequence, glossary and status moves (`tasks::moves_lock`).
+        "project" | "seq" | "glossary" | "moves" => projects.contains(key),
         "task" => task_ids.contains(key),
-        "agent" => ws.path(&["agents", &format!("{key}.md")]).exists(),
+        // An agent's record, and its MCP session (`Ctx::hold_agent_session`).
+        "agent" | "mcp" => ws.path(&["agents", &format!("{key}.md")]).exists(),
+        "runtime" => ws.path(&["runtimes", &format!("{key}.md")]).exists(),
         "role" => ws.path(&["roles", &format!("{key}.md")]).exists(),
         "shortcut" => ws.path(&["shortcuts", &format!("{key}.md")]).exists(),
         "queue" => ws.path(&["queues", &format!("{key}.md")]).exists(),

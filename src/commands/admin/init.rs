@@ -11,8 +11,11 @@ use crate::objects::templates;
 use crate::store::{Document, TomlRecord};
 use crate::workspace::{SUPPORTED_FORMAT, find_work_tree};
 
-/// The five lines of `.dacli/.gitignore` (docs/FORMAT.md §21), in order.
-pub const GITIGNORE: &str = "# written by dacli init\nruns/\n.locks/\ncache/\n.dacli-tmp-*\n";
+/// The lines of `.dacli/.gitignore` (docs/FORMAT.md §21), in order. `worktrees/` holds the
+/// task worktrees, each a checkout of its own: without it a `git add -A` in the repository
+/// would add each one as an embedded repository.
+pub const GITIGNORE: &str =
+    "# written by dacli init\nruns/\n.locks/\ncache/\n.dacli-tmp-*\nworktrees/\n";
 
 /// Create a dacli workspace (`.dacli/`) at the root of the current git work tree.
 ///
@@ -83,6 +86,9 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         })?;
     let target = root.join(".dacli");
     let fs = ctx.make_fs(root.clone(), target.clone());
+    if let Some(blocked) = crate::workspace::blocking_dacli(&root) {
+        return Err(blocked.into());
+    }
     if std::fs::symlink_metadata(&target).is_ok() {
         return Err(Error::new(
             ErrorKind::Conflict,

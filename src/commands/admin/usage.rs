@@ -78,7 +78,11 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
             _ => outcomes.error += 1,
         }
         if l.tool == "cli" {
-            let argv = l.argv.clone().unwrap_or_else(|| "?".into());
+            // Written by a server that recorded no words for a rejected argv.
+            let argv = l
+                .argv
+                .clone()
+                .unwrap_or_else(|| "(argv not recorded)".into());
             *cli.entry(argv).or_insert(0) += 1;
         }
     }

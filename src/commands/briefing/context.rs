@@ -288,13 +288,7 @@ fn explain_table(candidates: &[Candidate]) -> String {
             .iter()
             .zip(widths)
             .enumerate()
-            .map(|(i, (cell, w))| {
-                if i == 1 || i == 3 {
-                    format!("{cell:>w$}")
-                } else {
-                    format!("{cell:<w$}")
-                }
-            })
+            .map(|(i, (cell, w))| crate::dispatch::text::pad(cell, w, i == 1 || i == 3))
             .collect();
         out.push_str(cells.join("  ").trim_end());
         out.push('\n');

@@ -75,6 +75,11 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
             dry_run: req.dry_run,
         },
     )?;
+    // An event whose file fails its checksum is left out of the fold, exactly as a cold
+    // read leaves it out; the reader hears about it.
+    for o in &objects {
+        ctx.warn_all(o.warnings.clone());
+    }
     let summary = Summary {
         applied: objects.iter().map(|o| o.applied.len()).sum(),
         rejected: objects.iter().map(|o| o.rejected.len()).sum(),

@@ -114,6 +114,8 @@ pub(super) struct Session<'c> {
     client: Client,
     ctx: &'c Ctx<'c>,
     source: TokenSource,
+    /// Reports, each second, that the GitHub calls of this session are still running.
+    _progress: crate::dispatch::Progress,
 }
 
 impl std::ops::Deref for Session<'_> {
@@ -189,6 +191,7 @@ pub(super) fn connect<'c>(
             client,
             ctx,
             source,
+            _progress: ctx.progress(format!("calling the GitHub API at {api_url}")),
         }),
         source,
     ))

@@ -37,7 +37,7 @@ pub(super) fn commands() -> Vec<Command> {
 }
 
 /// The longest text a flag may carry (COMMANDS.md §1.2 `<TEXT>`).
-const MAX_TEXT: usize = 64 * 1024;
+const MAX_TEXT: usize = crate::model::text::MAX_TEXT;
 
 /// Every project of the workspace, with the skipped files reported.
 fn all_projects(ctx: &Ctx, ws: &Workspace) -> Result<Vec<ProjectHead>, Error> {
@@ -182,16 +182,15 @@ fn acts_as_owner(ws: &Workspace, me: &str, owner: &str) -> bool {
 /// Checks a text flag: at most 64 KiB, and one line when it becomes a title, a list item or
 /// a glossary entry. Returns the trimmed text; `None` when it is empty.
 fn text(flag: &str, value: &str, one_line: bool) -> Result<Option<String>, Error> {
-    if value.len() > MAX_TEXT {
-        return Err(Error::usage(format!(
-            "{flag} is {} bytes; the limit is {MAX_TEXT}",
-            value.len()
-        )));
-    }
+    // The boundary check of every front end, again here for `--body-file`, whose text does
+    // not come through the arguments.
+    let shape = if one_line {
+        crate::model::text::Shape::OneLine
+    } else {
+        crate::model::text::Shape::Prose
+    };
+    crate::model::text::check(value, shape).map_err(|why| Error::usage(format!("{flag} {why}")))?;
     let trimmed = value.trim();
-    if one_line && trimmed.contains(['\n', '\r']) {
-        return Err(Error::usage(format!("{flag} must be one line")));
-    }
     Ok((!trimmed.is_empty()).then(|| trimmed.to_string()))
 }
 

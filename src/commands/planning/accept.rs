@@ -171,9 +171,7 @@ fn accept_one(
             .filter(|c| c.command.is_some() && !(c.checked && c.verified))
             .map(|c| (c.n, c.command.clone().unwrap_or_default()))
             .collect();
-        let spinner = ctx.progress(format!("verifying {} criterion(s)", commands.len()));
-        let verified = verify_all(ws.root(), &commands, 600);
-        drop(spinner);
+        let verified = verify_all(ctx, ws.root(), &commands, 600);
         let verified = match verified? {
             Ok(v) => v,
             Err(refused) => return Ok(Err(refused)),
@@ -331,6 +329,7 @@ fn run_test(ctx: &Ctx, id: &str, name: &str) -> Result<Result<Ran, Refusal>, Err
         timeout: Duration::from_secs(1800),
         env,
         stream: false,
+        cancel: ctx.cancel_token(),
     })
     .map_err(|e| {
         Error::new(

@@ -166,9 +166,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         .iter()
         .map(|c| (c.n, c.command.clone().unwrap_or_default()))
         .collect();
-    let spinner = ctx.progress(format!("verifying {} criterion(s)", commands.len()));
-    let verifications = verify_all(ws.root(), &commands, req.timeout);
-    drop(spinner);
+    let verifications = verify_all(ctx, ws.root(), &commands, req.timeout);
     let verifications = match verifications? {
         Ok(v) => v,
         Err(refused) => return Ok(Outcome::Refused(refused)),
@@ -284,24 +282,34 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     }))
 }
 
-/// Runs each criterion's own command (`sh -c`, in the work-tree root); the first failure is
-/// the `dod.verify_failed` refusal and nothing is recorded.
+/// Runs each criterion's own command (`sh -c`, in the work-tree root), reporting progress
+/// per criterion; the first failure is the `dod.verify_failed` refusal and nothing is
+/// recorded. A cancelled call stops the running command and records nothing either.
 pub(super) fn verify_all(
+    ctx: &Ctx,
     root: &std::path::Path,
     commands: &[(u32, String)],
     timeout: u64,
 ) -> Result<Result<Vec<(u32, Verify)>, Refusal>, Error> {
     let commit = crate::git::head_sha(root);
     let mut out = Vec::new();
-    for (n, command) in commands {
+    let total = commands.len() as u64;
+    let progress = ctx.progress_of(format!("verifying {total} criterion(s)"), Some(total));
+    let cancel = ctx.cancel_token();
+    for (done, (n, command)) in commands.iter().enumerate() {
+        progress.advance(
+            done as u64,
+            format!("verifying criterion {n} ({} of {total})", done + 1),
+        );
         let ran =
-            crate::exec::run_shell(command, root, Duration::from_secs(timeout)).map_err(|e| {
-                Error::new(
-                    crate::dispatch::ErrorKind::Operational,
-                    "E_COMMAND_FAILED",
-                    format!("cannot run `{command}`: {e}"),
-                )
-            })?;
+            crate::exec::run_shell(command, root, Duration::from_secs(timeout), cancel.as_ref())
+                .map_err(|e| {
+                    Error::new(
+                        crate::dispatch::ErrorKind::Operational,
+                        "E_COMMAND_FAILED",
+                        format!("cannot run `{command}`: {e}"),
+                    )
+                })?;
         if ran.exit_code != 0 {
             let why = if ran.timed_out {
                 format!("timed out after {timeout} s")
@@ -331,6 +339,7 @@ pub(super) fn verify_all(
             },
         ));
     }
+    progress.advance(total, format!("verified {total} criterion(s)"));
     Ok(Ok(out))
 }
 

@@ -403,6 +403,7 @@ fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
             &new_doc(&req, &me, id, estimate.as_ref(), parent.as_deref(), &deps),
         )?,
     };
+    ctx.warn_all(new.warning());
     let created = tasks::create(ws, &project, &title_slug, new)?;
     let mut notices = Vec::new();
     if req.accept.is_empty() {

@@ -102,6 +102,11 @@ pub struct Request {
     #[arg(long, value_name = "DIGEST")]
     #[serde(default)]
     digest: Option<String>,
+    /// Retire worktrees that hold ignored files (`.env`, build output) too: the plan lists each
+    /// file, and applying it deletes exactly those; without this such a worktree is kept.
+    #[arg(long)]
+    #[serde(default)]
+    discard_ignored: bool,
     /// Resume this transaction.
     #[arg(long, value_name = "ID")]
     #[serde(default)]
@@ -208,6 +213,10 @@ pub struct Candidate {
     pub action: String,
     #[serde(default)]
     pub keep_reason: Option<String>,
+    /// A worktree's ignored files, each with its size: removing the worktree deletes them, so
+    /// the plan (and its digest) names every one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ignored_files: Vec<git::cli::Ignored>,
 }
 
 /// The plan: what was observed and what will be done. Its canonical JSON is digested.
@@ -464,6 +473,7 @@ fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, 
         mainline: mainline.as_ref(),
         tasks: &world.tasks,
         project: project.as_deref(),
+        discard_ignored: req.discard_ignored,
     };
     let checked_out = repo.checked_out()?;
     let mut candidates = Vec::new();
@@ -551,6 +561,7 @@ struct Env<'a> {
     mainline: Option<&'a HashSet<String>>,
     tasks: &'a [Located],
     project: Option<&'a str>,
+    discard_ignored: bool,
 }
 
 impl Env<'_> {
@@ -741,6 +752,7 @@ fn branch_candidate(
         proofs,
         action: String::new(),
         keep_reason: None,
+        ignored_files: Vec::new(),
     })))
 }
 
@@ -829,6 +841,46 @@ fn worktree_candidate(
         ),
         Err(e) => Proof::new("clean_including_untracked", Err(e.to_string()), "", "dirty"),
     });
+    // `git worktree remove` deletes ignored files without a word; a `.env` or a local config
+    // is content a person may need. Such a tree is kept unless the caller asked for a plan
+    // that names each file, and applies that plan.
+    let mut ignored_files = Vec::new();
+    proofs.push(match git::cli::ignored_files(&wt.path).map(person_files) {
+        Ok(files) if files.is_empty() => {
+            Proof::new("no_unlisted_ignored_files", Ok(true), "", "ignored_files")
+        }
+        Ok(files) => {
+            let n = files.len();
+            let first = files[0].path.clone();
+            ignored_files = files;
+            let more = if n > 1 {
+                format!(" and {} more", n - 1)
+            } else {
+                String::new()
+            };
+            if env.discard_ignored {
+                Proof::new(
+                    "no_unlisted_ignored_files",
+                    Ok(true),
+                    format!("{first}{more} listed; applying deletes them"),
+                    "ignored_files",
+                )
+            } else {
+                Proof::new(
+                    "no_unlisted_ignored_files",
+                    Ok(false),
+                    format!("{first}{more} ignored; preview with --discard-ignored to list and delete them"),
+                    "ignored_files",
+                )
+            }
+        }
+        Err(e) => Proof::new(
+            "no_unlisted_ignored_files",
+            Err(e.to_string()),
+            "",
+            "ignored_files",
+        ),
+    });
     let (reason, dead) = dead_reason(env, wt, task, tip.as_deref())?;
     proofs.extend(dead);
     Ok(Some(decide(Candidate {
@@ -843,7 +895,30 @@ fn worktree_candidate(
         proofs,
         action: String::new(),
         keep_reason: None,
+        ignored_files,
     })))
+}
+
+/// The ignored files of a worktree that a person may need: all but dacli's own machine-local
+/// data in the worktree's `.dacli/` (`cache/`, `.locks/`, `runs/` and temporary files), which
+/// is derived or runtime state (FORMAT §21) and changes whenever dacli runs there.
+fn person_files(files: Vec<git::cli::Ignored>) -> Vec<git::cli::Ignored> {
+    files
+        .into_iter()
+        .filter(|f| {
+            let Some(inner) = f.path.strip_prefix(".dacli/") else {
+                return true;
+            };
+            let runtime = ["cache/", ".locks/", "runs/"]
+                .iter()
+                .any(|d| inner.starts_with(d));
+            let temp = inner
+                .rsplit('/')
+                .next()
+                .is_some_and(|name| name.starts_with(crate::store::TEMP_PREFIX));
+            !(runtime || temp)
+        })
+        .collect()
 }
 
 /// Why a worktree is dead: its branch is gone (nothing but the clean checkout is lost), or
@@ -936,6 +1011,7 @@ fn registration_candidate(ctx: &Ctx, wt: &git::Worktree) -> Candidate {
         ],
         action: String::new(),
         keep_reason: None,
+        ignored_files: Vec::new(),
     })
 }
 
@@ -1029,6 +1105,7 @@ fn run_candidates(ctx: &Ctx, keep: usize) -> Result<Vec<Candidate>, Error> {
             proofs,
             action: String::new(),
             keep_reason: None,
+            ignored_files: Vec::new(),
         }));
     }
     Ok(out)
@@ -1062,11 +1139,23 @@ fn execute(
     let txn_id = run.txn.id().to_string();
     let mut results: Vec<Option<Done>> = Vec::new();
     let mut pruned = false;
+    let retiring = plan
+        .candidates
+        .iter()
+        .filter(|c| c.action == "retire")
+        .count() as u64;
+    let progress = ctx.progress_of(format!("retiring {retiring} candidate(s)"), Some(retiring));
+    let mut started = 0u64;
     for c in &plan.candidates {
         if c.action != "retire" {
             results.push(None);
             continue;
         }
+        progress.advance(
+            started,
+            format!("retiring {} {}", c.kind, c.path.as_deref().unwrap_or(&c.id)),
+        );
+        started += 1;
         let done = match c.kind.as_str() {
             "worktree" => retire_worktree(run, &root, c)?,
             "local_branch" => retire_branch(run, &root, c, &txn_id)?,
@@ -1347,11 +1436,18 @@ fn retire_worktree(run: &mut Run<'_, '_>, root: &Path, c: &Candidate) -> Result<
         _ => None,
     };
     let clean = git::cleanliness(&wt.path).is_ok_and(|c| c.is_clean());
-    if wt.locked || !clean || head_now != c.tip {
+    // The ignored files now must be exactly those the plan listed (and the caller accepted):
+    // one created or changed since the observation is not the caller's to lose.
+    let ignored_same = git::cli::ignored_files(&wt.path)
+        .map(person_files)
+        .is_ok_and(|now| now == c.ignored_files);
+    if wt.locked || !clean || !ignored_same || head_now != c.tip {
         let state = if wt.locked {
             "locked"
         } else if !clean {
             "dirty"
+        } else if !ignored_same {
+            "ignored_files_changed"
         } else {
             "moved"
         };

@@ -700,7 +700,10 @@ fn execute(
     let me = ctx.identity()?.agent.clone();
     let mut results: Vec<(Option<String>, Vec<String>)> = Vec::new();
     let mut items = Vec::new();
-    for r in &plan.repairs {
+    let total = plan.repairs.len() as u64;
+    let progress = ctx.progress_of(format!("applying {total} repair(s)"), Some(total));
+    for (done, r) in plan.repairs.iter().enumerate() {
+        progress.advance(done as u64, format!("repair {} of {total}", done + 1));
         let subj = subject(r);
         let done_before = run
             .txn

@@ -1111,6 +1111,11 @@ fn execute_moves(
     let ws = ctx.ws()?;
     let who = ctx.identity()?.agent.id.clone();
     let restoring = plan.operation == "restore";
+    let _progress = ctx.progress(format!(
+        "{} {} event file(s)",
+        if restoring { "restoring" } else { "moving" },
+        plan.moves.len()
+    ));
     let entries: Vec<Entry> = plan.moves.iter().map(entry_of).collect();
     if !restoring && plan.moves.is_empty() {
         // Nothing is eligible: no segment is made (an empty one would be noise forever).

@@ -395,6 +395,7 @@ fn spawn(
     shortcut: &str,
     task: Option<&str>,
 ) -> Result<Captured, Error> {
+    let _progress = ctx.progress_unseen(format!("running shortcut `{shortcut}`"));
     let mut env = vec![
         ("DACLI_SHORTCUT", Some(shortcut.to_string())),
         ("DACLI_TASK", task.map(str::to_string)),
@@ -406,6 +407,7 @@ fn spawn(
         timeout: Duration::from_secs(timeout),
         env,
         stream: !ctx.json(),
+        cancel: ctx.cancel_token(),
     })
     .map_err(|e| {
         Error::new(
