@@ -78,7 +78,7 @@ const PAYLOADS: &[&str] = &[
     "&&touch pwned",
     "&touch pwned&",
     "a\ntouch pwned",
-    "a\rtouch pwned",
+    "a\ttouch pwned",
     "'",
     "\"",
     "'; touch pwned; '",
