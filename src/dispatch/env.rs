@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 /// Variables dacli reads. The `DACLI_TEST_*` hooks pin the clock, the random source and a
 /// filesystem fault so that tests are deterministic; they are documented in docs/TESTING.md.
+/// Only a build with debug assertions obeys them (see [`TEST_HOOKS`]).
 /// `PATH` and `HOME` locate runtime binaries for `runtime doctor` (and shorten where one was
 /// found to `~/…` in its report).
 pub const READ_VARS: [&str; 17] = [
@@ -26,6 +27,14 @@ pub const READ_VARS: [&str; 17] = [
     "PATH",
     "HOME",
 ];
+
+/// The prefix of every test hook.
+pub const TEST_HOOK_PREFIX: &str = "DACLI_TEST_";
+
+/// Whether this build obeys the `DACLI_TEST_*` hooks: only a build with debug assertions (the
+/// test suite's). A release binary must not: a fixed seed would issue the same agent secret
+/// in every workspace, and a pinned clock would backdate claims, which win by time.
+pub const TEST_HOOKS: bool = cfg!(debug_assertions);
 
 /// A snapshot of the variables in [`READ_VARS`] and of the working directory.
 #[derive(Debug, Clone, Default)]
@@ -71,8 +80,12 @@ impl Env {
         Env { vars, cwd }
     }
 
-    /// The value of one of [`READ_VARS`]; `None` when unset.
+    /// The value of one of [`READ_VARS`]; `None` when unset. This is the one place test hooks
+    /// are handed out: a `DACLI_TEST_*` variable is always unset where [`TEST_HOOKS`] is off.
     pub fn get(&self, name: &str) -> Option<&str> {
+        if !TEST_HOOKS && name.starts_with(TEST_HOOK_PREFIX) {
+            return None;
+        }
         self.vars
             .iter()
             .find(|(k, _)| *k == name)
@@ -83,4 +96,34 @@ impl Env {
     pub fn is_set(&self, name: &str) -> bool {
         self.get(name).is_some_and(|v| !v.is_empty())
     }
+}
+
+/// Whether `text` holds a token of this workspace: the caller's own (`own`, matched as it
+/// is), or any agent's, found by hashing each token-shaped string in `text` and comparing it
+/// with every agent's stored `token_hash` (tokens are never stored, only their hashes).
+/// Agent records that cannot be read are skipped.
+pub fn holds_workspace_token(
+    ws: &crate::workspace::Workspace,
+    own: Option<&str>,
+    text: &str,
+) -> bool {
+    if own.is_some_and(|t| !t.is_empty() && text.contains(t)) {
+        return true;
+    }
+    let spans = crate::exec::token_spans(text.as_bytes());
+    if spans.is_empty() {
+        return false;
+    }
+    let Ok(agents) = crate::objects::agents::list(ws) else {
+        return false;
+    };
+    let hashes: std::collections::BTreeSet<String> = agents
+        .items
+        .into_iter()
+        .filter_map(|a| a.token_hash)
+        .collect();
+    spans.iter().any(|(s, e)| {
+        text.get(*s..*e)
+            .is_some_and(|t| hashes.contains(&crate::model::agent::token_hash(t)))
+    })
 }

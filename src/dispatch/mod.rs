@@ -19,7 +19,7 @@ pub use command::{
     Class, Classify, Command, Input, MULTI_LINE, Mcp, Needs, Reply, Table, shape_of,
 };
 pub use ctx::{CallHooks, Ctx, Output};
-pub use env::Env;
+pub use env::{Env, holds_workspace_token};
 pub use error::{Error, ErrorKind};
 pub use identity::{Identity, IdentitySource};
 pub use progress::{Progress, ProgressSink, Step};

@@ -28,18 +28,18 @@ pub struct ArgvRun {
 }
 
 /// Runs `program` (a path, not looked up) with `args`, no shell, stdin closed, in its own
-/// process group, with `DACLI_AGENT` removed from its environment (a probed program never
-/// sees the caller's token). At `timeout` the whole group is killed; processes the program
+/// process group, with every secret dacli reads removed from its environment (a probed
+/// program never sees the caller's token). At `timeout` the whole group is killed; processes the program
 /// left behind that still hold its pipes are killed at the same deadline, so the call never
 /// outlives its timeout by more than the kill itself.
 pub fn run_argv(program: &Path, args: &[String], timeout: Duration) -> std::io::Result<ArgvRun> {
     #[allow(clippy::disallowed_methods, reason = "exec owns process spawning")]
     let mut cmd = Command::new(program);
     cmd.args(args)
-        .env_remove("DACLI_AGENT")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    super::scrub(&mut cmd);
     #[cfg(unix)]
     {
         use std::os::unix::process::CommandExt;
@@ -108,8 +108,8 @@ pub fn run_argv(program: &Path, args: &[String], timeout: Duration) -> std::io::
         },
         timed_out,
         duration_ms: start.elapsed().as_millis() as u64,
-        stdout: out,
-        stderr: err,
+        stdout: super::redact::redact_bytes(&out),
+        stderr: super::redact::redact_bytes(&err),
         truncated,
     })
 }

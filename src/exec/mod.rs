@@ -5,8 +5,17 @@
 //! program by path with an argument vector and no shell.
 
 mod argv;
+mod redact;
 
 pub use argv::{ARGV_CAP, ArgvRun, Found, Stamp, run_argv, stamp, which};
+pub use redact::{REDACTED, Redactor, SECRET_VARS, redact, token_spans};
+
+/// Removes every secret dacli reads ([`SECRET_VARS`]) from a child's environment.
+fn scrub(cmd: &mut Command) {
+    for var in SECRET_VARS {
+        cmd.env_remove(var);
+    }
+}
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -67,7 +76,8 @@ pub struct Ran {
 /// Runs `command` with `sh -c` in `dir`, killing it after `timeout`. With a `cancel` token it
 /// runs in its own process group, and the timeout or the cancel (then the result is
 /// [`cancelled`]) kills the whole group; without one it stays in the caller's group, so a
-/// terminal's Ctrl-C reaches it together with dacli.
+/// terminal's Ctrl-C reaches it together with dacli. The command inherits no secret
+/// ([`SECRET_VARS`]), and its last line is redacted of tokens.
 pub fn run_shell(
     command: &str,
     dir: &Path,
@@ -82,6 +92,7 @@ pub fn run_shell(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    scrub(&mut cmd);
     let grouped = cancel.is_some();
     if grouped {
         own_group(&mut cmd);
@@ -136,7 +147,7 @@ pub fn run_shell(
     output.extend(err_thread.join().unwrap_or_default());
     let digest = Sha256::digest(&output);
     let hex = hex::encode(digest);
-    let text = String::from_utf8_lossy(&output);
+    let text = redact(&String::from_utf8_lossy(&output));
     let last_line = text
         .lines()
         .rev()
@@ -235,15 +246,34 @@ fn lossy_tail(bytes: &[u8]) -> String {
     String::from_utf8_lossy(&bytes[start..]).into_owned()
 }
 
-/// Drains one pipe: keeps its tail, feeds the shared sink and, when streaming, copies each
-/// chunk to `echo`.
+/// Drains one pipe: redacts tokens ([`Redactor`]), keeps the tail, feeds the shared sink and,
+/// when streaming, copies each chunk to `echo`. Everything downstream (tails, digest, byte
+/// count, the terminal) sees the redacted stream only.
 fn drain(
     mut pipe: impl Read,
     combined: &std::sync::Mutex<Combined>,
     mut echo: Option<Box<dyn std::io::Write + Send>>,
 ) -> Vec<u8> {
     let mut tail = std::collections::VecDeque::new();
+    let mut redactor = Redactor::default();
     let mut buf = [0u8; 8192];
+    let mut pass = |chunk: &[u8], echo: &mut Option<Box<dyn std::io::Write + Send>>| {
+        if chunk.is_empty() {
+            return;
+        }
+        push_tail(&mut tail, chunk, STREAM_TAIL);
+        if let Ok(mut c) = combined.lock() {
+            push_tail(&mut c.tail, chunk, COMBINED_TAIL);
+            c.hasher.update(chunk);
+            c.bytes += chunk.len() as u64;
+        }
+        if let Some(out) = echo.as_mut() {
+            // A closed terminal must not stop the command; the output is still captured.
+            if out.write_all(chunk).and_then(|()| out.flush()).is_err() {
+                *echo = None;
+            }
+        }
+    };
     loop {
         let n = match pipe.read(&mut buf) {
             Ok(0) => break,
@@ -251,20 +281,11 @@ fn drain(
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(_) => break,
         };
-        let chunk = &buf[..n];
-        push_tail(&mut tail, chunk, STREAM_TAIL);
-        if let Ok(mut c) = combined.lock() {
-            push_tail(&mut c.tail, chunk, COMBINED_TAIL);
-            c.hasher.update(chunk);
-            c.bytes += n as u64;
-        }
-        if let Some(out) = echo.as_mut() {
-            // A closed terminal must not stop the command; the output is still captured.
-            if out.write_all(chunk).and_then(|()| out.flush()).is_err() {
-                echo = None;
-            }
-        }
+        let ready = redactor.push(&buf[..n]);
+        pass(&ready, &mut echo);
     }
+    let rest = redactor.finish();
+    pass(&rest, &mut echo);
     tail.into_iter().collect()
 }
 
@@ -280,6 +301,7 @@ pub fn run_captured(spawn: &Spawn<'_>) -> std::io::Result<Captured> {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    scrub(&mut cmd);
     for (k, v) in &spawn.env {
         match v {
             Some(v) => cmd.env(k, v),
@@ -574,12 +596,13 @@ pub fn run_program(
     timeout: Duration,
 ) -> std::io::Result<ProgramOutput> {
     #[allow(clippy::disallowed_methods, reason = "exec owns process spawning")]
-    let mut child = Command::new(program)
-        .args(args)
+    let mut cmd = Command::new(program);
+    cmd.args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()?;
+        .stderr(Stdio::null());
+    scrub(&mut cmd);
+    let mut child = cmd.spawn()?;
     #[allow(
         clippy::disallowed_methods,
         reason = "a timeout needs a monotonic clock"

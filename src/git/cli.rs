@@ -213,6 +213,8 @@ fn run(root: &Path, args: &[&str], deadline: Duration) -> Result<(), Error> {
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("GCM_INTERACTIVE", "never")
         .env("GIT_PAGER", "cat")
+        // Hooks and credential helpers are repository code: they never see the agent token.
+        .env_remove("DACLI_AGENT")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -93,7 +93,7 @@ impl<'t> Server<'t> {
         if carries_token(ctx, &args) {
             return schema_failure(&Invalid {
                 field: String::new(),
-                message: "an argument carries your DACLI_AGENT token: identity is bound when the server starts and is never a parameter".into(),
+                message: "an argument carries an agent token of this workspace (your DACLI_AGENT or another agent's): identity is bound when the server starts and is never a parameter".into(),
             });
         }
         if tool.name == "cli" {
@@ -152,13 +152,19 @@ impl<'t> Server<'t> {
     }
 }
 
-/// Whether any argument holds the token the server was launched with. Results echo arguments
-/// (a reference that matches nothing is quoted back), and results land in transcripts: such a
-/// call is stopped before anything can repeat it.
+/// Whether any argument holds a token of this workspace: the one the server was launched with,
+/// or any other agent's (a leaked token of another agent is just as secret). Results echo
+/// arguments (a reference that matches nothing is quoted back), and results land in
+/// transcripts: such a call is stopped before anything can repeat it.
 fn carries_token(ctx: &Ctx, args: &Map<String, Value>) -> bool {
-    match ctx.env().get("DACLI_AGENT") {
-        Some(token) if !token.is_empty() => Value::Object(args.clone()).to_string().contains(token),
-        _ => false,
+    let text = Value::Object(args.clone()).to_string();
+    let own = ctx.env().get("DACLI_AGENT");
+    if own.is_some_and(|t| !t.is_empty() && text.contains(t)) {
+        return true;
+    }
+    match ctx.ws() {
+        Ok(ws) => crate::dispatch::holds_workspace_token(ws, own, &text),
+        Err(_) => false,
     }
 }
 

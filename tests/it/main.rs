@@ -35,5 +35,6 @@ mod store;
 mod support;
 mod team;
 mod templates;
+mod trust_exec;
 mod trust_misc;
 mod trust_text;

@@ -566,7 +566,11 @@ fn templates_and_dirs_are_validated_at_creation() {
         &repo,
         &["run", "test", "--dry-run", "--param", "flags=-v -x"],
     );
-    assert_eq!(dry["data"]["command"], "./run.sh 'unit' -v -x");
+    // Values travel in variables; the shown line is the exact command that runs.
+    assert_eq!(
+        dry["data"]["command"],
+        "env DACLI_P_suite='unit' DACLI_P_filter='' DACLI_P_flags='-v -x' sh -c './run.sh \"${DACLI_P_suite}\" ${DACLI_P_flags}'"
+    );
     let dry = ok(
         &repo,
         &[
@@ -579,7 +583,10 @@ fn templates_and_dirs_are_validated_at_creation() {
             "suite=it",
         ],
     );
-    assert_eq!(dry["data"]["command"], "./run.sh 'it' --filter 'a b' ");
+    assert_eq!(
+        dry["data"]["command"],
+        "env DACLI_P_suite='it' DACLI_P_filter='a b' DACLI_P_flags='' sh -c './run.sh \"${DACLI_P_suite}\" --filter \"${DACLI_P_filter}\" ${DACLI_P_flags}'"
+    );
 }
 
 #[test]

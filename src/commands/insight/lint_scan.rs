@@ -19,6 +19,7 @@ use crate::model::task::parse_log;
 use crate::model::taskdoc::strip_wikilink;
 use crate::objects::{field_problem, tasks};
 use crate::policy::lint::{self as rules, Finding, Receipt, Severity};
+use crate::policy::shortcut::{Template, TemplateError};
 use crate::store::{self, DirEntryKind, Document, Problem, Reason, TEMP_PREFIX, TomlRecord};
 use crate::workspace::Workspace;
 
@@ -425,7 +426,10 @@ fn per_file(
             ),
             Err(err) => c.problem(field_problem(ws, &e.file, err), None),
         },
-        Loc::Shortcut => c.rules(e, rules::shortcut_findings(front, e.stem(), roles)),
+        Loc::Shortcut => {
+            c.rules(e, rules::shortcut_findings(front, e.stem(), roles));
+            c.rules(e, template_findings(front, e.stem()));
+        }
         Loc::Queue => c.rules(e, rules::queue_findings(front, body, e.stem())),
         Loc::Project => c.rules(e, rules::project_findings(body)),
         Loc::Glossary => c.rules(e, rules::glossary_findings(front, body, e.seg(1))),
@@ -713,5 +717,23 @@ fn receipts(journal: &journal::Journal, entries: &[Entry], c: &mut Collector) {
             Finding::warning("receipt_disagreement", format!("this receipt {message}")),
             None,
         );
+    }
+}
+
+/// A stored shortcut whose template `shortcut add` would refuse: `unsafe_template` (error)
+/// when a placeholder stands where its value could run as code, `schema` for a template that
+/// does not parse. Such a shortcut never runs; this says so before anyone tries.
+fn template_findings(front: &DocumentMut, stem: &str) -> Vec<Finding> {
+    let Ok(s) = crate::model::shortcut::Shortcut::from_front(front, stem) else {
+        return Vec::new();
+    };
+    let declared: Vec<&str> = s.params.iter().map(|p| p.name.as_str()).collect();
+    match Template::parse(&s.command, &declared) {
+        Ok(_) => Vec::new(),
+        Err(e @ TemplateError::Unsafe { .. }) => vec![Finding::error(
+            "unsafe_template",
+            format!("`command`: {e}; it is refused at every run until its owner changes it"),
+        )],
+        Err(e) => vec![Finding::error("schema", format!("`command`: {e}"))],
     }
 }

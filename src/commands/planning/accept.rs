@@ -313,14 +313,21 @@ fn run_test(ctx: &Ctx, id: &str, name: &str) -> Result<Result<Ran, Refusal>, Err
             located.path
         )),
     })?;
+    let mut env = vec![
+        ("DACLI_SHORTCUT", Some(name.to_string())),
+        ("DACLI_TASK", Some(id.to_string())),
+    ];
+    env.extend(
+        command
+            .env
+            .iter()
+            .map(|(k, v)| (k.as_str(), Some(v.clone()))),
+    );
     let captured = run_captured(&Spawn {
-        command: &command,
+        command: &command.command,
         dir: &cwd,
         timeout: Duration::from_secs(1800),
-        env: vec![
-            ("DACLI_SHORTCUT", Some(name.to_string())),
-            ("DACLI_TASK", Some(id.to_string())),
-        ],
+        env,
         stream: false,
         cancel: ctx.cancel_token(),
     })
@@ -341,12 +348,12 @@ fn run_test(ctx: &Ctx, id: &str, name: &str) -> Result<Result<Ran, Refusal>, Err
             duration_ms: captured.duration_ms,
             task: Some(id),
             dir: s.dir.as_deref(),
-            command: &command,
+            command: &command.display(),
         },
     )?;
     Ok(Ok(Ran {
         task: id.to_string(),
-        command,
+        command: command.display(),
         exit_code: captured.exit_code,
     }))
 }

@@ -20,9 +20,14 @@ const EFFECTS: [&str; 3] = ["read", "write", "destructive"];
 
 /// Add a shortcut: a named command template agents run with `dacli run NAME`.
 ///
-/// `{{param}}` is replaced by the parameter's value as one single-quoted shell word (unless
-/// `--raw`); `[[ … ]]` is dropped whole when a placeholder inside it is empty. `--effect` is
-/// mandatory: `read` shortcuts are open to ro agents, `destructive` ones need `--confirmed`.
+/// A value never becomes shell code: `{{param}}` becomes `"${DACLI_P_param}"` and the value
+/// travels in that variable of the shell (`--raw`: unquoted, so it splits into words). A
+/// placeholder is refused where its value could still run as code or name the program:
+/// inside single quotes, backticks, `$( )`, `$(( ))`, `${ }` or a here-document, after `\`
+/// or `$`, in an assignment, as the program, or in the code of `sh -c`, `eval`, `python -c`,
+/// `ssh`, `git -c` and the like. `[[ … ]]` is dropped whole when a placeholder inside it is
+/// empty. `--effect` is mandatory: `read` shortcuts are open to ro agents, `destructive` ones
+/// need `--confirmed`.
 #[derive(Debug, clap::Args, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AddRequest {

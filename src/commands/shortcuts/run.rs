@@ -21,7 +21,7 @@ use crate::policy::shortcut::{CATALOG_LIMIT, param_signature};
 use crate::workspace::names::check_repo_path;
 
 /// Run a shortcut: `dacli run NAME [--param KEY=VALUE]...`. Each value reaches the command as
-/// one literal word. `--list` shows what you may run; `--cmd` runs and records an ad-hoc
+/// data, in a `DACLI_P_<name>` variable; the command inherits no token. `--list` shows what you may run; `--cmd` runs and records an ad-hoc
 /// command (rw), which `shortcut promote` can turn into a shortcut once it recurs.
 #[derive(Debug, clap::Args, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -229,9 +229,12 @@ fn named(ctx: &Ctx, name: &str, req: &Request) -> Result<Outcome<Response>, Erro
     {
         return Ok(Outcome::Refused(r));
     }
-    let command = template(&located)?
+    let expansion = template(&located)?
         .expand(&located.shortcut.params, &values(&req.param)?)
         .map_err(|e| Error::usage(format!("{name}: {e}")))?;
+    // What is shown and recorded is the exact command line that runs: the values travel in
+    // `DACLI_P_*` variables of the shell, never inside its code.
+    let command = expansion.display();
     let dir = located.shortcut.dir.clone();
     let snap = Snapshot::load(ws, &|f| crate::policy::dod::evaluate(f).passed)?;
     ctx.warn_all(snap.warnings.clone());
@@ -258,7 +261,15 @@ fn named(ctx: &Ctx, name: &str, req: &Request) -> Result<Outcome<Response>, Erro
     }
     let cwd = working_dir(ctx, &located.path, dir.as_deref())?;
     let (id, task_ref) = task.unzip();
-    let ran = spawn(ctx, &command, &cwd, req.timeout, name, id.as_deref())?;
+    let ran = spawn(
+        ctx,
+        &expansion.command,
+        &expansion.env,
+        &cwd,
+        req.timeout,
+        name,
+        id.as_deref(),
+    )?;
     record(
         ctx,
         Record {
@@ -312,7 +323,7 @@ fn adhoc(ctx: &Ctx, cmd: &str, req: &Request) -> Result<Outcome<Response>, Error
         })));
     }
     let (id, task_ref) = task.unzip();
-    let ran = spawn(ctx, cmd, &cwd, req.timeout, ADHOC, id.as_deref())?;
+    let ran = spawn(ctx, cmd, &[], &cwd, req.timeout, ADHOC, id.as_deref())?;
     record(
         ctx,
         Record {
@@ -378,20 +389,23 @@ fn task_for(
 fn spawn(
     ctx: &Ctx,
     command: &str,
+    params: &[(String, String)],
     cwd: &std::path::Path,
     timeout: u64,
     shortcut: &str,
     task: Option<&str>,
 ) -> Result<Captured, Error> {
     let _progress = ctx.progress_unseen(format!("running shortcut `{shortcut}`"));
+    let mut env = vec![
+        ("DACLI_SHORTCUT", Some(shortcut.to_string())),
+        ("DACLI_TASK", task.map(str::to_string)),
+    ];
+    env.extend(params.iter().map(|(k, v)| (k.as_str(), Some(v.clone()))));
     run_captured(&Spawn {
         command,
         dir: cwd,
         timeout: Duration::from_secs(timeout),
-        env: vec![
-            ("DACLI_SHORTCUT", Some(shortcut.to_string())),
-            ("DACLI_TASK", task.map(str::to_string)),
-        ],
+        env,
         stream: !ctx.json(),
         cancel: ctx.cancel_token(),
     })
