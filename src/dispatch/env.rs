@@ -100,30 +100,63 @@ impl Env {
 
 /// Whether `text` holds a token of this workspace: the caller's own (`own`, matched as it
 /// is), or any agent's, found by hashing each token-shaped string in `text` and comparing it
-/// with every agent's stored `token_hash` (tokens are never stored, only their hashes).
-/// Agent records that cannot be read are skipped.
+/// with every agent's stored `token_hash` (tokens are never stored, only their hashes). The
+/// secret alone counts too: agent ids are public, so a bare run of 64 hex digits is tried as
+/// the secret of every agent. Agent records that cannot be read are skipped.
 pub fn holds_workspace_token(
     ws: &crate::workspace::Workspace,
     own: Option<&str>,
     text: &str,
 ) -> bool {
-    if own.is_some_and(|t| !t.is_empty() && text.contains(t)) {
+    if own.is_some_and(|t| {
+        !t.is_empty()
+            && (text.contains(t) || t.rsplit('_').next().is_some_and(|s| text.contains(s)))
+    }) {
         return true;
     }
     let spans = crate::exec::token_spans(text.as_bytes());
-    if spans.is_empty() {
+    let secrets = hex_runs(text);
+    if spans.is_empty() && secrets.is_empty() {
         return false;
     }
     let Ok(agents) = crate::objects::agents::list(ws) else {
         return false;
     };
-    let hashes: std::collections::BTreeSet<String> = agents
+    let known: Vec<(String, String)> = agents
         .items
         .into_iter()
-        .filter_map(|a| a.token_hash)
+        .filter_map(|a| a.token_hash.map(|h| (a.id, h)))
         .collect();
-    spans.iter().any(|(s, e)| {
+    let hashes: std::collections::BTreeSet<&str> = known.iter().map(|(_, h)| h.as_str()).collect();
+    let bare = secrets.iter().any(|secret| {
+        known.iter().any(|(id, hash)| {
+            crate::model::agent::token_hash(&format!("dacli_{id}_{}", secret.to_ascii_lowercase()))
+                == *hash
+        })
+    });
+    bare || spans.iter().any(|(s, e)| {
         text.get(*s..*e)
-            .is_some_and(|t| hashes.contains(&crate::model::agent::token_hash(t)))
+            .is_some_and(|t| hashes.contains(crate::model::agent::token_hash(t).as_str()))
     })
+}
+
+/// Every run of exactly 64 hex digits in `text` (a token's secret has that shape).
+fn hex_runs(text: &str) -> Vec<&str> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if !b[i].is_ascii_hexdigit() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && b[i].is_ascii_hexdigit() {
+            i += 1;
+        }
+        if i - start == 64 {
+            out.push(&text[start..i]);
+        }
+    }
+    out
 }

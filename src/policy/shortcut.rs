@@ -325,6 +325,17 @@ impl Template {
             })
         });
         let raw = |name: &str| resolved.get(name).is_some_and(|v| v.1);
+        // A value is data to the shell, but a program reads a leading `-` as an option
+        // (`git log --output=FILE`, `tar --checkpoint-action=exec=…`): such a value is
+        // refused where no `--` ends the options before it.
+        for name in shell::exposed(&segs) {
+            if resolved
+                .get(name.as_str())
+                .is_some_and(|(v, raw)| !raw && v.starts_with('-'))
+            {
+                return Err(ExpandError::OptionLike(name));
+            }
+        }
         Ok(Expansion {
             command: shell::render(&segs, &raw),
             env,
@@ -423,6 +434,9 @@ mod shell {
         pub(super) redirect: bool,
         /// The delimiter of a here-document.
         heredoc: bool,
+        /// A placeholder starts the word, so its value could begin with `-` and pose as an
+        /// option.
+        pub(super) leads: bool,
     }
 
     struct Lexer<'a> {
@@ -435,10 +449,33 @@ mod shell {
         next_heredoc: bool,
         heredocs: Vec<String>,
         places: Vec<Place>,
+        /// Placeholders where a value starting with `-` could be read as an option.
+        exposed: Vec<String>,
+        /// The first placeholder of the template, once met.
+        tainted: Option<String>,
+        /// The stage being read takes its input from a pipe out of a stage with a placeholder.
+        piped_data: bool,
+        /// The current stage has a placeholder (its output carries a value).
+        stage_has_param: bool,
+    }
+
+    /// Where a value starting with `-` could be read as an option: parameter names.
+    pub(super) fn exposed(segs: &[Seg]) -> Vec<String> {
+        let mut lx = lexer(segs);
+        match lx.run() {
+            Ok(()) => lx.exposed,
+            Err(_) => Vec::new(),
+        }
     }
 
     /// Checks every placeholder of `segs`; on success, where each one stands, in order.
     pub(super) fn check(segs: &[Seg]) -> Result<Vec<Place>, Refused> {
+        let mut lx = lexer(segs);
+        lx.run()?;
+        Ok(lx.places)
+    }
+
+    fn lexer(segs: &[Seg]) -> Lexer<'_> {
         let mut toks = Vec::new();
         for s in segs {
             match s {
@@ -446,7 +483,7 @@ mod shell {
                 Seg::Param(p) => toks.push(Tok::Param(p)),
             }
         }
-        let mut lx = Lexer {
+        Lexer {
             toks,
             i: 0,
             stack: Vec::new(),
@@ -456,9 +493,11 @@ mod shell {
             next_heredoc: false,
             heredocs: Vec::new(),
             places: Vec::new(),
-        };
-        lx.run()?;
-        Ok(lx.places)
+            exposed: Vec::new(),
+            tainted: None,
+            piped_data: false,
+            stage_has_param: false,
+        }
     }
 
     fn refused(param: &str, reason: impl Into<String>) -> Refused {
@@ -506,9 +545,24 @@ mod shell {
         }
 
         fn end_command(&mut self) -> Result<(), Refused> {
+            self.end_command_then(false)
+        }
+
+        /// Ends the current command; `pipe` when a `|` (not `||`) follows it, so the next
+        /// stage reads this one's output.
+        fn end_command_then(&mut self, pipe: bool) -> Result<(), Refused> {
             self.end_word()?;
             let words = std::mem::take(&mut self.words);
-            super::command::check(&words)
+            let seen = super::command::Seen {
+                tainted: self.tainted.as_deref(),
+                piped_data: self.piped_data,
+            };
+            let exposed = super::command::check(&words, seen)?;
+            self.exposed.extend(exposed);
+            let carries = self.piped_data || self.stage_has_param;
+            self.piped_data = pipe && carries;
+            self.stage_has_param = false;
+            Ok(())
         }
 
         /// A placeholder met in the current context.
@@ -525,7 +579,15 @@ mod shell {
             } else {
                 Place::Quoted
             });
-            self.word().params.push(name.to_string());
+            if self.tainted.is_none() {
+                self.tainted = Some(name.to_string());
+            }
+            self.stage_has_param = true;
+            let word = self.word();
+            if word.text.is_empty() && word.params.is_empty() {
+                word.leads = true;
+            }
+            word.params.push(name.to_string());
             Ok(())
         }
 
@@ -548,6 +610,23 @@ mod shell {
         fn dollar(&mut self, top: bool) -> Result<(), Refused> {
             match self.peek() {
                 Some(Tok::Param(p)) => Err(refused(p, "right after `$`")),
+                // bash's old arithmetic `$[ … ]` evaluates its text as code (array subscripts
+                // run command substitutions); dash leaves it literal.
+                Some(Tok::Ch('[')) => {
+                    for t in &self.toks[self.i..] {
+                        match t {
+                            Tok::Ch(']') | Tok::Ch('\n') => break,
+                            Tok::Param(p) => {
+                                return Err(refused(p, "inside bash arithmetic `$[ … ]`"));
+                            }
+                            Tok::Ch(_) => {}
+                        }
+                    }
+                    if self.stack.len() <= 1 {
+                        self.push_char('$');
+                    }
+                    Ok(())
+                }
                 Some(Tok::Ch('(')) => {
                     self.i += 1;
                     if self.peek() == Some(Tok::Ch('(')) {
@@ -602,7 +681,14 @@ mod shell {
                     None => match c {
                         ' ' | '\t' => self.end_word()?,
                         '\n' => self.newline()?,
-                        ';' | '&' | '|' | ')' => self.end_command()?,
+                        '|' => {
+                            let pipe = self.peek() != Some(Tok::Ch('|'));
+                            if !pipe {
+                                self.i += 1;
+                            }
+                            self.end_command_then(pipe)?;
+                        }
+                        ';' | '&' | ')' => self.end_command()?,
                         '(' => {
                             self.end_command()?;
                             if self.peek() == Some(Tok::Ch('(')) {
@@ -906,6 +992,7 @@ mod command {
         matches!(
             name,
             "exec"
+                | "coproc"
                 | "command"
                 | "builtin"
                 | "nohup"
@@ -984,8 +1071,27 @@ mod command {
         Code(Interp, usize, usize),
     }
 
-    pub(super) fn check(words: &[super::shell::Word]) -> Result<(), Refused> {
+    /// What the template showed before this command.
+    #[derive(Debug, Clone, Copy)]
+    pub(super) struct Seen<'a> {
+        /// The template's first placeholder, if one came before or in this command.
+        pub(super) tainted: Option<&'a str>,
+        /// This command reads, through a pipe, output that carries a value.
+        pub(super) piped_data: bool,
+    }
+
+    /// Checks one simple command; on success, the placeholders that start a word where a
+    /// value beginning with `-` could be read as an option (no `--` before them).
+    pub(super) fn check(
+        words: &[super::shell::Word],
+        seen: Seen<'_>,
+    ) -> Result<Vec<String>, Refused> {
         let mut state = State::Program;
+        let mut program: Option<&str> = None;
+        let mut options_ended = false;
+        let mut exposed = Vec::new();
+        let first_param = words.iter().find_map(|w| w.params.first().cloned());
+        let tainted = seen.tainted.map(str::to_string).or(first_param);
         for (n, w) in words.iter().enumerate() {
             if w.redirect {
                 continue;
@@ -994,9 +1100,62 @@ mod command {
             let refuse =
                 |reason: String| -> Refused { (param.cloned().unwrap_or_default(), reason) };
             let name = basename(&w.text);
+            if param.is_none() && w.text == "--" {
+                options_ended = true;
+            }
+            if let Some(p) = param
+                && w.leads
+                && !options_ended
+                && n > 0
+                && !exposed.contains(p)
+            {
+                exposed.push(p.clone());
+            }
+            if let (Some(_), Some(prog)) = (param, program)
+                && n > 0
+                && matches!(words[n - 1].text.as_str(), "-v" | "-R")
+                && words[n - 1].params.is_empty()
+                && matches!(prog, "printf" | "test" | "[")
+            {
+                return Err(refuse(format!(
+                    "the variable name after `{prog} {}`, whose subscript bash evaluates as code",
+                    words[n - 1].text
+                )));
+            }
             state = match state {
                 State::Program | State::Wrapped => {
                     let wrapped = matches!(state, State::Wrapped);
+                    if param.is_none()
+                        && w.text.contains('$')
+                        && let Some(t) = &tainted
+                    {
+                        return Err((
+                            t.clone(),
+                            format!(
+                                "in a template whose program `{}` is an expansion, which could hold a value",
+                                w.text
+                            ),
+                        ));
+                    }
+                    if !is_assignment(&w.text)
+                        && param.is_none()
+                        && seen.piped_data
+                        && !(wrapped
+                            && (w.text.starts_with('-')
+                                || w.text.starts_with(|c: char| c.is_ascii_digit())))
+                        && reads_code_from_input(name, &words[n + 1..])
+                    {
+                        return Err((
+                            tainted.clone().unwrap_or_default(),
+                            format!(
+                                "piped into `{name}`, which runs its input as code or commands"
+                            ),
+                        ));
+                    }
+                    if !is_assignment(&w.text) && param.is_none() {
+                        program = Some(name);
+                        options_ended = false;
+                    }
                     if is_assignment(&w.text) {
                         if param.is_some() {
                             return Err(refuse(
@@ -1026,6 +1185,7 @@ mod command {
                     None if runs_next(&w.text) => State::Program,
                     None => match classify(name, n) {
                         found @ (State::Wrapped | State::AllCode(..) | State::Interp { .. }) => {
+                            program = Some(name);
                             found
                         }
                         _ => State::Args,
@@ -1098,7 +1258,22 @@ mod command {
                 }
             };
         }
-        Ok(())
+        Ok(exposed)
+    }
+
+    /// Whether `name`, given the words after it, runs what it reads on standard input: a
+    /// shell or interpreter with no program or code operand (`| sh`, `| python3 -`), `eval`
+    /// and the like, or `xargs`/`parallel`, which make commands of their input.
+    fn reads_code_from_input(name: &str, rest: &[super::shell::Word]) -> bool {
+        if matches!(name, "xargs" | "parallel") || all_code(name).is_some() {
+            return true;
+        }
+        if interpreter(name).is_none() || name == "git" {
+            return false;
+        }
+        rest.iter()
+            .filter(|w| !w.redirect)
+            .all(|w| w.params.is_empty() && (w.text.starts_with('-') || w.text.starts_with('+')))
     }
 
     /// The state after the program word `name` (at index `n`).
@@ -1135,6 +1310,8 @@ pub enum ExpandError {
     Missing(String),
     /// A value containing NUL, which no shell word can carry.
     Nul(String),
+    /// A value starting with `-` where the program could read it as an option.
+    OptionLike(String),
 }
 
 impl std::fmt::Display for ExpandError {
@@ -1145,6 +1322,10 @@ impl std::fmt::Display for ExpandError {
                 write!(f, "parameter `{k}` is required: pass `--param {k}=VALUE`")
             }
             ExpandError::Nul(k) => write!(f, "the value of `{k}` contains a NUL byte"),
+            ExpandError::OptionLike(k) => write!(
+                f,
+                "the value of `{k}` starts with `-`, and the template puts it where the program could read it as an option: pass a value that does not start with `-` (e.g. `./-name`), or have the shortcut's author put `--` before `{{{{{k}}}}}`"
+            ),
         }
     }
 }
@@ -1331,6 +1512,16 @@ mod tests {
             ("export X={{a}}", "variable names"),
             ("read {{a}}", "variable names"),
             ("ssh host ls {{a}}", "ssh"),
+            ("echo \"{{a}}\" | sh", "piped into `sh`"),
+            ("printf %s {{a}} | bash", "piped into `bash`"),
+            ("echo {{a}} | tr a b | python3 -", "piped into `python3`"),
+            ("echo {{a}} | xargs rm", "piped into `xargs`"),
+            ("for x in {{a}}; do $x; done", "is an expansion"),
+            ("printf -v {{a}} x", "printf -v"),
+            ("test -v {{a}}", "test -v"),
+            ("[ -v {{a}} ]", "[ -v"),
+            ("echo $[ {{a}} ]", "bash arithmetic"),
+            ("coproc {{a}}", "program"),
             ("watch ls {{a}}", "watch"),
             ("python3 -c \"print({{a}})\"", "code"),
             ("python3 {{a}}", "option"),
@@ -1366,6 +1557,10 @@ mod tests {
             "sed -e 's/x/y/' -- {{a}}",
             "cargo test {{a}} && echo done {{b}}",
             "for f in {{a}}; do echo \"$f\"; done",
+            "echo {{a}} | sed s/a/b/",
+            "echo {{a}} || sh ./fallback.sh",
+            "echo {{a}}; echo done | sh",
+            "grep -v {{a}} README",
             "case {{a}} in x) echo {{b}};; esac",
             "echo hi # {{a}}",
             "timeout 10 ./run {{a}}",
@@ -1398,6 +1593,18 @@ mod tests {
             t.expand(&params, &values(&[("a", "a\0b")])),
             Err(ExpandError::Nul("a".into()))
         );
+        assert_eq!(
+            t.expand(&params, &values(&[("a", "--output=f")])),
+            Err(ExpandError::OptionLike("a".into()))
+        );
+        // After `--`, inside a word, or for a raw parameter, a leading `-` is what was meant.
+        for text in ["x -- {{a}}", "x --f={{a}}", "echo \"m {{a}}\""] {
+            let t = Template::parse(text, &["a"]).expect("valid");
+            assert!(t.expand(&params, &values(&[("a", "-n")])).is_ok(), "{text}");
+        }
+        let mut r = param("a");
+        r.raw = true;
+        assert!(t.expand(&[r], &values(&[("a", "-n 1")])).is_ok());
         a.default = Some("d".into());
         let e = t.expand(&[a], &values(&[])).expect("default");
         assert_eq!(e.env, vec![("DACLI_P_a".to_string(), "d".to_string())]);

@@ -232,6 +232,13 @@ fn r22_1_hostile_values_arrive_as_data_in_every_accepted_position() {
             }
             let param = format!("v={payload}");
             let (code, doc) = as_agent(&repo, &ro, &["run", &name, "--param", &param]);
+            if payload.starts_with('-') && code == 2 {
+                // Where the value starts a word, a leading `-` could be an option: refused.
+                let msg = doc["error"]["message"].as_str().unwrap_or_default();
+                assert!(msg.contains("starts with `-`"), "{template}: {msg}");
+                tries += 1;
+                continue;
+            }
             assert_eq!(code, 0, "{template} / {payload:?}: {doc}");
             let out = std::fs::read_to_string(repo.path().join("out.txt")).unwrap();
             assert_eq!(
@@ -552,9 +559,20 @@ fn r22_5_the_mcp_guard_refuses_any_agent_token_of_the_workspace() {
             "add_note",
             json!({"kind": "finding", "title": "not a token", "body": dead, "severity": "minor"}),
         ),
+        // The secret alone rebuilds the token (agent ids are public), in either case.
+        (
+            "add_note",
+            json!({"kind": "finding", "title": "secret", "severity": "minor",
+                "body": format!("leak {}", theirs.rsplit('_').next().expect("secret"))}),
+        ),
+        (
+            "cli",
+            json!({"argv": ["task", "list", "--tag",
+                theirs.rsplit('_').next().expect("secret").to_ascii_uppercase()]}),
+        ),
     ]);
     let (_, replies, stderr) = mcp_batch_as(&repo, &input, Some(&mine));
-    for id in [1, 2, 3] {
+    for id in [1, 2, 3, 5, 6] {
         let r = reply(&replies, id);
         assert_eq!(r["result"]["isError"], true, "{id}: {r} {stderr}");
         let body = tool_body(r);
@@ -570,6 +588,7 @@ fn r22_5_the_mcp_guard_refuses_any_agent_token_of_the_workspace() {
     let shown = notes.to_string();
     assert!(shown.contains("not a token"), "{shown}");
     assert!(!shown.contains("theirs"), "{shown}");
+    assert!(!shown.contains("leak"), "{shown}");
     assert!(
         !shown.contains(&mine) && !shown.contains(&theirs),
         "{shown}"
@@ -755,6 +774,11 @@ proptest! {
             description: None,
         };
         let values = [("v".to_string(), s.clone())].into_iter().collect();
+        if s.starts_with('-') {
+            // `{{v}}` starts a word: a leading `-` could pose as an option there.
+            prop_assert!(t.expand(&[p], &values).is_err());
+            return Ok(());
+        }
         let e = t.expand(&[p], &values).unwrap();
         // The command is the same text whatever the value: the value is never in it.
         prop_assert_eq!(
@@ -773,4 +797,49 @@ proptest! {
             format!("{s}|q {s}|x{s}y|")
         );
     }
+}
+
+/// Templates that run their own data are refused at `shortcut add`: output piped into a shell
+/// or `xargs`, a loop variable run as the program, bash's variable-name and `$[ ]` forms. A
+/// value that could pose as an option (`git log --output=FILE` writes a file an `ro` agent
+/// chose) is refused at the run, where no `--` ends the options before it.
+#[test]
+fn r22_1_templates_that_run_their_data_and_option_values_are_refused() {
+    let repo = Repo::initialized();
+    let (_, ro) = agent(&repo, "reviewer", 1, "ro");
+    for (template, place) in [
+        ("echo \"{{v}}\" | sh", "piped into `sh`"),
+        ("printf %s {{v}} | bash", "piped into `bash`"),
+        ("echo {{v}} | xargs -I{} sh -c '{}'", "piped into `xargs`"),
+        ("for x in {{v}}; do $x; done", "is an expansion"),
+        ("printf -v {{v}} x", "printf -v"),
+        ("[ -v {{v}} ]", "[ -v"),
+        ("echo $[ {{v}} ]", "bash arithmetic"),
+        ("coproc {{v}}", "program"),
+    ] {
+        let (code, doc) = add_shortcut(&repo, "bad", template, false);
+        assert_eq!(code, 2, "{template}: {doc}");
+        let msg = doc["error"]["message"].as_str().unwrap();
+        assert!(
+            msg.contains("`{{v}}`") && msg.contains(place),
+            "{template}: {msg}"
+        );
+        assert!(!repo.ws("shortcuts/bad.md").exists(), "{template}: written");
+    }
+    // Option injection: the run is refused before anything starts, and `--` makes it data.
+    let (code, doc) = add_shortcut(&repo, "touchit", "touch {{v}}", false);
+    assert_eq!(code, 0, "{doc}");
+    let (code, doc) = as_agent(&repo, &ro, &["run", "touchit", "--param", "v=--version"]);
+    assert_eq!(code, 2, "{doc}");
+    let msg = doc["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("`v` starts with `-`"), "{msg}");
+    let (code, doc) = add_shortcut(&repo, "touchsafe", "touch -- {{v}}", false);
+    assert_eq!(code, 0, "{doc}");
+    let (code, doc) = as_agent(&repo, &ro, &["run", "touchsafe", "--param", "v=-made"]);
+    assert_eq!(code, 0, "{doc}");
+    assert!(
+        repo.path().join("-made").exists(),
+        "`--` passes the value as a name"
+    );
+    assert!(!repo.path().join("pwned").exists());
 }

@@ -24,9 +24,10 @@ const EFFECTS: [&str; 3] = ["read", "write", "destructive"];
 /// travels in that variable of the shell (`--raw`: unquoted, so it splits into words). A
 /// placeholder is refused where its value could still run as code or name the program:
 /// inside single quotes, backticks, `$( )`, `$(( ))`, `${ }` or a here-document, after `\`
-/// or `$`, in an assignment, as the program, or in the code of `sh -c`, `eval`, `python -c`,
-/// `ssh`, `git -c` and the like. `[[ … ]]` is dropped whole when a placeholder inside it is
-/// empty. `--effect` is mandatory: `read` shortcuts are open to ro agents, `destructive` ones
+/// or `$`, in an assignment, as the program, in the code of `sh -c`, `eval`, `python -c`,
+/// `ssh`, `git -c` and the like, or piped into a shell (`echo {{v}} | sh`). A value starting
+/// with `-` is refused at the run where it starts a word with no `--` before it. `[[ … ]]` is
+/// dropped whole when a placeholder inside it is empty. `--effect` is mandatory: `read` shortcuts are open to ro agents, `destructive` ones
 /// need `--confirmed`.
 #[derive(Debug, clap::Args, Deserialize)]
 #[serde(deny_unknown_fields)]
