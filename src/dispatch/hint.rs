@@ -37,6 +37,7 @@ pub fn for_mcp(text: &str) -> String {
         let closed = i % 2 == 1 && i + 1 < parts.len();
         match part.strip_prefix("dacli ") {
             Some(command) if closed => out.push_str(&tool_call(command)),
+            _ if closed && part.starts_with("--") => out.push_str(&argument(part)),
             _ => out.push_str(part),
         }
     }
@@ -64,6 +65,22 @@ pub fn render_fields(data: &mut Value) {
         }
         Value::Array(items) => items.iter_mut().for_each(render_fields),
         _ => {}
+    }
+}
+
+/// A flag span (`--severity major`, `--rejected`) as the tool argument it is over MCP
+/// (`"severity":"major"`, `rejected`): the Tier-1 tools name their fields as the flags do.
+fn argument(span: &str) -> String {
+    let mut words = span.splitn(2, ' ');
+    let flag = words.next().unwrap_or_default().trim_start_matches('-');
+    let name = flag.replace('-', "_");
+    match words.next() {
+        Some(value) => format!(
+            "{}:{}",
+            Value::String(name),
+            Value::String(value.to_string())
+        ),
+        None => name,
     }
 }
 
@@ -216,6 +233,18 @@ fn words(line: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn flag_spans_become_arguments_over_mcp() {
+        assert_eq!(
+            for_mcp("Add `--severity major` (fix not obvious) or `--rejected`."),
+            "Add `\"severity\":\"major\"` (fix not obvious) or `rejected`."
+        );
+        assert_eq!(
+            for_cli("Add `--severity major`."),
+            "Add `--severity major`."
+        );
+    }
 
     #[test]
     fn commands_become_tool_calls_over_mcp_and_stay_commands_over_the_cli() {

@@ -455,9 +455,20 @@ fn status(args: &Args, req: &mut Args) -> Result<(), Invalid> {
             "`cursor` pages one section: give exactly one `detail` section with it",
         ));
     }
+    // The active list pages by task id (`t-<ULID>`), the others by position.
+    let well_formed = |c: &str| {
+        if page.has("active") {
+            c.strip_prefix("t-").is_some_and(|u| {
+                u.len() == 26
+                    && u.bytes()
+                        .all(|b| b.is_ascii_digit() || b.is_ascii_uppercase())
+            })
+        } else {
+            c.parse::<usize>().is_ok()
+        }
+    };
     if let Some(c) = &page.cursor
-        && !page.has("active")
-        && c.parse::<usize>().is_err()
+        && !well_formed(c)
     {
         return Err(schema_error(
             "cursor",

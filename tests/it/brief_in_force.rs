@@ -206,3 +206,30 @@ fn whoami_says_no_cap_as_null_not_zero() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("cap none"), "{text}");
 }
+
+#[test]
+fn roles_say_no_cap_as_null_not_zero() {
+    let repo = Repo::initialized();
+    let (code, doc) = repo.json(&[
+        "role",
+        "add",
+        "builder",
+        "--grant",
+        "rw",
+        "--summary",
+        "Builds",
+    ]);
+    assert_eq!(code, 0, "{doc}");
+    let (_, shown) = repo.json(&["role", "show", "builder"]);
+    assert!(shown["data"]["role"]["wip"].is_null(), "{shown}");
+    assert!(!shown.to_string().contains("\"wip\":0"), "{shown}");
+    let (_, listed) = repo.json(&["role", "list"]);
+    let builder = listed["data"]["roles"]
+        .as_array()
+        .expect("roles")
+        .iter()
+        .find(|r| r["name"] == "builder")
+        .expect("builder listed")
+        .clone();
+    assert!(builder["wip"]["cap"].is_null(), "{builder}");
+}

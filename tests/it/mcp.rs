@@ -907,9 +907,14 @@ fn mcp_config_prints_ready_to_paste_snippets_and_writes_nothing() {
     assert_eq!(snippet["mcpServers"]["shop"].get("env"), None);
     let d = run(&["-C", "work/shop", "mcp", "config", "--client", "codex"]);
     assert_eq!(d["data"]["format"], "toml");
+    // A client starts the server in a directory of its own: `-C` is made absolute.
+    let shop = dir.path().join("work/shop");
     assert_eq!(
         d["data"]["snippet"],
-        "[mcp_servers.dacli]\ncommand = \"dacli\"\nargs = [\"-C\", \"work/shop\", \"mcp\", \"serve\"]\nenv_vars = [\"DACLI_AGENT\"]\n"
+        format!(
+            "[mcp_servers.dacli]\ncommand = \"dacli\"\nargs = [\"-C\", \"{}\", \"mcp\", \"serve\"]\nenv_vars = [\"DACLI_AGENT\"]\n",
+            shop.display()
+        )
     );
     assert_eq!(
         std::fs::read_dir(dir.path()).expect("dir").count(),

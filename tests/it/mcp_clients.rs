@@ -919,3 +919,30 @@ fn the_inspector_cli_runs_the_three_canonical_workflows() {
     let brief = inspect(&insp, &repo, b, "get_context", &["ref=shop/3"]);
     assert!(brief.as_str().is_some_and(|t| t.contains(words)), "{brief}");
 }
+
+/// Printed without `-C`, or with a relative one, an entry still names the workspace by an
+/// absolute path where the client starts the server elsewhere: claude-desktop has only a user
+/// file, and `-C .` would mean the client's own directory.
+#[test]
+fn printed_entries_name_the_workspace_absolutely_wherever_the_client_starts_them() {
+    let (s, _) = setup(&[]);
+    for args in [
+        vec!["mcp", "config", "--client", "claude-desktop"],
+        vec!["-C", ".", "mcp", "config", "--client", "cursor"],
+    ] {
+        let mut all = args.clone();
+        let b = bin();
+        all.extend(["--command", b.as_str()]);
+        let out = s.repo.dacli(&all).output().expect("config");
+        assert!(out.status.success(), "{args:?}");
+        let text = String::from_utf8(out.stdout).expect("utf-8");
+        let client = args.last().expect("client");
+        let entry = entry_of(client, &text);
+        let l = launch_as(client, &entry, &client_env(s.home.path(), &[]));
+        assert_eq!(
+            whoami(&l, s.home.path()).as_deref(),
+            Ok("a-root"),
+            "{args:?}: {entry}"
+        );
+    }
+}

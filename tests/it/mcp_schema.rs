@@ -401,6 +401,10 @@ fn cross_field_rules_are_schema_errors_naming_the_fields_and_nothing_runs() {
             "`project` must be a slug or p-<slug>",
         ),
         (
+            call("status", json!({"detail": ["active"], "cursor": "garbage"})),
+            "`cursor` must be the `next_cursor` this section returned",
+        ),
+        (
             call("list_tasks", json!({"limit": "ten"})),
             "`limit` must be an integer, not a string",
         ),

@@ -244,7 +244,17 @@ fn config(ctx: &Ctx, req: ConfigRequest) -> Result<Outcome<ConfigResponse>, Erro
         return Err(Error::usage("--command must not be empty"));
     }
     let mut args: Vec<String> = Vec::new();
-    if let Some(dir) = ctx.start_arg() {
+    // A client starts the server in a directory of its choosing, so `-C` is absolute; a client
+    // with only a user file (claude-desktop) always needs it to find this workspace.
+    let dir = match ctx.start_arg() {
+        Some(dir) => Some(std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf())),
+        None if req.client.project_file().is_none() => ctx
+            .ws()
+            .ok()
+            .map(|ws| std::fs::canonicalize(ws.root()).unwrap_or_else(|_| ws.root().to_path_buf())),
+        None => None,
+    };
+    if let Some(dir) = dir {
         args.push("-C".into());
         args.push(dir.to_string_lossy().into_owned());
     }

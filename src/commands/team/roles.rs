@@ -38,7 +38,8 @@ struct RoleView {
     out_of_scope: Vec<String>,
     shortcuts: Vec<String>,
     escalate_to: Vec<String>,
-    wip: u32,
+    /// The WIP cap; `null` when the role has none (0 would read as "may not claim").
+    wip: Option<u32>,
     owner: String,
 }
 
@@ -52,7 +53,7 @@ impl RoleView {
             out_of_scope: r.out_of_scope.clone(),
             shortcuts: r.shortcuts.clone(),
             escalate_to: r.escalate_to.clone(),
-            wip: r.wip,
+            wip: (r.wip > 0).then_some(r.wip),
             owner: r.owner.clone(),
         }
     }
@@ -425,8 +426,8 @@ struct ListEntry {
 
 #[derive(Debug, Serialize)]
 struct Wip {
-    /// 0: no cap.
-    cap: u32,
+    /// `null`: no cap.
+    cap: Option<u32>,
     active: usize,
 }
 
@@ -442,7 +443,7 @@ fn list(ctx: &Ctx, _req: ListRequest) -> Result<Outcome<ListResponse>, Error> {
                 name: r.name.clone(),
                 grant: r.grant,
                 wip: Wip {
-                    cap: r.wip,
+                    cap: (r.wip > 0).then_some(r.wip),
                     active: active_for_role(&load.world, &load.roles_of, &r.name).len(),
                 },
                 live_agents: load.holders(&r.name).len(),
@@ -464,10 +465,10 @@ fn render_list(r: &ListResponse, _ctx: &Ctx) -> String {
         "SUMMARY".into(),
     ]];
     for e in &r.roles {
-        let wip = if e.wip.cap == 0 {
-            format!("{}", e.wip.active)
+        let wip = if let Some(cap) = e.wip.cap {
+            format!("{}/{cap}", e.wip.active)
         } else {
-            format!("{}/{}", e.wip.active, e.wip.cap)
+            format!("{}", e.wip.active)
         };
         rows.push(vec![
             e.name.clone(),
@@ -547,10 +548,9 @@ fn render_show(r: &ShowResponse, _ctx: &Ctx) -> String {
         }
     ));
     out.push_str(&format!("  escalate to: {}\n", list(&role.escalate_to)));
-    let cap = if role.wip == 0 {
-        "no cap".to_string()
-    } else {
-        format!("cap {}", role.wip)
+    let cap = match role.wip {
+        None => "no cap".to_string(),
+        Some(n) => format!("cap {n}"),
     };
     out.push_str(&format!("  wip: {} active ({cap})\n", r.active_tasks.len()));
     for t in &r.active_tasks {
