@@ -70,6 +70,39 @@ pub struct Ignored {
     pub path: String,
     /// Its size in bytes when listed (`None` when it could not be read).
     pub bytes: Option<u64>,
+    /// `sha256:<hex>` of a regular file's content up to [`IGNORED_HASHED_MOST`] bytes, so
+    /// that an edit which keeps the size is drift too; larger files and others are judged by
+    /// their size and modification time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// Modification time in nanoseconds since the epoch, when it could be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modified_ns: Option<i128>,
+}
+
+/// Ignored files up to this size are listed with a digest of their content.
+pub const IGNORED_HASHED_MOST: u64 = 1 << 20;
+
+fn ignored(root: &Path, rel: String) -> Ignored {
+    use sha2::{Digest, Sha256};
+    let full = root.join(&rel);
+    let meta = std::fs::symlink_metadata(&full).ok();
+    let modified_ns = meta
+        .as_ref()
+        .and_then(|m| m.modified().ok())
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_nanos() as i128);
+    let sha256 = meta
+        .as_ref()
+        .filter(|m| m.is_file() && m.len() <= IGNORED_HASHED_MOST)
+        .and_then(|_| std::fs::read(&full).ok())
+        .map(|bytes| format!("sha256:{}", hex::encode(Sha256::digest(&bytes))));
+    Ignored {
+        path: rel,
+        bytes: meta.map(|m| m.len()),
+        sha256,
+        modified_ns,
+    }
 }
 
 /// Most ignored files listed; a tree with more is reported as having at least this many.
@@ -98,10 +131,7 @@ pub fn ignored_files(path: &Path) -> Result<Vec<Ignored>, Error> {
             continue;
         };
         let rel = String::from_utf8_lossy(rel).into_owned();
-        let bytes = std::fs::symlink_metadata(path.join(&rel))
-            .ok()
-            .map(|m| m.len());
-        found.push(Ignored { path: rel, bytes });
+        found.push(ignored(path, rel));
         if found.len() >= IGNORED_MOST {
             break;
         }

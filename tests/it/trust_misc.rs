@@ -351,9 +351,12 @@ fn cleanup_deletes_ignored_files_only_as_a_plan_that_lists_them() {
     );
     let wt = candidate(&preview, "done");
     assert_eq!(wt["action"], "retire", "{wt}");
-    assert_eq!(
-        wt["ignored_files"],
-        serde_json::json!([{"path": ".env", "bytes": 9}]),
+    assert_eq!(wt["ignored_files"][0]["path"], ".env", "{wt}");
+    assert_eq!(wt["ignored_files"][0]["bytes"], 9, "{wt}");
+    assert!(
+        wt["ignored_files"][0]["sha256"]
+            .as_str()
+            .is_some_and(|h| h.starts_with("sha256:")),
         "{wt}"
     );
     let digest = preview["data"]["plan_digest"].as_str().unwrap().to_string();
@@ -377,8 +380,30 @@ fn cleanup_deletes_ignored_files_only_as_a_plan_that_lists_them() {
     assert_eq!(drifted["refused"]["policy"], "plan.drifted", "{drifted}");
     assert!(env.exists() && d.join(".dacli/worktrees/done/.env.local").exists());
 
-    // A changed size of a listed file is drift too.
+    // A listed file rewritten in place with the same size and its old modification time is
+    // drift too: its content digest changed.
     std::fs::remove_file(d.join(".dacli/worktrees/done/.env.local")).unwrap();
+    let old = std::fs::metadata(&env).unwrap().modified().unwrap();
+    std::fs::write(&env, "SECRET=2\n").unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&env)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    let (code, drifted) = repo.json(&[
+        "repo",
+        "cleanup",
+        "--no-fetch",
+        "--discard-ignored",
+        "--apply",
+        "--digest",
+        &digest,
+    ]);
+    assert_eq!(code, 3, "{drifted}");
+    assert_eq!(std::fs::read_to_string(&env).unwrap(), "SECRET=2\n");
+
+    // A changed size of a listed file is drift too.
     std::fs::write(&env, "SECRET=12\n").unwrap();
     let (code, drifted) = repo.json(&[
         "repo",
