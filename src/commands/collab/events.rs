@@ -265,7 +265,10 @@ fn show(ctx: &Ctx, req: ShowRequest) -> Result<Outcome<ShowResponse>, Error> {
             return Err(Error::new(
                 crate::dispatch::ErrorKind::Operational,
                 "E_MALFORMED",
-                format!("{} is {}: {}", w.path, w.reason, w.detail),
+                format!(
+                    "event {id} is not read: {} was rejected ({}: {})",
+                    w.path, w.reason, w.detail
+                ),
             ));
         }
         return Err(Error::not_found(format!("no event {id}")));
