@@ -140,24 +140,32 @@ pub fn ignored_files(path: &Path) -> Result<Vec<Ignored>, Error> {
     Ok(found)
 }
 
-/// Runs `git -C root <args>` like [`run`] and returns its stdout (at most 64 MiB), read on a
-/// thread of its own so that a full pipe never stalls the child.
-fn output(root: &Path, args: &[&str], deadline: Duration) -> Result<Vec<u8>, Error> {
-    const MOST: u64 = 64 << 20;
-    let shown = args.join(" ");
+/// `git -C root <args>` with the adapter's environment: no prompts, no pager, C locale, and
+/// no agent token, since hooks, fsmonitor and credential helpers are repository code.
+fn git(root: &Path, args: &[&str]) -> Command {
     #[allow(
         clippy::disallowed_methods,
         reason = "the git module owns git subprocesses"
     )]
-    let mut child = Command::new("git")
-        .arg("-C")
+    let mut cmd = Command::new("git");
+    cmd.arg("-C")
         .arg(root)
         .args(args)
         .env("LC_ALL", "C")
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("GCM_INTERACTIVE", "never")
         .env("GIT_PAGER", "cat")
-        .stdin(Stdio::null())
+        .env_remove("DACLI_AGENT")
+        .stdin(Stdio::null());
+    cmd
+}
+
+/// Runs `git -C root <args>` like [`run`] and returns its stdout (at most 64 MiB), read on a
+/// thread of its own so that a full pipe never stalls the child.
+fn output(root: &Path, args: &[&str], deadline: Duration) -> Result<Vec<u8>, Error> {
+    const MOST: u64 = 64 << 20;
+    let shown = args.join(" ");
+    let mut child = git(root, args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -231,21 +239,7 @@ fn finish(
 /// read (nothing here parses it), so a chatty child can never fill a pipe and stall.
 fn run(root: &Path, args: &[&str], deadline: Duration) -> Result<(), Error> {
     let shown = args.join(" ");
-    #[allow(
-        clippy::disallowed_methods,
-        reason = "the git module owns git subprocesses"
-    )]
-    let mut child = Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args(args)
-        .env("LC_ALL", "C")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("GCM_INTERACTIVE", "never")
-        .env("GIT_PAGER", "cat")
-        // Hooks and credential helpers are repository code: they never see the agent token.
-        .env_remove("DACLI_AGENT")
-        .stdin(Stdio::null())
+    let mut child = git(root, args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

@@ -797,3 +797,46 @@ fn forged_event_is_never_shown_or_applied_by_a_warm_mcp_server() {
             .contains("COMMENT")
     );
 }
+
+/// The listing of ignored files runs `git status`, which runs repository code (an fsmonitor
+/// hook): it never sees the agent's token.
+#[test]
+fn the_ignored_files_listing_hands_git_hooks_no_token() {
+    let repo = done_worktree_with_env();
+    let d = repo.path();
+    let spy = d.join("spy.sh");
+    let seen = d.join("seen.txt");
+    std::fs::write(
+        &spy,
+        format!(
+            "#!/bin/sh\necho \"[$DACLI_AGENT]\" >> '{}'\n",
+            seen.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&spy, std::fs::Permissions::from_mode(0o755)).unwrap();
+    g(d, &["config", "core.fsmonitor", &spy.to_string_lossy()]);
+    let out = repo
+        .dacli(&["agent", "spawn", "--grant", "rw", "--json"])
+        .output()
+        .unwrap();
+    let spawned: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let token = spawned["data"]["token"]
+        .as_str()
+        .expect("token")
+        .to_string();
+    let out = repo
+        .dacli(&["repo", "cleanup", "--no-fetch", "--json"])
+        .env("DACLI_AGENT", &token)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let seen = std::fs::read_to_string(&seen).expect("git ran the fsmonitor hook");
+    assert!(!seen.contains(&token), "{seen}");
+    assert!(seen.contains("[]"), "{seen}");
+}
