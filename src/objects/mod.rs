@@ -5,6 +5,7 @@
 pub mod agents;
 pub mod codec;
 pub mod filed;
+pub mod gitignore;
 pub mod glossary;
 pub mod index;
 pub mod note_digest;

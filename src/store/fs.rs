@@ -366,9 +366,20 @@ impl Fs {
     /// Atomic replace: write a temp file in the same directory, flush it, rename it over
     /// `path`, flush the directory. Readers see the old bytes or the new, never a mix.
     pub fn replace(&self, path: &Path, bytes: &[u8]) -> Result<(), Error> {
+        self.replace_as(path, bytes, Access::Default)
+    }
+
+    /// [`Fs::replace`] for a file only its owner may read (a client configuration holding a
+    /// token): the new file is created mode 0600 before any byte is written, so no moment
+    /// exists at which others can read it.
+    pub fn replace_private(&self, path: &Path, bytes: &[u8]) -> Result<(), Error> {
+        self.replace_as(path, bytes, Access::OwnerOnly)
+    }
+
+    fn replace_as(&self, path: &Path, bytes: &[u8], access: Access) -> Result<(), Error> {
         let dir = parent(path);
         self.create_dir_all(dir)?;
-        let tmp = self.write_temp(dir, bytes)?;
+        let tmp = self.write_temp_as(dir, bytes, access)?;
         let renamed = self.hit(FaultOp::Rename, path).and_then(|()| {
             #[allow(clippy::disallowed_methods, reason = "store owns renames")]
             fs::rename(&tmp, path).map_err(|e| Error::io("rename", self.display(path), e))
@@ -606,7 +617,11 @@ impl Fs {
     }
 
     fn write_temp(&self, dir: &Path, bytes: &[u8]) -> Result<PathBuf, Error> {
-        let (tmp, file) = self.write_unflushed(dir, bytes)?;
+        self.write_temp_as(dir, bytes, Access::Default)
+    }
+
+    fn write_temp_as(&self, dir: &Path, bytes: &[u8], access: Access) -> Result<PathBuf, Error> {
+        let (tmp, file) = self.write_unflushed_as(dir, bytes, access)?;
         if let Err(e) = file.sync_all() {
             self.discard(&tmp);
             return Err(Error::io("flush", self.display(&tmp), e));
@@ -618,12 +633,26 @@ impl Fs {
     /// `bytes` written to a new temporary file in `dir`, up to the flush it still needs
     /// (its fault point passed); nothing is left behind on failure.
     fn write_unflushed(&self, dir: &Path, bytes: &[u8]) -> Result<(PathBuf, File), Error> {
+        self.write_unflushed_as(dir, bytes, Access::Default)
+    }
+
+    fn write_unflushed_as(
+        &self,
+        dir: &Path,
+        bytes: &[u8],
+        access: Access,
+    ) -> Result<(PathBuf, File), Error> {
         let tmp = self.temp_name(dir);
         self.hit(FaultOp::Write, &tmp)?;
+        let mut options = OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        if access == Access::OwnerOnly {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
+        }
         #[allow(clippy::disallowed_methods, reason = "store owns file creation")]
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
+        let mut file = options
             .open(&tmp)
             .map_err(|e| Error::io("create", self.display(&tmp), e))?;
         self.record("create", &tmp, None);
@@ -742,4 +771,13 @@ fn op_name(op: FaultOp) -> &'static str {
         FaultOp::Mkdir => "create directory",
         FaultOp::Derived => "write derived",
     }
+}
+
+/// Who may read a file the store creates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    /// As the process's umask allows.
+    Default,
+    /// Its owner only (mode 0600).
+    OwnerOnly,
 }

@@ -192,18 +192,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     }
 
     let gitignore_path = ws.path(&[".gitignore"]);
-    let present: BTreeSet<String> = match ws.fs.read(&gitignore_path) {
-        Ok(bytes) => String::from_utf8_lossy(&bytes)
-            .lines()
-            .map(|l| l.trim().to_string())
-            .collect(),
-        Err(store::Error::Io { .. }) => BTreeSet::new(),
-        Err(e) => return Err(e.into()),
-    };
-    let absent: Vec<&str> = GITIGNORE
-        .lines()
-        .filter(|l| !l.starts_with('#') && !present.contains(*l))
-        .collect();
+    let absent = crate::objects::gitignore::missing(ws, GITIGNORE)?;
     let missing: Vec<Item> = absent
         .iter()
         .map(|l| Item {
@@ -238,7 +227,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
             fixed += 1;
         }
         if !absent.is_empty() {
-            fixed += add_gitignore_lines(ws, &gitignore_path)?;
+            fixed += crate::objects::gitignore::add_missing(ws, GITIGNORE)?;
             missing.clear();
         }
     }
@@ -400,40 +389,6 @@ fn walk_dir(
 }
 
 /// Whether the object a lock file is named after still exists (FORMAT §4.3 lock names).
-/// Appends the lines of [`GITIGNORE`] that `.dacli/.gitignore` lacks, keeping every line it
-/// has (the user's own included), under the config lock. Returns how many were added.
-fn add_gitignore_lines(ws: &Workspace, path: &Path) -> Result<usize, Error> {
-    let _lock = ws.fs.lock(&ws.lock_path("config"))?;
-    let mut text = match ws.fs.read(path) {
-        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-        Err(store::Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-            String::new()
-        }
-        Err(e) => return Err(e.into()),
-    };
-    let present: BTreeSet<String> = text.lines().map(|l| l.trim().to_string()).collect();
-    let mut added = 0;
-    if text.is_empty() {
-        text.push_str(GITIGNORE.lines().next().unwrap_or_default());
-        text.push('\n');
-    }
-    for line in GITIGNORE.lines().filter(|l| !l.starts_with('#')) {
-        if present.contains(line) {
-            continue;
-        }
-        if !text.ends_with('\n') {
-            text.push('\n');
-        }
-        text.push_str(line);
-        text.push('\n');
-        added += 1;
-    }
-    if added > 0 {
-        ws.fs.replace(path, text.as_bytes())?;
-    }
-    Ok(added)
-}
-
 fn lock_target_exists(
     ws: &Workspace,
     stem: &str,

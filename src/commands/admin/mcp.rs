@@ -505,9 +505,11 @@ fn install(ctx: &Ctx, req: InstallRequest) -> Result<Outcome<InstallResponse>, E
     if written {
         let jail = std::fs::canonicalize(&base).unwrap_or_else(|_| base.clone());
         let fs = ctx.make_fs(base.clone(), jail);
-        fs.replace(&path, new.as_bytes())?;
+        // A file holding a token is created readable by its owner only.
         if token.is_some() {
-            owner_only(&path, &shown)?;
+            fs.replace_private(&path, new.as_bytes())?;
+        } else {
+            fs.replace(&path, new.as_bytes())?;
         }
     }
     Ok(Outcome::Done(InstallResponse {
@@ -547,24 +549,6 @@ fn agent_token(ctx: &Ctx, name: &str, scope: Scope) -> Result<Result<String, Ref
             ),
         ))),
     }
-}
-
-/// A file holding a token is readable by its owner only.
-#[cfg(unix)]
-fn owner_only(path: &Path, shown: &str) -> Result<(), Error> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(|e| {
-        Error::new(
-            ErrorKind::Operational,
-            "E_IO",
-            format!("cannot make {shown} private to you: {e}"),
-        )
-    })
-}
-
-#[cfg(not(unix))]
-fn owner_only(_: &Path, _: &str) -> Result<(), Error> {
-    Ok(())
 }
 
 fn this_binary() -> Result<String, Error> {
