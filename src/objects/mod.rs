@@ -3,6 +3,7 @@
 //! needs that very object fails naming the file and the reason.
 
 pub mod agents;
+pub mod client_files;
 pub mod codec;
 pub mod filed;
 pub mod gitignore;

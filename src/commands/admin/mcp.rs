@@ -505,12 +505,7 @@ fn install(ctx: &Ctx, req: InstallRequest) -> Result<Outcome<InstallResponse>, E
     if written {
         let jail = std::fs::canonicalize(&base).unwrap_or_else(|_| base.clone());
         let fs = ctx.make_fs(base.clone(), jail);
-        // A file holding a token is created readable by its owner only.
-        if token.is_some() {
-            fs.replace_private(&path, new.as_bytes())?;
-        } else {
-            fs.replace(&path, new.as_bytes())?;
-        }
+        crate::objects::client_files::replace(&fs, &path, &new, token.is_some())?;
     }
     Ok(Outcome::Done(InstallResponse {
         client: req.client,
