@@ -552,34 +552,6 @@ fn install_merges_into_the_clients_file_and_a_dry_run_writes_nothing() {
     );
 }
 
-/// The interpreter of the venv holding the official Python MCP SDK (docs/TESTING.md):
-/// `DACLI_TEST_MCP_PYTHON`, else `target/mcp-python/bin/python`. `None` (the test skips, with
-/// the reason printed) outside CI; under CI a missing SDK fails the test.
-fn sdk_python() -> Option<PathBuf> {
-    let path = std::env::var_os("DACLI_TEST_MCP_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| crate::support::repo_root().join("target/mcp-python/bin/python"));
-    let works = Std::new(&path)
-        .args(["-c", "import mcp"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if works {
-        return Some(path);
-    }
-    let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false");
-    assert!(
-        !ci,
-        "the Python MCP SDK is missing at {} under CI: .ci/run installs tests/python/requirements.txt there",
-        path.display()
-    );
-    eprintln!(
-        "SKIPPED: no Python MCP SDK at {}; see docs/TESTING.md",
-        path.display()
-    );
-    None
-}
-
-/// A shop with three tasks owned by root, an rw and an ro agent.
 fn shop_for_workflows() -> (Repo, String, String) {
     let repo = Repo::initialized();
     let ok = |args: &[&str]| {
@@ -635,7 +607,9 @@ fn workflow(python: &Path, repo: &Repo, builder: &str, ro: &str, name: &str) -> 
 
 #[test]
 fn the_python_sdk_runs_the_three_canonical_workflows() {
-    let Some(python) = sdk_python() else { return };
+    let Some(python) = crate::support::sdk_python() else {
+        return;
+    };
     let (repo, builder, ro) = shop_for_workflows();
 
     let w = workflow(&python, &repo, &builder, &ro, "work");

@@ -6,7 +6,7 @@
 //! as a real client.
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
@@ -475,33 +475,6 @@ fn cli_refusals_read_like_tier_one_and_usage_shows_rejected_argv() {
     assert!(!top.contains(&"?"), "{top:?}");
 }
 
-/// The interpreter of the venv holding the official Python MCP SDK: `DACLI_TEST_MCP_PYTHON`
-/// (set by `.ci/run`), else `target/mcp-python/bin/python`. `None` (the test skips) only
-/// outside CI; under CI a missing SDK fails.
-fn sdk_python() -> Option<PathBuf> {
-    let path = std::env::var_os("DACLI_TEST_MCP_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("target/mcp-python/bin/python"));
-    let has_sdk = std::process::Command::new(&path)
-        .args(["-c", "import mcp"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if has_sdk {
-        return Some(path);
-    }
-    let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false");
-    assert!(
-        !ci,
-        "the Python MCP SDK is missing at {} under CI: .ci/run installs tests/python/requirements.txt there",
-        path.display()
-    );
-    eprintln!(
-        "SKIPPED: no Python MCP SDK at {} (see docs/TESTING.md to install it)",
-        path.display()
-    );
-    None
-}
-
 /// Runs `tests/python/<script>` with the SDK's interpreter; returns its JSON summary.
 pub(crate) fn run_sdk_script(python: &Path, script: &str, args: &[&str]) -> Value {
     let out = std::process::Command::new(python)
@@ -523,7 +496,9 @@ pub(crate) fn run_sdk_script(python: &Path, script: &str, args: &[&str]) -> Valu
 
 #[test]
 fn the_python_sdk_lists_gets_progress_and_cancels() {
-    let Some(python) = sdk_python() else { return };
+    let Some(python) = crate::support::sdk_python() else {
+        return;
+    };
     let repo = workspace(3);
     let marker = repo.path().join("late.txt");
     let binary = assert_cmd::cargo::cargo_bin("dacli");

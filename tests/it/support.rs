@@ -156,3 +156,33 @@ pub fn git(dir: &Path, args: &[&str]) {
 pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
+
+/// The interpreter of the venv holding the official Python MCP SDK (docs/TESTING.md):
+/// `DACLI_TEST_MCP_PYTHON`, else `target/mcp-python/bin/python`. `None` (the test skips, with
+/// the reason printed) only on a developer's machine: when `.ci/run` named the interpreter
+/// (`DACLI_TEST_MCP_PYTHON`) or `CI` is set, a missing SDK fails the test.
+pub fn sdk_python() -> Option<PathBuf> {
+    let named = std::env::var_os("DACLI_TEST_MCP_PYTHON");
+    let path = named
+        .clone()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target/mcp-python/bin/python"));
+    let has_sdk = std::process::Command::new(&path)
+        .args(["-c", "import mcp"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if has_sdk {
+        return Some(path);
+    }
+    let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false");
+    assert!(
+        !ci && named.is_none(),
+        "the Python MCP SDK is missing at {}: .ci/run installs tests/python/requirements.txt there",
+        path.display()
+    );
+    eprintln!(
+        "SKIPPED: no Python MCP SDK at {}; see docs/TESTING.md",
+        path.display()
+    );
+    None
+}
