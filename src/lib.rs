@@ -14,6 +14,7 @@ pub mod journal;
 pub mod mcp;
 pub mod model;
 pub mod objects;
+pub mod ops;
 pub mod policy;
 pub mod store;
 pub mod workspace;

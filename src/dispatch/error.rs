@@ -201,3 +201,32 @@ impl From<crate::git::Error> for Error {
         }
     }
 }
+
+impl From<crate::ops::Error> for Error {
+    fn from(e: crate::ops::Error) -> Error {
+        use crate::ops::{Error as E, error::Kind};
+        match e {
+            E::Store(e) => e.into(),
+            E::Workspace(e) => e.into(),
+            E::Objects(e) => e.into(),
+            E::Resolve(e) => e.into(),
+            E::Git(e) => e.into(),
+            E::Rejected {
+                kind,
+                code,
+                message,
+                hints,
+            } => Error {
+                kind: match kind {
+                    Kind::Operational => ErrorKind::Operational,
+                    Kind::Usage => ErrorKind::Usage,
+                    Kind::NotFound => ErrorKind::NotFound,
+                    Kind::Conflict => ErrorKind::Conflict,
+                },
+                code,
+                message,
+                hints,
+            },
+        }
+    }
+}

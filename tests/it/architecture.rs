@@ -55,6 +55,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("git", 50),
     ("github", 50),
     ("exec", 50),
+    ("ops", 55),
     ("dispatch", 60),
     ("commands", 70),
     ("cli", 80),
