@@ -12,6 +12,7 @@
 //!   [`Decided::Refused`] and writes nothing.
 
 pub mod error;
+pub mod txn;
 
 pub use error::Error;
 
