@@ -12,6 +12,9 @@
 //!   [`Decided::Refused`] and writes nothing.
 
 pub mod error;
+pub mod evidence;
+pub mod github;
+pub mod train;
 pub mod txn;
 
 pub use error::Error;

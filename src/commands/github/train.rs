@@ -16,14 +16,12 @@ use super::{
 use crate::dispatch::apply::{ApplyArgs, Run, Start, digest_of, start};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, ErrorKind, Mcp, Outcome};
 use crate::github::{CallError, Client, Method, encode};
-use crate::journal::evidence::{self, Evidence, EvidenceItem};
+use crate::journal::evidence::{Evidence, EvidenceItem};
 use crate::journal::txn::{StepStatus, Txn, TxnOutcome};
 use crate::model::Refusal;
-use crate::model::id::{parse_ulid, ulid_time};
-use crate::model::toml_time;
+use crate::ops;
 use crate::policy::apply::{self as contract, ApplyRequest};
 use crate::policy::disclosure;
-use crate::store::{TEMP_PREFIX, TomlRecord};
 
 const TOOL: &str = "release-train";
 
@@ -562,112 +560,29 @@ fn pr_number(subject: &str) -> Option<u64> {
 // ---------------------------------------------------------------------------------------
 // the train file (FORMAT §19.1)
 
-#[derive(Debug, Clone)]
-struct TrainFile {
-    id: String,
-    owner: String,
-    project: String,
-    repo: String,
-    source: String,
-    target: String,
-    sha: String,
-    method: String,
-    state: String,
-    txn: Option<String>,
-    target_before: Option<String>,
-    pr: Option<(u64, String)>,
-    target_after: Option<String>,
-    merge_commit: Option<String>,
-    doc: DocumentMut,
-}
-
-fn train_path(ctx: &Ctx, id: &str) -> Result<std::path::PathBuf, Error> {
-    let ulid = id.strip_prefix("tr-").and_then(parse_ulid);
-    if ulid.is_none() {
-        return Err(Error::usage(format!(
-            "`{id}` is not a train id (`tr-<ULID>`)"
-        )));
-    }
-    Ok(ctx.ws()?.path(&["trains", &format!("{id}.toml")]))
-}
+use crate::ops::train::TrainFile;
 
 fn load_train(ctx: &Ctx, id: &str) -> Result<TrainFile, Error> {
-    let ws = ctx.ws()?;
-    let path = train_path(ctx, id)?;
-    if !path.is_file() {
-        return Err(Error::not_found(format!("no train `{id}` under trains/"))
-            .hint("list trains with `dacli release-train status`"));
-    }
-    let bytes = ws.fs.read(&path)?;
-    let rec =
-        TomlRecord::parse(&ws.display(&path), &bytes).map_err(crate::store::Error::Malformed)?;
-    parse_train(rec.doc).ok_or_else(|| {
-        Error::new(
-            ErrorKind::Operational,
-            "E_MALFORMED",
-            format!("{}: not a train record (FORMAT §19.1)", ws.display(&path)),
-        )
-    })
-}
-
-fn parse_train(doc: DocumentMut) -> Option<TrainFile> {
-    let s = |k: &str| doc.get(k).and_then(|v| v.as_str()).map(str::to_string);
-    if s("kind").as_deref() != Some("train") {
-        return None;
-    }
-    let pr = doc.get("pr").and_then(|p| {
-        Some((
-            p.get("number")?.as_integer()? as u64,
-            p.get("head_sha")
-                .and_then(|h| h.as_str())
-                .unwrap_or_default()
-                .to_string(),
-        ))
-    });
-    Some(TrainFile {
-        id: s("id")?,
-        owner: s("owner")?,
-        project: s("project")?,
-        repo: s("repo")?,
-        source: s("source")?,
-        target: s("target")?,
-        sha: s("sha")?,
-        method: s("method")?,
-        state: s("state")?,
-        txn: s("txn"),
-        target_before: s("target_before"),
-        pr,
-        target_after: s("target_after"),
-        merge_commit: s("merge_commit"),
-        doc,
-    })
+    Ok(ops::train::load(ctx.ws()?, id)?)
 }
 
 /// Creates a train record (create-new, keys in field-table order).
 fn create_train(ctx: &Ctx, o: &Observed, txn: &str) -> Result<TrainFile, Error> {
     let ws = ctx.ws()?;
     let ulid = ctx.new_ulid();
-    let id = format!("tr-{ulid}");
     let me = ctx.identity()?.agent.id.clone();
-    let mut doc = DocumentMut::new();
-    doc["id"] = value(id.as_str());
-    doc["kind"] = value("train");
-    doc["created"] = value(toml_time(ulid_time(ulid)));
-    doc["created_by"] = value(me.as_str());
-    doc["owner"] = value(me.as_str());
-    doc["rev"] = value(ulid.to_string());
-    doc["project"] = value(o.project.as_str());
-    doc["repo"] = value(o.repo.as_str());
-    doc["source"] = value(o.source.as_str());
-    doc["target"] = value(o.target.as_str());
-    doc["sha"] = value(o.sha.as_str());
-    doc["method"] = value(o.method.as_str());
-    doc["state"] = value("planned");
-    doc["txn"] = value(txn);
-    doc["target_before"] = value(o.target_before.as_str());
-    let path = ws.path(&["trains", &format!("{id}.toml")]);
-    ws.fs.create_new(&path, doc.to_string().as_bytes())?;
-    parse_train(doc).ok_or_else(|| Error::internal("a created train does not parse"))
+    let new = ops::train::NewTrain {
+        project: &o.project,
+        repo: &o.repo,
+        source: &o.source,
+        target: &o.target,
+        sha: &o.sha,
+        method: &o.method,
+        target_before: &o.target_before,
+        txn,
+    };
+    ops::train::create(ws, ulid, &me, &new)?
+        .ok_or_else(|| Error::internal("a created train does not parse"))
 }
 
 /// Rewrites a train under its lock with a fresh `rev` (only the owner's runs get here).
@@ -676,15 +591,8 @@ fn update_train(
     id: &str,
     edit: impl FnOnce(&mut DocumentMut),
 ) -> Result<TrainFile, Error> {
-    let ws = ctx.ws()?;
-    let ulid = id.trim_start_matches("tr-");
-    let _lock = ws.fs.lock(&ws.lock_path(&format!("train-{ulid}")))?;
-    let mut t = load_train(ctx, id)?;
-    edit(&mut t.doc);
-    t.doc["rev"] = value(ctx.new_ulid().to_string());
-    let path = train_path(ctx, id)?;
-    ws.fs.replace(&path, t.doc.to_string().as_bytes())?;
-    parse_train(t.doc).ok_or_else(|| Error::internal("an updated train does not parse"))
+    ops::train::update(ctx.ws()?, id, &|| ctx.new_ulid(), edit)?
+        .ok_or_else(|| Error::internal("an updated train does not parse"))
 }
 
 fn train_observed(t: &TrainFile) -> Observed {
@@ -1196,24 +1104,9 @@ fn train_of_txn(ctx: &Ctx, txn: &str) -> Result<Option<String>, Error> {
 }
 
 fn list_trains(ctx: &Ctx) -> Result<Vec<TrainFile>, Error> {
-    let ws = ctx.ws()?;
-    let mut out = Vec::new();
-    for (name, path) in ws.fs.list_dir(&ws.path(&["trains"]))? {
-        if name.starts_with('.') || name.starts_with(TEMP_PREFIX) || !name.ends_with(".toml") {
-            continue;
-        }
-        let bytes = ws.fs.read(&path)?;
-        match TomlRecord::parse(&ws.display(&path), &bytes) {
-            Ok(rec) => {
-                if let Some(t) = parse_train(rec.doc) {
-                    out.push(t);
-                }
-            }
-            Err(p) => ctx.warn(p),
-        }
-    }
-    out.sort_by(|a, b| a.id.cmp(&b.id));
-    Ok(out)
+    let (trains, warnings) = ops::train::list(ctx.ws()?)?;
+    ctx.warn_all(warnings);
+    Ok(trains)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1782,7 +1675,7 @@ fn write_evidence(
         after: t.target_after.clone(),
         reasons: vec![t.method.clone()],
     });
-    let path = evidence::write(
+    let path = crate::ops::evidence::write(
         ws,
         &Evidence {
             id: ctx.new_ulid(),

@@ -19,7 +19,7 @@ use super::common::{
 };
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome};
 use crate::git::{self, Head, Repo};
-use crate::journal::evidence::{self, Evidence, EvidenceItem};
+use crate::journal::evidence::{Evidence, EvidenceItem};
 use crate::journal::txn::{StepStatus, Txn, TxnOutcome};
 use crate::journal::view::World;
 use crate::model::id::parse_ulid;
@@ -1209,7 +1209,7 @@ fn execute(
                 }),
         )
         .collect();
-    let evidence_path = evidence::write(
+    let evidence_path = crate::ops::evidence::write(
         ws,
         &Evidence {
             id: ctx.new_ulid(),

@@ -758,7 +758,7 @@ fn execute(
     }
     let txn_id = run.txn.id().to_string();
     let head = crate::git::head_sha(ws.root());
-    let path = evidence::write(
+    let path = crate::ops::evidence::write(
         ws,
         &Evidence {
             id: ctx.new_ulid(),

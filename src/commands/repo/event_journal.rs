@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use super::common::{self, ApplyArgs, Notice, Run, Start, announce, frozen, refused};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome};
 use crate::journal::archive::{self, Entry, History, Manifest, SegmentState};
-use crate::journal::evidence::{self, Evidence, EvidenceItem};
+use crate::journal::evidence::{Evidence, EvidenceItem};
 use crate::journal::txn::{StepStatus, Txn, TxnOutcome};
 use crate::journal::{self, EventState, Journal};
 use crate::model::Refusal;
@@ -1439,7 +1439,7 @@ fn write_evidence(
     let who = ctx.identity()?.agent.clone();
     let txn_id = txn.id().to_string();
     let head = crate::git::head_sha(ws.root());
-    let path = evidence::write(
+    let path = crate::ops::evidence::write(
         ws,
         &Evidence {
             id: ctx.new_ulid(),
