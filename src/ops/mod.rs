@@ -11,6 +11,8 @@
 //! - Policy stays pure and is called directly; an operation that policy refuses returns
 //!   [`Decided::Refused`] and writes nothing.
 
+pub mod archive;
+pub mod cleanup;
 pub mod error;
 pub mod evidence;
 pub mod github;
