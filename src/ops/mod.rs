@@ -13,6 +13,7 @@
 
 pub mod archive;
 pub mod cleanup;
+pub mod delivery;
 pub mod error;
 pub mod evidence;
 pub mod github;
