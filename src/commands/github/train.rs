@@ -22,6 +22,7 @@ use crate::model::Refusal;
 use crate::ops;
 use crate::policy::apply::{self as contract, ApplyRequest};
 use crate::policy::disclosure;
+use crate::policy::train as train_policy;
 
 const TOOL: &str = "release-train";
 
@@ -317,7 +318,7 @@ struct TxnPlan {
 // plan
 
 fn run_plan(ctx: &Ctx, req: PlanRequest) -> Result<Outcome<PlanResponse>, Error> {
-    if let Some(r) = publication(req.tag.as_deref()) {
+    if let Some(r) = train_policy::publication(req.tag.as_deref()) {
         return Ok(Outcome::Refused(r));
     }
     let slug = project_slug(ctx, &req.project)?;
@@ -365,32 +366,6 @@ fn run_plan(ctx: &Ctx, req: PlanRequest) -> Result<Outcome<PlanResponse>, Error>
         plan_digest: digest,
         notices: Vec::new(),
     }))
-}
-
-fn publication(tag: Option<&str>) -> Option<Refusal> {
-    tag.map(|t| {
-        Refusal::new(
-            "train.no_publication",
-            format!("a release train promotes a commit; it never tags (`{t}`), creates releases or publishes"),
-            "Land the train, then tag or release with your own release process.",
-        )
-    })
-}
-
-fn method_refusal(method: &str) -> Result<Option<Refusal>, Error> {
-    match method {
-        "merge" | "fast_forward" => Ok(None),
-        "squash" | "rebase" => Ok(Some(Refusal::new(
-            "train.method_rewrites_sha",
-            format!(
-                "`{method}` writes new commits, so the exact commit could never be proven promoted"
-            ),
-            "Use `--method merge` (a merge commit) or `--method fast_forward` (the target becomes the commit).",
-        ))),
-        other => Err(Error::usage(format!(
-            "`--method {other}` is not one of merge, fast_forward"
-        ))),
-    }
 }
 
 /// The linked repository and a client, or the outcome that stops the command.
@@ -518,7 +493,7 @@ fn observe(
         .collect();
     let mut included_prs: Vec<u64> = commits
         .iter()
-        .filter_map(|c| pr_number(&c.subject))
+        .filter_map(|c| train_policy::pr_number(&c.subject))
         .collect();
     included_prs.sort_unstable();
     included_prs.dedup();
@@ -539,22 +514,6 @@ fn observe(
         commits,
         included_prs,
     }))
-}
-
-/// The PR number GitHub writes into merge and squash subjects: `Merge pull request #12 from`
-/// or `Title (#12)`.
-fn pr_number(subject: &str) -> Option<u64> {
-    let digits = |s: &str| -> Option<u64> {
-        let d: String = s.chars().take_while(char::is_ascii_digit).collect();
-        d.parse().ok()
-    };
-    if let Some(rest) = subject.strip_prefix("Merge pull request #") {
-        return digits(rest);
-    }
-    let at = subject.rfind("(#")?;
-    subject[at + 2..]
-        .ends_with(')')
-        .then(|| digits(&subject[at + 2..]))?
 }
 
 // ---------------------------------------------------------------------------------------
@@ -714,7 +673,7 @@ fn run_open(ctx: &Ctx, req: OpenRequest) -> Result<Outcome<TrainResponse>, Error
         Err(e) => return call_failure(&e, "reading the train branch"),
     };
     if ref_state == "conflict" {
-        return Ok(Outcome::Refused(ref_conflict(&branch, &sha)));
+        return Ok(Outcome::Refused(train_policy::ref_conflict(&branch, &sha)));
     }
     let found = match find_pr(&client, &repo, &branch) {
         Ok(p) => p,
@@ -782,16 +741,6 @@ fn run_open(ctx: &Ctx, req: OpenRequest) -> Result<Outcome<TrainResponse>, Error
         None => create_train(ctx, &plan.observed, &txn_id)?,
     };
     open_steps(ctx, &client, &mut run, &plan, &train, &body)
-}
-
-fn ref_conflict(branch: &str, sha: &str) -> Refusal {
-    Refusal::new(
-        "train.ref_conflict",
-        format!("`{branch}` exists and does not point at {sha}"),
-        format!(
-            "Someone else owns `{branch}`: delete it after checking it is not in use, or plan another commit."
-        ),
-    )
 }
 
 fn pr_body(o: &Observed, ws_id: &str) -> String {
@@ -897,7 +846,7 @@ fn open_steps(
                 json!({"conflict": true}),
             )?;
             run.finish(TxnOutcome::Refused, Value::Null)?;
-            return Ok(Outcome::Refused(ref_conflict(branch, sha)));
+            return Ok(Outcome::Refused(train_policy::ref_conflict(branch, sha)));
         }
         run.step(
             "train_ref_created",
@@ -1250,25 +1199,12 @@ fn run_land(ctx: &Ctx, req: LandRequest) -> Result<Outcome<TrainResponse>, Error
 fn authority_refusal(ctx: &Ctx, slug: &str) -> Result<Option<Refusal>, Error> {
     let me = ctx.identity()?.agent.id.clone();
     let list = project_list(ctx, slug, &["merge_authority"])?;
-    if list.contains(&me) {
-        return Ok(None);
-    }
-    let who = if list.is_empty() {
-        "nobody is listed".to_string()
-    } else {
-        list.join(", ")
-    };
-    Ok(Some(Refusal::new(
-        "merge.no_authority",
-        format!("{me} is not in the merge_authority of p-{slug} ({who})"),
-        if list.is_empty() {
-            format!("Ask a-root to add you: `dacli project edit {slug} --merge-authority {me}`.")
-        } else {
-            format!(
-                "Ask one of {who} to land it, or a-root to add you: `dacli project edit {slug} --merge-authority {me}`."
-            )
-        },
-    )))
+    Ok(train_policy::authority(&me, slug, &list))
+}
+
+/// A merge method the train may use; one it does not know is a usage error.
+fn method_refusal(method: &str) -> Result<Option<Refusal>, Error> {
+    train_policy::method(method).map_err(Error::usage)
 }
 
 fn gates(
