@@ -11,7 +11,14 @@
 //! - Policy stays pure and is called directly; an operation that policy refuses returns
 //!   [`Decided::Refused`] and writes nothing.
 
+pub mod archive;
+pub mod cleanup;
+pub mod delivery;
 pub mod error;
+pub mod evidence;
+pub mod github;
+pub mod train;
+pub mod txn;
 
 pub use error::Error;
 
