@@ -12,6 +12,8 @@
 //!   [`Decided::Refused`] and writes nothing.
 
 pub mod error;
+pub mod projects;
+pub mod tasks;
 
 pub use error::Error;
 
