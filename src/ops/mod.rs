@@ -12,7 +12,11 @@
 //!   [`Decided::Refused`] and writes nothing.
 
 pub mod error;
+pub mod glossary;
+pub mod notes;
+pub mod owner;
 pub mod projects;
+pub mod risks;
 pub mod tasks;
 
 pub use error::Error;
