@@ -11,11 +11,14 @@
 //! - Policy stays pure and is called directly; an operation that policy refuses returns
 //!   [`Decided::Refused`] and writes nothing.
 
+pub mod briefs;
 pub mod error;
 pub mod glossary;
+pub mod lint_fix;
 pub mod notes;
 pub mod owner;
 pub mod projects;
+pub mod reports;
 pub mod risks;
 pub mod tasks;
 
