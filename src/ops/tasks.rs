@@ -7,12 +7,15 @@ use std::sync::Arc;
 
 use toml_edit::Item;
 
-use super::Error;
+use super::error::Kind;
+use super::{Decided, Error};
+use crate::journal::fold::{Folded, fold_task};
 use crate::journal::sync::{Synced, sync_task};
 use crate::journal::{self, Journal, NewEvent};
 use crate::model::dod::DodFacts;
 use crate::model::event::EventHead;
-use crate::model::taskdoc::TaskDoc;
+use crate::model::task::{Status, TaskRef};
+use crate::model::taskdoc::{Change, Reject, Stamp, TaskDoc};
 use crate::objects::index::NoteEntry;
 use crate::objects::{self, tasks};
 use crate::store::LockGuard;
@@ -52,6 +55,17 @@ impl Locked {
     pub fn reread_events(&mut self, ws: &Workspace) -> Result<(), Error> {
         (self.journal, self.notes) = records(ws, &self.task.task.id)?;
         Ok(())
+    }
+
+    /// The folded view of the locked task: its pending events applied in memory; `facts`
+    /// judges whether a fold may finish the task.
+    pub fn folded(&self, facts: Facts<'_>) -> (TaskDoc, Folded) {
+        let mut doc = self.task.doc.clone();
+        let pending: Vec<&EventHead> = self.journal.pending_about(&self.task.task.id).collect();
+        let folded = fold_task(&mut doc, &pending, &self.journal, &mut |d: &TaskDoc| {
+            crate::policy::dod::evaluate(&facts(&self.journal, &self.notes, &self.task, d)).passed
+        });
+        (doc, folded)
     }
 
     /// As owner `me`: applies the pending events for real (with a receipt) and re-reads the
@@ -180,4 +194,134 @@ pub fn record_run(
     run: &crate::journal::runs::Run<'_>,
 ) -> Result<EventHead, Error> {
     Ok(crate::journal::runs::append_run(ws, id, by, run)?)
+}
+
+/// Who acts in a transaction, and when.
+pub struct Actor<'a> {
+    /// The acting agent's id.
+    pub me: &'a str,
+    /// The formatted time for Log lines.
+    pub at: &'a str,
+    /// Fresh ULIDs (events, `rev`s, receipts).
+    pub mint: &'a dyn Fn() -> ulid::Ulid,
+}
+
+/// The result of a dual command (COMMANDS.md §1.4): the owner mutates, anyone else appends.
+#[derive(Debug, serde::Serialize)]
+pub struct DualResult {
+    pub task: TaskRef,
+    pub status: Status,
+    pub assignee: Option<String>,
+    pub effect: &'static str,
+    pub event: Option<String>,
+}
+
+/// What a dual command does once the task is locked and folded.
+pub struct Dual<'a> {
+    /// The event kind for the non-owner path.
+    pub kind: &'a str,
+    pub fields: Vec<(&'a str, Item)>,
+    pub body: String,
+}
+
+/// A dual command's look at the folded view under the lock: `Some(Err)` refuses,
+/// `Some(Ok(()))` means already so (unchanged), `None` proceeds.
+pub type Precheck<'a> =
+    dyn Fn(&TaskDoc, &tasks::Located) -> Option<Result<(), crate::model::Refusal>> + 'a;
+
+/// A dual command's transition, applied to the owner's file or, for anyone else, in memory
+/// to report the folded result.
+pub type Transition<'a> = dyn Fn(&mut TaskDoc, Stamp<'_>) -> Result<Change, Reject> + 'a;
+
+/// Runs a dual command on task `id` of `project` under its lock. `precheck` sees the folded
+/// view and may refuse or declare the request a no-op. When `owner_path` holds and `by` acts
+/// as the owner, pending events are synced first and `apply` is written to the file;
+/// otherwise the request is appended as a `spec.kind` event and `apply` only shapes the
+/// folded result reported.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "each argument is one part of the transaction the caller decides"
+)]
+pub fn dual(
+    ws: &Workspace,
+    by: &Actor<'_>,
+    (project, id): (&str, &str),
+    owner_path: bool,
+    spec: Dual<'_>,
+    facts: Facts<'_>,
+    precheck: &Precheck<'_>,
+    apply: &Transition<'_>,
+) -> Result<Decided<DualResult>, Error> {
+    let mut locked = Locked::take(ws, project, id)?;
+    let (view, _) = locked.folded(facts);
+    let task_ref = locked.task.task_ref_folded();
+    match precheck(&view, &locked.task) {
+        Some(Err(refusal)) => return Ok(Decided::Refused(refusal)),
+        Some(Ok(())) => {
+            return Ok(Decided::Done(DualResult {
+                task: task_ref,
+                status: view.status,
+                assignee: view.assignee().map(str::to_string),
+                effect: "unchanged",
+                event: None,
+            }));
+        }
+        None => {}
+    }
+    if owner_path && objects::agents::acts_as_owner(ws, by.me, view.owner())? {
+        locked.sync_first(ws, by.me, by.mint, facts)?;
+        let mut doc = locked.task.doc.clone();
+        let own = Stamp {
+            at: by.at,
+            by: by.me,
+            event: None,
+        };
+        let change = apply(&mut doc, own).map_err(|r| {
+            Error::rejected(
+                Kind::Conflict,
+                "E_CONFLICT",
+                format!("{} cannot apply: {}", task_ref.reference, r.as_str()),
+            )
+        })?;
+        let (status, assignee) = (doc.status, doc.assignee().map(str::to_string));
+        if change == Change::Applied {
+            locked.write(ws, doc, (by.mint)())?;
+        }
+        return Ok(Decided::Done(DualResult {
+            task: task_ref,
+            status,
+            assignee,
+            effect: if change == Change::Applied {
+                "applied"
+            } else {
+                "unchanged"
+            },
+            event: None,
+        }));
+    }
+    let ev = append_event(
+        ws,
+        (by.mint)(),
+        by.me,
+        spec.kind,
+        &locked.task.task.id,
+        spec.fields,
+        spec.body,
+    )?;
+    let mut after = view.clone();
+    let _ = apply(
+        &mut after,
+        Stamp {
+            at: by.at,
+            by: by.me,
+            event: Some(&ev.id),
+        },
+    );
+    Ok(Decided::Done(DualResult {
+        task: task_ref,
+        status: after.status,
+        assignee: after.assignee().map(str::to_string),
+        effect: "proposed",
+        event: Some(ev.id),
+    }))
 }

@@ -9,7 +9,7 @@ use toml_edit::Item;
 use crate::dispatch::one_task::{facts_of, locate};
 use crate::dispatch::{Ctx, Error};
 use crate::journal::Journal;
-use crate::journal::fold::{Folded, fold_task};
+use crate::journal::fold::Folded;
 use crate::journal::snapshot::Snapshot;
 use crate::journal::sync::Synced;
 use crate::model::agent::AgentStatus;
@@ -79,12 +79,8 @@ impl Locked {
 
     /// The folded view of the locked task.
     pub(super) fn folded(&self, ws: &Workspace) -> (TaskDoc, Folded) {
-        let mut doc = self.task.doc.clone();
-        let pending: Vec<&EventHead> = self.journal.pending_about(&self.task.task.id).collect();
-        let folded = fold_task(&mut doc, &pending, &self.journal, &mut |d: &TaskDoc| {
-            crate::policy::dod::evaluate(&self.facts(ws, d)).passed
-        });
-        (doc, folded)
+        self.0
+            .folded(&|journal, notes, task, d| facts_of(ws, journal, notes, task, d))
     }
 
     /// As owner: applies the pending events for real (with a receipt) and re-reads the task,
@@ -207,106 +203,48 @@ pub(super) fn cycle_text(snap: &Snapshot, path: &[String]) -> String {
         .join(" → ")
 }
 
-/// The result of a dual command (COMMANDS.md §1.4): the owner mutates, anyone else appends.
-#[derive(Debug, serde::Serialize)]
-pub(super) struct DualResult {
-    pub task: crate::model::task::TaskRef,
-    pub status: crate::model::task::Status,
-    pub assignee: Option<String>,
-    pub effect: &'static str,
-    pub event: Option<String>,
-}
+pub(super) use crate::ops::tasks::{Dual, DualResult};
 
-/// What a dual command does once the task is locked and folded.
-pub(super) struct Dual<'a> {
-    /// The event kind for the non-owner path.
-    pub kind: &'a str,
-    pub fields: Vec<(&'a str, Item)>,
-    pub body: String,
-}
-
-/// A dual command's look at the folded view under the lock: `Some(Err)` refuses,
-/// `Some(Ok(()))` means already so (unchanged), `None` proceeds.
-pub(super) type Precheck<'a> =
-    dyn Fn(&TaskDoc, &tasks::Located) -> Option<Result<(), crate::model::Refusal>> + 'a;
-
-/// Runs a dual command. `precheck` sees the folded view under the lock and may refuse or
-/// declare the request a no-op (`Ok(Some(None))` = unchanged). `apply` performs the
-/// transition, on the owner's file or, for others, in memory to report the folded result.
+/// Runs a dual command ([`ops::tasks::dual`]) on the task `reference` names, as the caller.
+/// `precheck` sees the folded view under the lock and may refuse or declare the request a
+/// no-op; `apply` performs the transition, on the owner's file or, for others, in memory to
+/// report the folded result.
 pub(super) fn run_dual(
     ctx: &Ctx,
     reference: &str,
     owner_path: bool,
     spec: Dual<'_>,
-    precheck: &Precheck<'_>,
-    apply: &dyn Fn(
-        &mut TaskDoc,
-        Stamp<'_>,
-    ) -> Result<crate::model::taskdoc::Change, crate::model::taskdoc::Reject>,
+    precheck: &ops::tasks::Precheck<'_>,
+    apply: &ops::tasks::Transition<'_>,
 ) -> Result<crate::dispatch::Outcome<DualResult>, Error> {
     use crate::dispatch::Outcome;
-    use crate::model::taskdoc::Change;
     let ws = ctx.ws()?;
     let me = ctx.identity()?.agent.id.clone();
     let (project, id) = locate(ctx, reference)?;
-    let mut locked = Locked::take_id(ctx, &project, &id)?;
-    let (view, _) = locked.folded(ws);
-    let task_ref = locked.task.task_ref_folded();
-    match precheck(&view, &locked.task) {
-        Some(Err(refusal)) => return Ok(Outcome::Refused(refusal)),
-        Some(Ok(())) => {
-            return Ok(Outcome::Done(DualResult {
-                task: task_ref,
-                status: view.status,
-                assignee: view.assignee().map(str::to_string),
-                effect: "unchanged",
-                event: None,
-            }));
-        }
-        None => {}
-    }
     let at = now_text(ctx);
-    if owner_path && acts_as_owner(ctx, view.owner())? {
-        locked.sync_first(ctx)?;
-        let mut doc = locked.task.doc.clone();
-        let change = apply(&mut doc, own_stamp(&at, &me)).map_err(|r| {
-            Error::new(
-                crate::dispatch::ErrorKind::Conflict,
-                "E_CONFLICT",
-                format!("{} cannot apply: {}", task_ref.reference, r.as_str()),
-            )
-        })?;
-        let (status, assignee) = (doc.status, doc.assignee().map(str::to_string));
-        if change == Change::Applied {
-            locked.write(ctx, doc)?;
-        }
-        return Ok(Outcome::Done(DualResult {
-            task: task_ref,
-            status,
-            assignee,
-            effect: if change == Change::Applied {
-                "applied"
-            } else {
-                "unchanged"
-            },
-            event: None,
-        }));
-    }
-    let ev = append_event(ctx, spec.kind, &locked.task.task.id, spec.fields, spec.body)?;
-    let mut after = view.clone();
-    let _ = apply(
-        &mut after,
-        Stamp {
-            at: &at,
-            by: &me,
-            event: Some(&ev.id),
+    let mint = || ctx.new_ulid();
+    let by = ops::tasks::Actor {
+        me: &me,
+        at: &at,
+        mint: &mint,
+    };
+    let facts = |journal: &Journal,
+                 notes: &[std::sync::Arc<objects::index::NoteEntry>],
+                 task: &tasks::Located,
+                 d: &TaskDoc| facts_of(ws, journal, notes, task, d);
+    Ok(
+        match ops::tasks::dual(
+            ws,
+            &by,
+            (&project, &id),
+            owner_path,
+            spec,
+            &facts,
+            precheck,
+            apply,
+        )? {
+            ops::Decided::Done(done) => Outcome::Done(done),
+            ops::Decided::Refused(refusal) => Outcome::Refused(refusal),
         },
-    );
-    Ok(Outcome::Done(DualResult {
-        task: task_ref,
-        status: after.status,
-        assignee: after.assignee().map(str::to_string),
-        effect: "proposed",
-        event: Some(ev.id),
-    }))
+    )
 }
