@@ -12,11 +12,20 @@
 //!   [`Decided::Refused`] and writes nothing.
 
 pub mod archive;
+pub mod briefs;
 pub mod cleanup;
 pub mod delivery;
 pub mod error;
 pub mod evidence;
 pub mod github;
+pub mod glossary;
+pub mod lint_fix;
+pub mod notes;
+pub mod owner;
+pub mod projects;
+pub mod reports;
+pub mod risks;
+pub mod tasks;
 pub mod train;
 pub mod txn;
 

@@ -198,7 +198,6 @@ fn record(ctx: &Ctx, b: &Brief) -> Result<Run, Error> {
     let ws = ctx.ws()?;
     let id = ctx.new_ulid();
     let hash = brief::tokens::digest(&b.markdown);
-    let dir = ws.path(&["runs", "briefs", &id.to_string()]);
     let created = crate::model::format_time(crate::model::id::ulid_time(id));
     let mut meta = toml_edit::DocumentMut::new();
     meta["kind"] = toml_edit::value("brief");
@@ -215,10 +214,7 @@ fn record(ctx: &Ctx, b: &Brief) -> Result<Run, Error> {
     meta["tokenizer"] = toml_edit::value(b.tokenizer);
     meta["tokens"] = toml_edit::value(b.tokens as i64);
     meta["brief"] = toml_edit::value(hash.as_str());
-    let brief_path = dir.join("brief.md");
-    ws.fs.create_new(&brief_path, b.markdown.as_bytes())?;
-    ws.fs
-        .create_new(&dir.join("run.toml"), meta.to_string().as_bytes())?;
+    let brief_path = crate::ops::briefs::freeze(ws, id, &b.markdown, &meta)?;
     Ok(Run {
         id: id.to_string(),
         path: ws.display(&brief_path),

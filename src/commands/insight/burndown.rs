@@ -149,7 +149,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         written: None,
     };
     if let Some(file) = out_file {
-        ws.fs.replace(&file, product(&resp).as_bytes())?;
+        crate::ops::reports::write(ws, &file, &product(&resp))?;
         resp.written = Some(ws.display(&file));
     }
     Ok(Outcome::Done(resp))

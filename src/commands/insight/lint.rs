@@ -6,9 +6,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::lint_fix::apply;
 use super::lint_scan::{Found, scan};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, ErrorKind, Outcome};
+use crate::ops::lint_fix::{Fixer, apply};
 use crate::policy::lint::Severity;
 use crate::workspace::Workspace;
 use crate::workspace::names::{check_repo_path, check_slug};
@@ -148,7 +148,15 @@ fn fix_all(
         let Some(fix) = &f.fix else {
             continue;
         };
-        if apply(ctx, ws, fix)? {
+        let me = ctx.identity()?.agent.id.clone();
+        let at = crate::model::format_time(ctx.now());
+        let mint = || ctx.new_ulid();
+        let by = Fixer {
+            me: &me,
+            at: &at,
+            mint: &mint,
+        };
+        if apply(&by, ws, fix)? {
             views.push(view(f, true, None));
         } else {
             skipped.insert((f.path.clone(), f.code));

@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 
 use toml_edit::{DocumentMut, Item};
 
-use super::lint_fix::Fix;
 use crate::dispatch::{Ctx, Error};
 use crate::journal;
 use crate::model::agent::Agent;
@@ -18,6 +17,7 @@ use crate::model::runtime::{Runtime, role_runtime};
 use crate::model::task::parse_log;
 use crate::model::taskdoc::strip_wikilink;
 use crate::objects::{field_problem, tasks};
+use crate::ops::lint_fix::Fix;
 use crate::policy::lint::{self as rules, Finding, Receipt, Severity};
 use crate::policy::shortcut::{Template, TemplateError};
 use crate::store::{self, DirEntryKind, Document, Problem, Reason, TEMP_PREFIX, TomlRecord};

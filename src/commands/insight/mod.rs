@@ -3,7 +3,6 @@
 mod burndown;
 mod chart;
 mod lint;
-mod lint_fix;
 mod lint_scan;
 mod next;
 mod status;

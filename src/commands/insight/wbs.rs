@@ -149,7 +149,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     };
     let mut written = None;
     if let (Some(path), Some(c)) = (&out_file, &chart) {
-        ws.fs.replace(path, c.as_bytes())?;
+        crate::ops::reports::write(ws, path, c)?;
         written = Some(ws.display(path));
     }
     Ok(Outcome::Done(Response {

@@ -8,11 +8,11 @@ use super::{
     toml_time,
 };
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Outcome};
-use crate::model::Refusal;
-use crate::model::glossary::{Added, Duplicate, add, entries, new_body};
+use crate::model::glossary::entries;
 use crate::model::project::ProjectHead;
 use crate::objects::glossary;
-use crate::store::Document;
+use crate::ops::Decided;
+use crate::ops::glossary::{NewTerm, add_term as add_term_to, not_owner};
 
 /// Show a project's glossary: every term with its definition, in file order.
 #[derive(Debug, clap::Args, Deserialize)]
@@ -134,34 +134,17 @@ fn add_term(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
     if !acts_as_owner(ws, &me, &owner) {
         return Ok(Outcome::Refused(not_owner(&project, &owner)));
     }
-    let _lock = ws
-        .fs
-        .lock(&ws.lock_path(&format!("glossary-{}", project.slug)))?;
-    // Re-read under the lock: another writer may have created or changed it meanwhile.
-    let current = glossary::load(ws, &project.slug)?;
-    let (file, effect) = match current {
-        None => {
-            let doc = Document::new(new_front(ctx, &project, &me)?, new_body(&term, &definition));
-            let file = glossary::file(ws, &project.slug);
-            ws.fs.create_new(&file, doc.render().as_bytes())?;
-            (file, "applied")
-        }
-        Some(g) => {
-            if !acts_as_owner(ws, &me, &g.head.owner) {
-                return Ok(Outcome::Refused(not_owner(&project, &g.head.owner)));
-            }
-            match add(&g.doc.body, &term, &definition, req.replace) {
-                Err(d) => return Ok(Outcome::Refused(duplicate(&project, &d))),
-                Ok(Added::Unchanged) => (g.file, "unchanged"),
-                Ok(Added::Appended(body) | Added::Replaced(body)) => {
-                    let mut doc = g.doc;
-                    doc.body = body;
-                    doc.front["rev"] = value(ctx.new_ulid().to_string());
-                    ws.fs.replace(&g.file, doc.render().as_bytes())?;
-                    (g.file, "applied")
-                }
-            }
-        }
+    let new_term = NewTerm {
+        term: &term,
+        definition: &definition,
+        replace: req.replace,
+    };
+    // One rev, for the new glossary or the changed one.
+    let rev = ctx.new_ulid();
+    let front = new_front(ctx, &project, &me, rev)?;
+    let (file, effect) = match add_term_to(ws, &project, &me, &new_term, front, rev)? {
+        Decided::Done(done) => done,
+        Decided::Refused(refusal) => return Ok(Outcome::Refused(refusal)),
     };
     Ok(Outcome::Done(AddResponse {
         project: project.id.clone(),
@@ -181,43 +164,20 @@ fn owner_of(ctx: &Ctx, project: &ProjectHead) -> Result<String, Error> {
 }
 
 /// The frontmatter of a new glossary, in FORMAT §17 field order.
-fn new_front(ctx: &Ctx, project: &ProjectHead, me: &str) -> Result<DocumentMut, Error> {
+fn new_front(
+    ctx: &Ctx,
+    project: &ProjectHead,
+    me: &str,
+    rev: ulid::Ulid,
+) -> Result<DocumentMut, Error> {
     let mut front = DocumentMut::new();
     front["kind"] = value("glossary");
     front["project"] = value(project.id.as_str());
     front["created"] = toml_time(ctx.now())?;
     front["created_by"] = value(me);
     front["owner"] = value(project.owner.as_str());
-    front["rev"] = value(ctx.new_ulid().to_string());
+    front["rev"] = value(rev.to_string());
     Ok(front)
-}
-
-fn not_owner(project: &ProjectHead, owner: &str) -> Refusal {
-    Refusal::new(
-        "glossary.not_owner",
-        format!(
-            "the glossary of {} belongs to {owner}, the project's owner",
-            project.id
-        ),
-        format!(
-            "Ask {owner}: `dacli ask {} \"…\"` (an ro agent may also record a finding).",
-            project.id
-        ),
-    )
-}
-
-fn duplicate(project: &ProjectHead, d: &Duplicate) -> Refusal {
-    Refusal::new(
-        "glossary.duplicate_term",
-        format!(
-            "the glossary of {} already defines \"{}\" (terms are compared case-insensitively)",
-            project.id, d.term
-        ),
-        format!(
-            "\"{}\" is defined as \"{}\"; pass `--replace` to change it.",
-            d.term, d.definition
-        ),
-    )
 }
 
 fn render_add(r: &AddResponse, ctx: &Ctx) -> String {

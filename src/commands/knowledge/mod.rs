@@ -15,10 +15,9 @@ mod risks;
 
 use crate::dispatch::{Class, Command, Ctx, Error, ErrorKind};
 use crate::model::Refusal;
-use crate::model::agent::AgentStatus;
 use crate::model::id::ROOT_AGENT;
 use crate::model::project::ProjectHead;
-use crate::objects::{self, agents, projects, tasks};
+use crate::objects::{projects, tasks};
 use crate::policy::guard::class_gate;
 use crate::workspace::Workspace;
 use crate::workspace::names::check_slug;
@@ -165,18 +164,7 @@ fn resolve_about(
 /// Whether `me` may act as the owner `owner` of an object: it is the owner, or it is root and
 /// the owner is retired or has no record (FORMAT §13.1, COMMANDS.md §1.3).
 fn acts_as_owner(ws: &Workspace, me: &str, owner: &str) -> bool {
-    if me == owner {
-        return true;
-    }
-    if me != ROOT_AGENT {
-        return false;
-    }
-    match agents::load(ws, owner) {
-        Ok(agent) => agent.status == AgentStatus::Retired,
-        Err(objects::Error::NotFound { .. }) => true,
-        // A malformed owner record proves nothing; root does not take over on a guess.
-        Err(_) => false,
-    }
+    crate::ops::owner::acts_as_owner(ws, me, owner)
 }
 
 /// Checks a text flag: at most 64 KiB, and one line when it becomes a title, a list item or

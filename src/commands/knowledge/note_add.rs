@@ -12,11 +12,10 @@ use super::{
     section_flag, text, toml_list, toml_time,
 };
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome};
-use crate::journal::{self, NewEvent};
 use crate::model::id::ulid_time;
 use crate::model::note::{check_structure, dir_of};
 use crate::model::{Grant, Refusal};
-use crate::objects::notes as note_files;
+use crate::ops;
 use crate::store::Document;
 
 /// The kinds of note.
@@ -306,7 +305,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         front["tags"] = toml_list(&checked.tags);
     }
     let dir = dir_of(req.kind.as_str()).expect("every Kind has a directory");
-    let path = note_files::create(
+    let path = ops::notes::create(
         ws,
         project.as_deref(),
         dir,
@@ -545,17 +544,7 @@ fn record_finding(
         fields.push(("private", value(true)));
     }
     let ulid = ctx.new_ulid();
-    let ev = journal::append(
-        ws,
-        NewEvent {
-            id: ulid,
-            kind: "finding",
-            created_by: &me.agent.id,
-            about: Some(&about),
-            fields,
-            body,
-        },
-    )?;
+    let ev = ops::notes::record_finding(ws, ulid, &me.agent.id, &about, fields, body)?;
     Ok(Outcome::Done(Response {
         note: NoteRef {
             id: format!("n-{}", ev.id),

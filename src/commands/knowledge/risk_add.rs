@@ -11,7 +11,7 @@ use super::{
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Outcome};
 use crate::model::id::ulid_time;
 use crate::model::risk::{RiskHead, new_body};
-use crate::objects::risks;
+use crate::ops;
 use crate::policy::risk::action_refusal;
 use crate::store::Document;
 
@@ -137,7 +137,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     let doc = Document::new(front, new_body(&title, &indicators, action.as_deref()));
     let head = RiskHead::parse(&doc.front, &doc.body)
         .map_err(|e| Error::internal(format!("dacli built an invalid risk: {e}")))?;
-    let path = risks::create(ws, &project.slug, &id, &title, &doc)?;
+    let path = ops::risks::create(ws, &project.slug, &id, &title, &doc)?;
     Ok(Outcome::Done(Response {
         risk: RiskView::of(&project.slug, &head),
         effect: "created",

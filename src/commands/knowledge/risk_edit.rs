@@ -11,6 +11,7 @@ use crate::dispatch::{Class, Classify, Command, Ctx, Error, Outcome};
 use crate::model::Refusal;
 use crate::model::risk::{ACTION, INDICATORS, RiskHead, indicators_text, set_section};
 use crate::objects::risks;
+use crate::ops::{self, Decided};
 use crate::policy::risk::action_refusal;
 use crate::store::{Document, Problem};
 
@@ -139,36 +140,48 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     if !acts_as_owner(ws, &me, &owner) {
         return Ok(Outcome::Refused(not_owner(found, &owner)));
     }
-    let _lock = ws
-        .fs
-        .lock(&ws.lock_path(&format!("risk-{}", ulid_of(&found.risk.id))))?;
-    // Re-read under the lock: the owner may have changed it since the listing.
-    let current = risks::reload(ws, &found.project, &found.risk.id)?;
-    if !acts_as_owner(ws, &me, &current.risk.owner) {
-        return Ok(Outcome::Refused(not_owner(&current, &current.risk.owner)));
-    }
-    let edited = apply(&current.doc, &changes);
-    let head = RiskHead::parse(&edited.front, &edited.body)
-        .map_err(|e| Error::internal(format!("dacli built an invalid risk: {e}")))?;
-    if let Some(r) = action_refusal(
-        &head.impact,
-        &head.likelihood,
-        head.has_indicators(),
-        head.has_action(),
-    ) {
-        return Ok(Outcome::Refused(r));
-    }
-    let unchanged = edited.render() == current.doc.render();
-    if !unchanged {
-        let mut out = edited;
-        out.front["rev"] = value(ctx.new_ulid().to_string());
-        ws.fs.replace(&current.file, out.render().as_bytes())?;
-    }
-    Ok(Outcome::Done(Response {
-        risk: RiskView::of(&current.project, &head),
-        effect: if unchanged { "unchanged" } else { "applied" },
-        path: current.path.clone(),
-    }))
+    let decided = ops::risks::edit(
+        ws,
+        &found.project,
+        &found.risk.id,
+        |current| -> Result<_, Error> {
+            if !acts_as_owner(ws, &me, &current.risk.owner) {
+                return Ok(Decided::Refused(not_owner(current, &current.risk.owner)));
+            }
+            let edited = apply(&current.doc, &changes);
+            let head = RiskHead::parse(&edited.front, &edited.body)
+                .map_err(|e| Error::internal(format!("dacli built an invalid risk: {e}")))?;
+            if let Some(r) = action_refusal(
+                &head.impact,
+                &head.likelihood,
+                head.has_indicators(),
+                head.has_action(),
+            ) {
+                return Ok(Decided::Refused(r));
+            }
+            let response = Response {
+                risk: RiskView::of(&current.project, &head),
+                effect: "unchanged",
+                path: current.path.clone(),
+            };
+            if edited.render() == current.doc.render() {
+                return Ok(Decided::Done((None, response)));
+            }
+            let mut out = edited;
+            out.front["rev"] = value(ctx.new_ulid().to_string());
+            Ok(Decided::Done((
+                Some(out),
+                Response {
+                    effect: "applied",
+                    ..response
+                },
+            )))
+        },
+    )?;
+    Ok(match decided {
+        Decided::Done(response) => Outcome::Done(response),
+        Decided::Refused(refusal) => Outcome::Refused(refusal),
+    })
 }
 
 /// When `<project>/<slug>` names a risk file the listing skipped, the error names that file
@@ -182,11 +195,6 @@ fn unusable(warnings: &[Problem], reference: &str) -> Option<Error> {
         .iter()
         .find(|w| w.path.ends_with(&tail))
         .map(|w| crate::store::Error::Malformed(w.clone()).into())
-}
-
-/// The ULID part of `r-<ULID>`, which names the lock (FORMAT §4.3).
-fn ulid_of(id: &str) -> &str {
-    id.strip_prefix("r-").unwrap_or(id)
 }
 
 /// The edited document: only the keys and sections asked for change, and only when their

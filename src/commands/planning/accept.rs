@@ -10,14 +10,14 @@ use super::check::verify_all;
 use super::common::{Locked, acts_as_owner, now_text, own_stamp};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, ErrorKind, Outcome, Refusal};
 use crate::exec::{DirError, Spawn, resolve_dir, run_captured};
-use crate::journal::runs::{Run, append_run};
+use crate::journal::runs::Run;
 use crate::journal::snapshot::Snapshot;
-use crate::journal::sync::{Scope, sync_all};
 use crate::journal::wip::guard_role;
 use crate::model::id::ROOT_AGENT;
 use crate::model::task::{Status, TaskRef};
 use crate::model::taskdoc::Change;
 use crate::objects::shortcuts;
+use crate::ops;
 use crate::policy::dod::{evaluate, refusal};
 use crate::policy::guard::{Runner, in_toolkit, shortcut_gate};
 use crate::policy::shortcut::Template;
@@ -233,17 +233,7 @@ fn accept_one(
     drop(locked);
     // The finish requests this acceptance answers are now settled by a receipt.
     let mint = || ctx.new_ulid();
-    sync_all(
-        ws,
-        me,
-        &mint,
-        &|f| evaluate(f).passed,
-        &Scope {
-            about: Some(id.to_string()),
-            decline: Vec::new(),
-            dry_run: false,
-        },
-    )?;
+    ops::tasks::sync_about(ws, me, &mint, id)?;
     Ok(Ok(()))
 }
 
@@ -338,7 +328,7 @@ fn run_test(ctx: &Ctx, id: &str, name: &str) -> Result<Result<Ran, Refusal>, Err
             format!("cannot start `sh` for {name}: {e}"),
         )
     })?;
-    append_run(
+    ops::tasks::record_run(
         ws,
         ctx.new_ulid(),
         &me.id,

@@ -1,6 +1,6 @@
-//! What the planning commands share: resolving references through the index, locking and
-//! re-reading one task, acting as owner (sync first, then the transition, one write), and
-//! appending events.
+//! What the planning commands share: resolving references through the index, the locked task
+//! of [`ops::tasks`] with its facts and folded view, acting as owner (sync first, then the
+//! transition, one write), and appending events.
 
 use std::collections::BTreeSet;
 
@@ -8,10 +8,10 @@ use toml_edit::Item;
 
 use crate::dispatch::one_task::{facts_of, locate};
 use crate::dispatch::{Ctx, Error};
-use crate::journal::fold::{Folded, fold_task};
+use crate::journal::Journal;
+use crate::journal::fold::Folded;
 use crate::journal::snapshot::Snapshot;
-use crate::journal::sync::{Synced, sync_task};
-use crate::journal::{self, Journal, NewEvent};
+use crate::journal::sync::Synced;
 use crate::model::agent::AgentStatus;
 use crate::model::dod::DodFacts;
 use crate::model::event::EventHead;
@@ -19,7 +19,7 @@ use crate::model::format_time;
 use crate::model::id::ROOT_AGENT;
 use crate::model::taskdoc::{Stamp, TaskDoc};
 use crate::objects::{self, tasks};
-use crate::store::LockGuard;
+use crate::ops;
 use crate::workspace::Workspace;
 
 /// The formatted "now" for Log lines.
@@ -45,13 +45,15 @@ pub(super) fn acts_as_owner(ctx: &Ctx, owner: &str) -> Result<bool, Error> {
     })
 }
 
-/// A task re-read under its lock, with a journal read after the lock was taken.
-pub(super) struct Locked {
-    _guard: LockGuard,
-    pub task: tasks::Located,
-    pub journal: Journal,
-    /// The notes as the index knows them (what the definition of done asks of notes).
-    pub notes: Vec<std::sync::Arc<objects::index::NoteEntry>>,
+/// A task re-read under its lock ([`ops::tasks::Locked`]), with what the planning commands
+/// read of it through the call's context.
+pub(super) struct Locked(ops::tasks::Locked);
+
+impl std::ops::Deref for Locked {
+    type Target = ops::tasks::Locked;
+    fn deref(&self) -> &ops::tasks::Locked {
+        &self.0
+    }
 }
 
 impl Locked {
@@ -62,40 +64,12 @@ impl Locked {
 
     /// [`Locked::take`] for the task `id` of project `project` (a directory name).
     pub(super) fn take_id(ctx: &Ctx, project: &str, id: &str) -> Result<Locked, Error> {
-        let ws = ctx.ws()?;
-        let ulid = id.trim_start_matches("t-");
-        let guard = ws.fs.lock(&ws.lock_path(&format!("task-{ulid}")))?;
-        let task = tasks::reload(ws, project, id)?;
-        let (journal, notes) = Locked::records(ws, id)?;
-        Ok(Locked {
-            _guard: guard,
-            task,
-            journal,
-            notes,
-        })
-    }
-
-    /// The events and notes a fold of task `id` and its definition of done look at: read
-    /// through the index, only the task's own events in full (not the whole log).
-    fn records(
-        ws: &Workspace,
-        id: &str,
-    ) -> Result<(Journal, Vec<std::sync::Arc<objects::index::NoteEntry>>), Error> {
-        let events = journal::index::read(ws)?;
-        let journal = journal::snapshot::task_journal(ws, &events, id)?;
-        let slugs: Vec<String> = objects::projects::list(ws)?
-            .items
-            .into_iter()
-            .map(|p| p.slug)
-            .collect();
-        let notes = objects::index::notes(ws, &slugs)?.items;
-        Ok((journal, notes))
+        Ok(Locked(ops::tasks::Locked::take(ctx.ws()?, project, id)?))
     }
 
     /// Reads the task's events again (after the caller appended some).
     pub(super) fn reread_events(&mut self, ws: &Workspace) -> Result<(), Error> {
-        (self.journal, self.notes) = Locked::records(ws, &self.task.task.id)?;
-        Ok(())
+        Ok(self.0.reread_events(ws)?)
     }
 
     /// The definition-of-done facts of the locked task in the state `doc`.
@@ -105,12 +79,8 @@ impl Locked {
 
     /// The folded view of the locked task.
     pub(super) fn folded(&self, ws: &Workspace) -> (TaskDoc, Folded) {
-        let mut doc = self.task.doc.clone();
-        let pending: Vec<&EventHead> = self.journal.pending_about(&self.task.task.id).collect();
-        let folded = fold_task(&mut doc, &pending, &self.journal, &mut |d: &TaskDoc| {
-            crate::policy::dod::evaluate(&self.facts(ws, d)).passed
-        });
-        (doc, folded)
+        self.0
+            .folded(&|journal, notes, task, d| facts_of(ws, journal, notes, task, d))
     }
 
     /// As owner: applies the pending events for real (with a receipt) and re-reads the task,
@@ -119,31 +89,17 @@ impl Locked {
         let ws = ctx.ws()?;
         let me = ctx.identity()?.agent.id.clone();
         let mint = || ctx.new_ulid();
-        let (journal, notes, task) = (&self.journal, &self.notes, &self.task);
-        let (_, synced) = sync_task(
-            ws,
-            journal,
-            task,
-            &me,
-            &mint,
-            &mut |d: &TaskDoc| {
-                crate::policy::dod::evaluate(&facts_of(ws, journal, notes, task, d)).passed
-            },
-            &[],
-            false,
-        )?;
-        if synced.receipt.is_some() || !synced.applied.is_empty() {
-            self.task = tasks::reload(ws, &self.task.project, &self.task.task.id)?;
-            self.reread_events(ws)?;
-        }
-        Ok(synced)
+        let facts = |journal: &Journal,
+                     notes: &[std::sync::Arc<objects::index::NoteEntry>],
+                     task: &tasks::Located,
+                     d: &TaskDoc| facts_of(ws, journal, notes, task, d);
+        Ok(self.0.sync_first(ws, &me, &mint, &facts)?)
     }
 
     /// Writes `doc` over the locked task with a fresh `rev`; returns the new path.
-    pub(super) fn write(&self, ctx: &Ctx, mut doc: TaskDoc) -> Result<String, Error> {
+    pub(super) fn write(&self, ctx: &Ctx, doc: TaskDoc) -> Result<String, Error> {
         let ws = ctx.ws()?;
-        doc.front["rev"] = toml_edit::value(ctx.new_ulid().to_string());
-        let path = tasks::write(ws, &self.task, &doc)?;
+        let path = self.0.write(ws, doc, ctx.new_ulid())?;
         Ok(ws.display(&path))
     }
 }
@@ -167,16 +123,14 @@ pub(super) fn append_event(
 ) -> Result<EventHead, Error> {
     let ws = ctx.ws()?;
     let me = ctx.identity()?.agent.id.clone();
-    Ok(journal::append(
+    Ok(ops::tasks::append_event(
         ws,
-        NewEvent {
-            id: ctx.new_ulid(),
-            kind,
-            created_by: &me,
-            about: Some(about),
-            fields,
-            body,
-        },
+        ctx.new_ulid(),
+        &me,
+        kind,
+        about,
+        fields,
+        body,
     )?)
 }
 
@@ -249,106 +203,48 @@ pub(super) fn cycle_text(snap: &Snapshot, path: &[String]) -> String {
         .join(" → ")
 }
 
-/// The result of a dual command (COMMANDS.md §1.4): the owner mutates, anyone else appends.
-#[derive(Debug, serde::Serialize)]
-pub(super) struct DualResult {
-    pub task: crate::model::task::TaskRef,
-    pub status: crate::model::task::Status,
-    pub assignee: Option<String>,
-    pub effect: &'static str,
-    pub event: Option<String>,
-}
+pub(super) use crate::ops::tasks::{Dual, DualResult};
 
-/// What a dual command does once the task is locked and folded.
-pub(super) struct Dual<'a> {
-    /// The event kind for the non-owner path.
-    pub kind: &'a str,
-    pub fields: Vec<(&'a str, Item)>,
-    pub body: String,
-}
-
-/// A dual command's look at the folded view under the lock: `Some(Err)` refuses,
-/// `Some(Ok(()))` means already so (unchanged), `None` proceeds.
-pub(super) type Precheck<'a> =
-    dyn Fn(&TaskDoc, &tasks::Located) -> Option<Result<(), crate::model::Refusal>> + 'a;
-
-/// Runs a dual command. `precheck` sees the folded view under the lock and may refuse or
-/// declare the request a no-op (`Ok(Some(None))` = unchanged). `apply` performs the
-/// transition, on the owner's file or, for others, in memory to report the folded result.
+/// Runs a dual command ([`ops::tasks::dual`]) on the task `reference` names, as the caller.
+/// `precheck` sees the folded view under the lock and may refuse or declare the request a
+/// no-op; `apply` performs the transition, on the owner's file or, for others, in memory to
+/// report the folded result.
 pub(super) fn run_dual(
     ctx: &Ctx,
     reference: &str,
     owner_path: bool,
     spec: Dual<'_>,
-    precheck: &Precheck<'_>,
-    apply: &dyn Fn(
-        &mut TaskDoc,
-        Stamp<'_>,
-    ) -> Result<crate::model::taskdoc::Change, crate::model::taskdoc::Reject>,
+    precheck: &ops::tasks::Precheck<'_>,
+    apply: &ops::tasks::Transition<'_>,
 ) -> Result<crate::dispatch::Outcome<DualResult>, Error> {
     use crate::dispatch::Outcome;
-    use crate::model::taskdoc::Change;
     let ws = ctx.ws()?;
     let me = ctx.identity()?.agent.id.clone();
     let (project, id) = locate(ctx, reference)?;
-    let mut locked = Locked::take_id(ctx, &project, &id)?;
-    let (view, _) = locked.folded(ws);
-    let task_ref = locked.task.task_ref_folded();
-    match precheck(&view, &locked.task) {
-        Some(Err(refusal)) => return Ok(Outcome::Refused(refusal)),
-        Some(Ok(())) => {
-            return Ok(Outcome::Done(DualResult {
-                task: task_ref,
-                status: view.status,
-                assignee: view.assignee().map(str::to_string),
-                effect: "unchanged",
-                event: None,
-            }));
-        }
-        None => {}
-    }
     let at = now_text(ctx);
-    if owner_path && acts_as_owner(ctx, view.owner())? {
-        locked.sync_first(ctx)?;
-        let mut doc = locked.task.doc.clone();
-        let change = apply(&mut doc, own_stamp(&at, &me)).map_err(|r| {
-            Error::new(
-                crate::dispatch::ErrorKind::Conflict,
-                "E_CONFLICT",
-                format!("{} cannot apply: {}", task_ref.reference, r.as_str()),
-            )
-        })?;
-        let (status, assignee) = (doc.status, doc.assignee().map(str::to_string));
-        if change == Change::Applied {
-            locked.write(ctx, doc)?;
-        }
-        return Ok(Outcome::Done(DualResult {
-            task: task_ref,
-            status,
-            assignee,
-            effect: if change == Change::Applied {
-                "applied"
-            } else {
-                "unchanged"
-            },
-            event: None,
-        }));
-    }
-    let ev = append_event(ctx, spec.kind, &locked.task.task.id, spec.fields, spec.body)?;
-    let mut after = view.clone();
-    let _ = apply(
-        &mut after,
-        Stamp {
-            at: &at,
-            by: &me,
-            event: Some(&ev.id),
+    let mint = || ctx.new_ulid();
+    let by = ops::tasks::Actor {
+        me: &me,
+        at: &at,
+        mint: &mint,
+    };
+    let facts = |journal: &Journal,
+                 notes: &[std::sync::Arc<objects::index::NoteEntry>],
+                 task: &tasks::Located,
+                 d: &TaskDoc| facts_of(ws, journal, notes, task, d);
+    Ok(
+        match ops::tasks::dual(
+            ws,
+            &by,
+            (&project, &id),
+            owner_path,
+            spec,
+            &facts,
+            precheck,
+            apply,
+        )? {
+            ops::Decided::Done(done) => Outcome::Done(done),
+            ops::Decided::Refused(refusal) => Outcome::Refused(refusal),
         },
-    );
-    Ok(Outcome::Done(DualResult {
-        task: task_ref,
-        status: after.status,
-        assignee: after.assignee().map(str::to_string),
-        effect: "proposed",
-        event: Some(ev.id),
-    }))
+    )
 }

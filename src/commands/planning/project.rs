@@ -15,6 +15,7 @@ use crate::model::body::{
 use crate::model::id::{ROOT_AGENT, is_agent_id, is_human_ref, ulid_time};
 use crate::model::toml_time;
 use crate::objects::{self, projects, read_document, templates};
+use crate::ops::{self, Decided};
 use crate::store::Document;
 use crate::workspace::names::{check_slug, slugify};
 use crate::workspace::{STATUS_FOLDERS, Workspace};
@@ -245,12 +246,12 @@ fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
         list(&req.success, "- [ ] "),
     );
     let body = body.replace("\n\n\n", "\n\n");
-    let path = dir.join("project.md");
-    ws.fs
-        .create_new(&path, Document::new(front, body).render().as_bytes())?;
-    if let Some(t) = &req.template {
-        copy_template_docs(ws, t, &slug)?;
-    }
+    let path = ops::projects::create(
+        ws,
+        &slug,
+        &Document::new(front, body),
+        req.template.as_deref(),
+    )?;
     Ok(Outcome::Done(AddResponse {
         project: ProjectBrief {
             id: format!("p-{slug}"),
@@ -263,19 +264,6 @@ fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
         },
         effect: "created",
     }))
-}
-
-/// Copies a template's `docs/` into the new project directory, never overwriting.
-fn copy_template_docs(ws: &Workspace, template: &str, slug: &str) -> Result<(), Error> {
-    let t = templates::load(Some(ws), template)?;
-    for (name, bytes) in t.files_in("docs") {
-        let target = ws.path(&["projects", slug, "docs", &name]);
-        match ws.fs.create_new(&target, &bytes) {
-            Ok(()) | Err(crate::store::Error::Exists { .. }) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(())
 }
 
 fn str_array(items: &[String]) -> Array {
@@ -663,149 +651,154 @@ fn edit(ctx: &Ctx, req: EditRequest) -> Result<Outcome<EditResponse>, Error> {
             format!("Ask a-root or the human to run `{cmd}`."),
         )));
     }
-    let _lock = ws.fs.lock(&ws.lock_path(&format!("project-{slug}")))?;
-    let (_, doc) = view(ws, &slug)?;
-    let owner = doc
-        .front
-        .get("owner")
-        .and_then(Item::as_str)
-        .unwrap_or("")
-        .to_string();
-    let root_setting_root_fields = root_only && me == ROOT_AGENT && only_root_fields(&req);
-    if !root_setting_root_fields && !acts_as_owner(ctx, &owner)? {
-        return Ok(Outcome::Refused(Refusal::new(
-            "project.not_owner",
-            format!("project {slug} belongs to {owner}"),
-            format!("Ask {owner} to edit project {slug}."),
-        )));
-    }
-    let mut doc = doc;
-    let mut changed = Vec::new();
-    if let Some(t) = &req.title {
-        one_line("--title", t)?;
-        doc.body = replace_title(&doc.body, t.trim());
-        changed.push("title");
-    }
-    if let Some(s) = req.status {
-        doc.front["status"] = value(s.as_str());
-        changed.push("status");
-    }
-    if let Some(s) = &req.stage {
-        check_slug(s).map_err(|e| Error::bad_slug(format!("--stage: {e}")))?;
-        if let Some(t) = doc.front.get("template").and_then(Item::as_str) {
-            let stages = template_stages(ws, t)?;
-            if !stages.contains(s) {
-                return Err(Error::usage(format!(
-                    "--stage `{s}` is not a stage of template `{t}` ({})",
-                    stages.join(", ")
-                )));
-            }
-        }
-        doc.front["stage"] = value(s.as_str());
-        changed.push("stage");
-    }
-    if let Some(g) = &req.goal {
-        doc.body = replace_section(&doc.body, "Goal", g.trim());
-        changed.push("goal");
-    }
-    if let Some(v) = &req.vision {
-        doc.body = replace_section(&doc.body, "Vision", v.trim());
-        changed.push("vision");
-    }
-    for (flag, items, section, prefix, name) in [
-        (
-            "--add-constraint",
-            &req.add_constraint,
-            "Constraints",
-            "- ",
-            "constraints",
-        ),
-        (
-            "--add-out-of-scope",
-            &req.add_out_of_scope,
-            "Out of scope",
-            "- ",
-            "out_of_scope",
-        ),
-        (
-            "--add-success",
-            &req.add_success,
-            "Success criteria",
-            "- [ ] ",
-            "success",
-        ),
-    ] {
-        for i in items.iter() {
-            one_line(flag, i)?;
-            doc.body = append_to_section(&doc.body, section, &format!("{prefix}{}", i.trim()));
-        }
-        if !items.is_empty() {
-            changed.push(name);
-        }
-    }
-    if req.landing_mode.is_some() || req.landing_base.is_some() {
-        let mut l = doc
+    let decided = ops::projects::edit(ws, &slug, || -> Result<_, Error> {
+        let (_, doc) = view(ws, &slug)?;
+        let owner = doc
             .front
-            .get("landing")
-            .and_then(Item::as_inline_table)
-            .cloned()
-            .unwrap_or_default();
-        if let Some(m) = req.landing_mode {
-            l.insert("mode", Value::from(m.as_str()));
+            .get("owner")
+            .and_then(Item::as_str)
+            .unwrap_or("")
+            .to_string();
+        let root_setting_root_fields = root_only && me == ROOT_AGENT && only_root_fields(&req);
+        if !root_setting_root_fields && !acts_as_owner(ctx, &owner)? {
+            return Ok(Decided::Refused(Refusal::new(
+                "project.not_owner",
+                format!("project {slug} belongs to {owner}"),
+                format!("Ask {owner} to edit project {slug}."),
+            )));
         }
-        if let Some(b) = &req.landing_base {
-            l.insert("base", Value::from(b.as_str()));
+        let mut doc = doc;
+        let mut changed = Vec::new();
+        if let Some(t) = &req.title {
+            one_line("--title", t)?;
+            doc.body = replace_title(&doc.body, t.trim());
+            changed.push("title");
         }
-        doc.front["landing"] = value(l);
-        changed.push("landing");
-    }
-    if !req.tags.is_empty() {
-        for t in &req.tags {
-            check_slug(t).map_err(|e| Error::bad_slug(format!("--tag: {e}")))?;
+        if let Some(s) = req.status {
+            doc.front["status"] = value(s.as_str());
+            changed.push("status");
         }
-        doc.front["tags"] = value(str_array(&req.tags));
-        changed.push("tags");
-    }
-    if !req.merge_authority.is_empty() {
-        let list: Vec<String> = if req.merge_authority.iter().any(|m| m == "none") {
-            Vec::new()
-        } else {
-            for m in &req.merge_authority {
-                if !is_agent_id(m) && !is_human_ref(m) {
+        if let Some(s) = &req.stage {
+            check_slug(s).map_err(|e| Error::bad_slug(format!("--stage: {e}")))?;
+            if let Some(t) = doc.front.get("template").and_then(Item::as_str) {
+                let stages = template_stages(ws, t)?;
+                if !stages.contains(s) {
                     return Err(Error::usage(format!(
-                        "--merge-authority `{m}` is neither an agent id nor `human:<login>`"
+                        "--stage `{s}` is not a stage of template `{t}` ({})",
+                        stages.join(", ")
                     )));
                 }
             }
-            req.merge_authority.clone()
-        };
-        doc.front["merge_authority"] = value(str_array(&list));
-        changed.push("merge_authority");
-    }
-    if let Some(c) = &req.projection_classes {
-        let classes: Vec<String> = if c == "none" {
-            Vec::new()
-        } else {
-            c.split(',').map(|s| s.trim().to_string()).collect()
-        };
-        for class in &classes {
-            if !PROJECTION_CLASSES.contains(&class.as_str()) {
-                return Err(Error::usage(format!(
-                    "--projection-classes: `{class}` is not one of {}",
-                    PROJECTION_CLASSES.join(", ")
-                )));
+            doc.front["stage"] = value(s.as_str());
+            changed.push("stage");
+        }
+        if let Some(g) = &req.goal {
+            doc.body = replace_section(&doc.body, "Goal", g.trim());
+            changed.push("goal");
+        }
+        if let Some(v) = &req.vision {
+            doc.body = replace_section(&doc.body, "Vision", v.trim());
+            changed.push("vision");
+        }
+        for (flag, items, section, prefix, name) in [
+            (
+                "--add-constraint",
+                &req.add_constraint,
+                "Constraints",
+                "- ",
+                "constraints",
+            ),
+            (
+                "--add-out-of-scope",
+                &req.add_out_of_scope,
+                "Out of scope",
+                "- ",
+                "out_of_scope",
+            ),
+            (
+                "--add-success",
+                &req.add_success,
+                "Success criteria",
+                "- [ ] ",
+                "success",
+            ),
+        ] {
+            for i in items.iter() {
+                one_line(flag, i)?;
+                doc.body = append_to_section(&doc.body, section, &format!("{prefix}{}", i.trim()));
+            }
+            if !items.is_empty() {
+                changed.push(name);
             }
         }
-        let mut t = InlineTable::new();
-        t.insert("classes", Value::Array(str_array(&classes)));
-        doc.front["github_projection"] = value(t);
-        changed.push("github_projection");
-    }
-    if !changed.is_empty() {
+        if req.landing_mode.is_some() || req.landing_base.is_some() {
+            let mut l = doc
+                .front
+                .get("landing")
+                .and_then(Item::as_inline_table)
+                .cloned()
+                .unwrap_or_default();
+            if let Some(m) = req.landing_mode {
+                l.insert("mode", Value::from(m.as_str()));
+            }
+            if let Some(b) = &req.landing_base {
+                l.insert("base", Value::from(b.as_str()));
+            }
+            doc.front["landing"] = value(l);
+            changed.push("landing");
+        }
+        if !req.tags.is_empty() {
+            for t in &req.tags {
+                check_slug(t).map_err(|e| Error::bad_slug(format!("--tag: {e}")))?;
+            }
+            doc.front["tags"] = value(str_array(&req.tags));
+            changed.push("tags");
+        }
+        if !req.merge_authority.is_empty() {
+            let list: Vec<String> = if req.merge_authority.iter().any(|m| m == "none") {
+                Vec::new()
+            } else {
+                for m in &req.merge_authority {
+                    if !is_agent_id(m) && !is_human_ref(m) {
+                        return Err(Error::usage(format!(
+                            "--merge-authority `{m}` is neither an agent id nor `human:<login>`"
+                        )));
+                    }
+                }
+                req.merge_authority.clone()
+            };
+            doc.front["merge_authority"] = value(str_array(&list));
+            changed.push("merge_authority");
+        }
+        if let Some(c) = &req.projection_classes {
+            let classes: Vec<String> = if c == "none" {
+                Vec::new()
+            } else {
+                c.split(',').map(|s| s.trim().to_string()).collect()
+            };
+            for class in &classes {
+                if !PROJECTION_CLASSES.contains(&class.as_str()) {
+                    return Err(Error::usage(format!(
+                        "--projection-classes: `{class}` is not one of {}",
+                        PROJECTION_CLASSES.join(", ")
+                    )));
+                }
+            }
+            let mut t = InlineTable::new();
+            t.insert("classes", Value::Array(str_array(&classes)));
+            doc.front["github_projection"] = value(t);
+            changed.push("github_projection");
+        }
+        if changed.is_empty() {
+            return Ok(Decided::Done((None, changed)));
+        }
         doc.front["rev"] = value(ctx.new_ulid().to_string());
-        let path = ws.path(&["projects", &slug, "project.md"]);
-        ws.fs.replace(&path, doc.render().as_bytes())?;
-    }
+        Ok(Decided::Done((Some(doc), changed)))
+    })?;
+    let changed = match decided {
+        Decided::Done(changed) => changed,
+        Decided::Refused(refusal) => return Ok(Outcome::Refused(refusal)),
+    };
     let (project, _) = view(ws, &slug)?;
     Ok(Outcome::Done(EditResponse {
         project,

@@ -341,7 +341,7 @@ fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
     // Without references to resolve, the task's file is written and flushed while the
     // project's rows are being proven (a listing, after another process's add).
     let early = if req.parent.is_none() && req.depends_on.is_empty() {
-        Some(tasks::stage(
+        Some(crate::ops::tasks::stage(
             ws,
             &new_doc(&req, &me, id, estimate.as_ref(), None, &[]),
         )?)
@@ -389,13 +389,13 @@ fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
     }
     let new = match early {
         Some(new) => new,
-        None => tasks::stage(
+        None => crate::ops::tasks::stage(
             ws,
             &new_doc(&req, &me, id, estimate.as_ref(), parent.as_deref(), &deps),
         )?,
     };
     ctx.warn_all(new.warning());
-    let created = tasks::create(ws, &project, &title_slug, new)?;
+    let created = crate::ops::tasks::create(ws, &project, &title_slug, new)?;
     let mut notices = Vec::new();
     if req.accept.is_empty() {
         notices.push(Notice {

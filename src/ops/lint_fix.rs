@@ -7,9 +7,8 @@ use std::path::PathBuf;
 
 use toml_edit::{DocumentMut, value};
 
-use crate::dispatch::{Ctx, Error};
+use super::Error;
 use crate::model::agent::AgentStatus;
-use crate::model::format_time;
 use crate::model::id::ROOT_AGENT;
 use crate::model::taskdoc::Stamp;
 use crate::objects::{self, agents, tasks};
@@ -18,7 +17,7 @@ use crate::workspace::Workspace;
 
 /// One repair `lint --fix` can make.
 #[derive(Debug, Clone)]
-pub(super) enum Fix {
+pub enum Fix {
     /// Rewrite a canonical object in canonical form, under `lock`, with a new `rev`.
     Canonicalize {
         file: PathBuf,
@@ -37,8 +36,18 @@ pub(super) enum Fix {
     Renumber { project: String, id: String },
 }
 
+/// Who applies a fix, and when.
+pub struct Fixer<'a> {
+    /// The acting agent.
+    pub me: &'a str,
+    /// The formatted time for Log lines.
+    pub at: &'a str,
+    /// Fresh ULIDs for new `rev`s.
+    pub mint: &'a dyn Fn() -> ulid::Ulid,
+}
+
 /// Applies `fix`; `Ok(false)` when the caller may not touch the object (`not_owner`).
-pub(super) fn apply(ctx: &Ctx, ws: &Workspace, fix: &Fix) -> Result<bool, Error> {
+pub fn apply(by: &Fixer<'_>, ws: &Workspace, fix: &Fix) -> Result<bool, Error> {
     match fix {
         Fix::Canonicalize {
             file,
@@ -65,11 +74,11 @@ pub(super) fn apply(ctx: &Ctx, ws: &Workspace, fix: &Fix) -> Result<bool, Error>
                 (true, Some(o)) => o.to_string(),
                 (true, None) => return Ok(false),
             };
-            if !may_write(ctx, ws, &owner)? {
+            if !may_write(by, ws, &owner)? {
                 return Ok(false);
             }
             if *has_rev {
-                front["rev"] = value(ctx.new_ulid().to_string());
+                front["rev"] = value((by.mint)().to_string());
             }
             ws.fs.replace(file, render(front, body).as_bytes())?;
             Ok(true)
@@ -78,7 +87,7 @@ pub(super) fn apply(ctx: &Ctx, ws: &Workspace, fix: &Fix) -> Result<bool, Error>
             ws.fs.remove(path)?;
             Ok(true)
         }
-        Fix::Renumber { project, id } => renumber(ctx, ws, project, id),
+        Fix::Renumber { project, id } => renumber(by, ws, project, id),
     }
 }
 
@@ -91,12 +100,12 @@ fn render(front: DocumentMut, body: Option<String>) -> String {
 
 /// FORMAT §22: the owner of the task with the greater ULID moves it to the next free number
 /// and logs the change. Under `seq-<slug>.lock`, then the task's lock (the §4.3 order).
-fn renumber(ctx: &Ctx, ws: &Workspace, project: &str, id: &str) -> Result<bool, Error> {
+fn renumber(by: &Fixer<'_>, ws: &Workspace, project: &str, id: &str) -> Result<bool, Error> {
     let before = tasks::list(ws, project)?;
     let Some(t) = tasks::by_id(&before.items, id) else {
         return Ok(true);
     };
-    if !may_write(ctx, ws, t.doc.owner())? {
+    if !may_write(by, ws, t.doc.owner())? {
         return Ok(false);
     }
     let ulid = id.strip_prefix("t-").unwrap_or(id);
@@ -112,14 +121,12 @@ fn renumber(ctx: &Ctx, ws: &Workspace, project: &str, id: &str) -> Result<bool, 
         return Ok(true);
     }
     let number = tasks::next_number(ws, project)?;
-    let me = ctx.identity()?.agent.id.clone();
-    let now = format_time(ctx.now());
     let mut doc = t.doc.clone();
-    doc.front["rev"] = value(ctx.new_ulid().to_string());
+    doc.front["rev"] = value((by.mint)().to_string());
     doc.log_line(
         Stamp {
-            at: &now,
-            by: &me,
+            at: by.at,
+            by: by.me,
             event: None,
         },
         &format!("renumbered {:03} -> {number:03}", t.task.number),
@@ -132,8 +139,8 @@ fn renumber(ctx: &Ctx, ws: &Workspace, project: &str, id: &str) -> Result<bool, 
 }
 
 /// The owner writes its objects; root also writes those of a retired or missing owner.
-fn may_write(ctx: &Ctx, ws: &Workspace, owner: &str) -> Result<bool, Error> {
-    let me = &ctx.identity()?.agent.id;
+fn may_write(by: &Fixer<'_>, ws: &Workspace, owner: &str) -> Result<bool, Error> {
+    let me = by.me;
     if me == owner {
         return Ok(true);
     }
