@@ -7,6 +7,8 @@ use std::io::Write;
 use serde_json::{Map, Value, json};
 
 use super::requests;
+
+mod escape;
 use super::schema::{Invalid, Validator};
 use crate::dispatch::tools::{self, SCHEMA_VERSION, Tool};
 use crate::dispatch::usage::{UsageLine, UsageLog};
@@ -97,7 +99,7 @@ impl<'t> Server<'t> {
             });
         }
         if tool.name == "cli" {
-            return super::escape::run(self, ctx, &args);
+            return escape::run(self, ctx, &args);
         }
         let built = match requests::build(tool.name, &args) {
             Ok(b) => b,
@@ -230,8 +232,6 @@ fn shape(tool: &str, args: &Map<String, Value>, request: &Value, data: Value) ->
     }
 }
 
-/// Items a `status` section lists per page unless `limit` says otherwise.
-pub(super) const STATUS_PAGE: usize = 20;
 /// The caller's tasks and questions the default `status` names; the totals count them all.
 const STATUS_MINE: usize = 5;
 const STATUS_QUESTIONS: usize = 3;

@@ -13,7 +13,6 @@
 #![deny(clippy::print_stdout)]
 
 mod call;
-mod escape;
 mod lanes;
 mod lines;
 mod protocol;

@@ -13,6 +13,9 @@ use serde_json::{Map, Value, json};
 
 use super::schema::{Invalid, name, what};
 
+/// Items a `status` section lists per page unless `limit` says otherwise.
+pub(super) const STATUS_PAGE: usize = 20;
+
 /// The command to run and its JSON request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Built {
@@ -423,7 +426,7 @@ impl StatusPage {
             limit: args
                 .get("limit")
                 .and_then(Value::as_u64)
-                .map_or(super::call::STATUS_PAGE, |n| n as usize),
+                .map_or(STATUS_PAGE, |n| n as usize),
             cursor: args
                 .get("cursor")
                 .and_then(Value::as_str)

@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::call::{Answer, Server, outcome_of, refused, text};
+use super::{Answer, Server, outcome_of, refused, text};
 use crate::dispatch::{CallResult, Command, Ctx, Error, Input, Mcp, Outcome, Refusal, envelope};
 
 /// Runs a `cli` call whose arguments passed the schema.
