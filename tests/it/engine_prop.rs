@@ -12,7 +12,9 @@
 //!
 //! No step waits for the clock: a change usually lands in the same file-system timestamp tick
 //! as the reads before it, which is exactly when a cache that trusts timestamps goes wrong.
-//! `PROPTEST_CASES` raises the number of random cases.
+//! Nothing is masked: the clock is pinned (each command advances it one second, reads do not)
+//! and no read prints a timing field. `PROPTEST_CASES` raises the number of random cases,
+//! `PROPTEST_MAX_SHRINK_ITERS` the shrinking; a failure lists the steps that ran, as commands.
 
 use std::cell::{Cell, RefCell};
 use std::ffi::OsStr;
