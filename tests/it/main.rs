@@ -9,6 +9,7 @@ mod brief;
 mod brief_in_force;
 mod collab;
 mod docs;
+mod engine_prop;
 mod example;
 mod git;
 mod github;
