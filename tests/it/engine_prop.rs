@@ -188,7 +188,6 @@ fn step() -> impl Strategy<Value = Step> {
 }
 
 #[test]
-#[ignore = "the SQLite index lands with issue 24"]
 fn random_commands_and_external_changes_read_the_same_with_the_index_deleted() {
     let cases = std::env::var("PROPTEST_CASES")
         .ok()
@@ -225,19 +224,16 @@ fn random_commands_and_external_changes_read_the_same_with_the_index_deleted() {
 // read), the change lands at once, and the reads must not notice the index.
 
 #[test]
-#[ignore = "the SQLite index lands with issue 24"]
 fn an_in_place_write_with_the_mtime_restored_reads_the_same_with_the_index_deleted() {
     external(3, |ws| ws.rewrite(3, true, true));
 }
 
 #[test]
-#[ignore = "the SQLite index lands with issue 24"]
 fn a_cp_p_over_a_task_file_reads_the_same_with_the_index_deleted() {
     external(3, |ws| ws.copy_over(3, 2));
 }
 
 #[test]
-#[ignore = "the SQLite index lands with issue 24"]
 fn a_write_then_touch_r_reads_the_same_with_the_index_deleted() {
     external(3, |ws| ws.write_touch(3, None));
 }
