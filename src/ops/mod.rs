@@ -11,7 +11,10 @@
 //! - Policy stays pure and is called directly; an operation that policy refuses returns
 //!   [`Decided::Refused`] and writes nothing.
 
+pub mod agents;
 pub mod error;
+pub mod lineage;
+pub mod roles;
 
 pub use error::Error;
 
