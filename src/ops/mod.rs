@@ -15,6 +15,7 @@ pub mod agents;
 pub mod error;
 pub mod lineage;
 pub mod roles;
+pub mod runtimes;
 pub mod shortcuts;
 
 pub use error::Error;
