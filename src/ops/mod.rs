@@ -14,6 +14,7 @@
 pub mod agents;
 pub mod error;
 pub mod lineage;
+pub mod queues;
 pub mod roles;
 pub mod runtimes;
 pub mod shortcuts;
