@@ -18,6 +18,7 @@ pub mod queues;
 pub mod roles;
 pub mod runtimes;
 pub mod shortcuts;
+pub mod templates;
 
 pub use error::Error;
 
