@@ -11,6 +11,7 @@
 //! - Policy stays pure and is called directly; an operation that policy refuses returns
 //!   [`Decided::Refused`] and writes nothing.
 
+pub mod admin;
 pub mod agents;
 pub mod error;
 pub mod lineage;

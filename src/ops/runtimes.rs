@@ -1,14 +1,16 @@
 //! Runtime adapters' transactions: create and remove under the runtime's lock, and route
 //! roles to one under the roles' locks and the runtime's.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use toml_edit::Value;
 use ulid::Ulid;
 
 use super::{Decided, Error};
+use crate::exec::{self, Stamp};
 use crate::model::Refusal;
-use crate::model::runtime::role_runtime;
+use crate::model::runtime::{Probe, role_runtime};
+use crate::objects::runtimes::ProbeCache;
 use crate::objects::{self, agents, field_problem, roles, runtimes, set_keeping_decor};
 use crate::store::{Document, Problem};
 use crate::workspace::Workspace;
@@ -132,4 +134,27 @@ pub fn route(
     }
     drop(locks);
     Ok(Decided::Done((changes, wrote)))
+}
+
+/// Caches the probes when every one may be cached and the binary did not change while they
+/// ran. Cache trouble is not the caller's: the next doctor simply probes again.
+pub fn remember_probes(ws: &Workspace, program: &Path, before: &Stamp, probes: &[Probe], at: &str) {
+    if !probes.iter().all(Probe::cacheable) || exec::stamp(program).as_ref() != Some(before) {
+        return;
+    }
+    // Keep probes other adapters of the same binary made, when they are of this version.
+    let mut all: Vec<Probe> = runtimes::read_cache(ws, &before.real_path)
+        .filter(|c| c.size == before.size && c.mtime_ns == before.mtime_ns)
+        .map(|c| c.probes)
+        .unwrap_or_default();
+    all.retain(|old| !probes.iter().any(|p| p.args == old.args));
+    all.extend(probes.iter().cloned());
+    let cache = ProbeCache {
+        binary: before.real_path.to_string_lossy().into_owned(),
+        size: before.size,
+        mtime_ns: before.mtime_ns,
+        probed_at: at.to_string(),
+        probes: all,
+    };
+    let _ = runtimes::write_cache(ws, &before.real_path, &cache);
 }
