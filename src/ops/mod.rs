@@ -13,6 +13,7 @@
 
 pub mod admin;
 pub mod agents;
+pub mod collab;
 pub mod error;
 pub mod lineage;
 pub mod queues;
