@@ -21,10 +21,6 @@ pub type Takeover = fn(&Table, Env, Option<std::path::PathBuf>) -> u8;
 /// is handed to that front end once argv has parsed.
 pub fn run(table: &Table, args: Vec<OsString>, env: Env, takeovers: &[(&str, Takeover)]) -> u8 {
     let json = args.iter().skip(1).any(|a| a == "--json");
-    // Listings that verify the task rows after a write overlap the parsing, which takes as
-    // long; held until the command is done.
-    let taken_over: Vec<&str> = takeovers.iter().map(|(n, _)| *n).collect();
-    let _prefetching = table.prefetch(&args, &env.cwd, &taken_over);
     let matches = match table.clap_root().try_get_matches_from(&args) {
         Ok(m) => m,
         Err(e) => return parse_failure(table, &args, e, json),

@@ -8,11 +8,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Ctx, Error, ErrorKind};
-use crate::journal::txn::{NewStep, StepStatus, Txn, TxnOutcome};
+use crate::journal::txn::{StepStatus, Txn, TxnOutcome};
 use crate::model::Refusal;
 use crate::model::id::parse_ulid;
+use crate::ops;
 use crate::policy::apply::{self, ApplyRequest};
-use crate::store::LockGuard;
 
 /// `--apply`, `--digest`, `--txn` of one call.
 #[derive(Debug, Clone, Copy)]
@@ -104,19 +104,24 @@ pub fn start(ctx: &Ctx, args: ApplyArgs<'_>) -> Result<Start, Error> {
 }
 
 /// A transaction being applied: holds `txn-<id>.lock` for its whole life, so a concurrent
-/// resume waits and then finds the outcome.
+/// resume waits and then finds the outcome. The files are written by [`ops::txn`]; this
+/// wrapper supplies the call's fresh ULIDs, identity and test hook.
 pub struct Run<'c, 't> {
     ctx: &'c Ctx<'t>,
-    pub txn: Txn,
-    _lock: LockGuard,
+    inner: ops::txn::Run<'c>,
+}
+
+impl<'c> std::ops::Deref for Run<'c, '_> {
+    type Target = ops::txn::Run<'c>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.inner
+    }
 }
 
 /// A transaction id minted and locked before anything else is locked (FORMAT §4.3 orders
 /// `txn-<ULID>.lock` before `archive.lock`); its plan is written by [`Reserved::begin`].
-pub struct Reserved {
-    id: ulid::Ulid,
-    lock: LockGuard,
-}
+pub struct Reserved(ops::txn::Reserved);
 
 impl Reserved {
     /// Opens the transaction with the frozen plan.
@@ -129,23 +134,17 @@ impl Reserved {
     ) -> Result<Run<'c, 't>, Error> {
         let ws = ctx.ws()?;
         let who = ctx.identity()?.agent.id.clone();
-        let txn = Txn::begin(ws, tool, self.id, &who, digest, plan)?;
-        pause_if_asked(ctx, 1);
-        Ok(Run {
-            ctx,
-            txn,
-            _lock: self.lock,
-        })
+        let inner = self
+            .0
+            .begin(ws, tool, &who, digest, plan, pause_after(ctx))?;
+        Ok(Run { ctx, inner })
     }
 }
 
 impl<'c, 't> Run<'c, 't> {
     /// Mints and locks a transaction id.
     pub fn reserve(ctx: &Ctx) -> Result<Reserved, Error> {
-        let ws = ctx.ws()?;
-        let id = ctx.new_ulid();
-        let lock = ws.fs.lock(&ws.lock_path(&format!("txn-{id}")))?;
-        Ok(Reserved { id, lock })
+        Ok(Reserved(ops::txn::reserve(ctx.ws()?, ctx.new_ulid())?))
     }
 
     /// Opens a new transaction with the frozen plan.
@@ -161,16 +160,8 @@ impl<'c, 't> Run<'c, 't> {
     /// Takes the lock of an open transaction and reads it again (a concurrent run may have
     /// finished it meanwhile).
     pub fn resume(ctx: &'c Ctx<'t>, txn: &Txn) -> Result<Run<'c, 't>, Error> {
-        let ws = ctx.ws()?;
-        let id = txn.id().to_string();
-        let lock = ws.fs.lock(&ws.lock_path(&format!("txn-{id}")))?;
-        let txn = Txn::load(ws, &id)?
-            .ok_or_else(|| Error::not_found(format!("transaction `{id}` vanished")))?;
-        Ok(Run {
-            ctx,
-            txn,
-            _lock: lock,
-        })
+        let inner = ops::txn::resume(ctx.ws()?, txn, pause_after(ctx))?;
+        Ok(Run { ctx, inner })
     }
 
     /// Records one step file.
@@ -181,42 +172,23 @@ impl<'c, 't> Run<'c, 't> {
         guard: Value,
         observed: Value,
     ) -> Result<(), Error> {
-        let seq = self.txn.record(
-            self.ctx.ws()?,
-            NewStep {
-                fresh: self.ctx.new_ulid(),
-                step,
-                status,
-                guard,
-                observed,
-            },
-        )?;
-        pause_if_asked(self.ctx, seq);
-        Ok(())
+        let fresh = self.ctx.new_ulid();
+        Ok(self.inner.step(fresh, step, status, guard, observed)?)
     }
 
     /// Closes the transaction.
     pub fn finish(&mut self, outcome: TxnOutcome, observed: Value) -> Result<(), Error> {
         let fresh = self.ctx.new_ulid();
-        self.txn.finish(self.ctx.ws()?, fresh, outcome, observed)?;
-        Ok(())
+        Ok(self.inner.finish(fresh, outcome, observed)?)
     }
 }
 
-/// The test hook `DACLI_TEST_PAUSE_AFTER_STEP=<n>`: after writing step file `n`, stop and
-/// wait to be killed (a test sends SIGKILL), so a crash can be placed between any two steps.
-/// Left alone, the process aborts after two minutes: it never goes on as if nothing happened.
-fn pause_if_asked(ctx: &Ctx, seq: i64) {
-    let wanted = ctx
-        .env()
+/// The test hook `DACLI_TEST_PAUSE_AFTER_STEP=<n>`: the step file after which
+/// [`ops::txn`] stops and waits to be killed.
+fn pause_after(ctx: &Ctx) -> Option<i64> {
+    ctx.env()
         .get("DACLI_TEST_PAUSE_AFTER_STEP")
-        .and_then(|v| v.parse::<i64>().ok());
-    if wanted == Some(seq) {
-        for _ in 0..1200 {
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        std::process::abort();
-    }
+        .and_then(|v| v.parse::<i64>().ok())
 }
 
 /// The digest of a plan as previewed (GIT_GITHUB.md B0): what `--digest` must repeat.

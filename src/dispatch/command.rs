@@ -361,40 +361,6 @@ impl Table {
         self.commands.iter().find(|c| c.name == name)
     }
 
-    /// Starts [`crate::objects::rows::prefetch_from`] `cwd` for a command that works in a
-    /// workspace, named by the leading words of `args` (read before parsing, which takes as
-    /// long as the listings it starts): nearly every such command reads task rows, to resolve
-    /// a reference if nothing else. Not with `-C`, whose value only parsing tells apart, nor
-    /// for a front end taking over (`taken_over`: a server's calls come later). A wrong
-    /// guess costs a listing on another core, never a result.
-    pub fn prefetch(
-        &self,
-        args: &[std::ffi::OsString],
-        cwd: &std::path::Path,
-        taken_over: &[&str],
-    ) -> Option<crate::objects::rows::Prefetching> {
-        let args: Vec<&str> = args.iter().skip(1).map_while(|a| a.to_str()).collect();
-        let sets_workspace = |a: &&str| {
-            a.starts_with("--workspace")
-                || (a.starts_with('-') && !a.starts_with("--") && a.contains('C'))
-        };
-        if args.iter().any(sets_workspace) {
-            return None;
-        }
-        let words: Vec<&str> = args
-            .iter()
-            .skip_while(|a| a.starts_with('-'))
-            .take_while(|a| !a.starts_with('-'))
-            .take(3)
-            .copied()
-            .collect();
-        let named = (1..=words.len())
-            .rev()
-            .find_map(|n| self.get(&words[..n].join(".")))?;
-        (named.needs == Needs::Workspace && !taken_over.contains(&named.name))
-            .then(|| crate::objects::rows::prefetch_from(cwd.to_path_buf()))
-    }
-
     /// The whole CLI grammar: the global flags of COMMANDS.md §1.1 and one subcommand per
     /// word of every command name, with the request's args on each leaf.
     pub fn clap_root(&self) -> clap::Command {

@@ -207,11 +207,8 @@ impl<'t> Ctx<'t> {
         self.resolve_identity()
     }
 
-    /// Declares this process long-lived (the MCP server): object files parsed for one call
-    /// are kept for the next, each checked against its file's stamp before it is served
-    /// ([`crate::objects::read_document`]).
+    /// Declares this process long-lived (the MCP server).
     pub fn serve_many_calls(&self) {
-        crate::objects::remember_documents();
         self.front.set(super::hint::Front::Mcp);
     }
 

@@ -24,7 +24,7 @@ pub fn locate(ctx: &Ctx, reference: &str) -> Result<(String, String), Error> {
     let listing = objects::projects::list(ws)?;
     let mut warnings = listing.warnings;
     let slugs: Vec<String> = listing.items.iter().map(|p| p.slug.clone()).collect();
-    let (found, listed) = objects::rows::resolve(ws, &slugs, reference)?;
+    let (found, listed) = objects::lookup::resolve(ws, &slugs, reference)?;
     warnings.extend(listed);
     ctx.warn_all(warnings.clone());
     match found {

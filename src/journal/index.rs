@@ -10,7 +10,7 @@ use crate::model::Grant;
 use crate::model::event::{EventHead, is_journal, is_mailbox};
 use crate::model::id::{ROOT_AGENT, parse_ulid, ulid_time};
 use crate::objects::codec::{Buf, Input, Output, Record, RecordBuilder};
-use crate::objects::index::{Extract, FileCache, Served, Stamp, settled_pass};
+use crate::objects::index::{Extract, FileCache, Stamp, settled_pass};
 use crate::objects::{self, field_problem};
 use crate::store::{Document, Problem, Reason};
 use crate::workspace::Workspace;
@@ -163,15 +163,6 @@ impl EventEntry {
     pub fn stamp(&self) -> Option<Stamp> {
         let int = |i| self.0.int(i);
         Stamp::from_ints([int(17)?, int(18)?, int(19)?, int(20)?])
-    }
-
-    /// The entry's bytes, as [`EventEntry::from_bytes`] takes them back.
-    pub(super) fn bytes(&self) -> &[u8] {
-        self.0.bytes()
-    }
-
-    pub(super) fn from_bytes(bytes: Vec<u8>) -> Option<EventEntry> {
-        Record::from_bytes(bytes).map(EventEntry)
     }
 }
 
@@ -406,58 +397,10 @@ impl Events {
 /// [`super::read`] reports them.
 pub fn read(ws: &Workspace) -> Result<Events, objects::Error> {
     let (mut out, cache) = settled_pass(ws, "events", |cache| scan(ws, cache))?;
-    let served = cache.served_token();
     cache.save(ws);
-    // A server reads the same log on every call: when the scan served every directory from
-    // the very extracts it served last time, and the agents whose receipts count are as they
-    // were, the log sorted and settled then is the answer.
-    if let Some(token) = &served
-        && let Ok(memos) = read_memos().lock()
-        && let Some(m) = memos.get(ws.dir())
-        && m.served.same(token)
-        && m.agents
-            .iter()
-            .all(|(path, stamp)| Stamp::of(path) == *stamp)
-    {
-        return Ok(Events {
-            warnings: out.warnings,
-            ..m.events.clone()
-        });
-    }
     objects::sort_by_str_key(&mut out.entries, |e| e.id());
-    let agents = settle(ws, &mut out);
-    let out = out.coded();
-    if let Some(served) = served
-        && let Ok(mut memos) = read_memos().lock()
-    {
-        memos.insert(
-            ws.dir().to_path_buf(),
-            ReadMemo {
-                served,
-                agents,
-                // Its warnings are the scan's, taken from each new scan.
-                events: Events {
-                    warnings: Vec::new(),
-                    ..out.clone()
-                },
-            },
-        );
-    }
-    Ok(out)
-}
-
-/// The log a [`read`] sorted and settled, what it was read from: the directories' extracts
-/// and the stamps of the agent files whose grants decided which receipts count.
-struct ReadMemo {
-    served: Served,
-    agents: Vec<(std::path::PathBuf, Option<Stamp>)>,
-    events: Events,
-}
-
-fn read_memos() -> &'static std::sync::Mutex<HashMap<std::path::PathBuf, ReadMemo>> {
-    static MEMOS: std::sync::OnceLock<std::sync::Mutex<HashMap<std::path::PathBuf, ReadMemo>>> =
-        std::sync::OnceLock::new();
-    MEMOS.get_or_init(|| std::sync::Mutex::new(HashMap::new()))
+    settle(ws, &mut out);
+    Ok(out.coded())
 }
 
 /// One pass over the live log and the unsealed archive segments, unsorted and unsettled.

@@ -13,14 +13,14 @@ use crate::model::dod::DodFacts;
 use crate::model::event::EventHead;
 use crate::model::task::{Estimate, PlanTask, Status, TaskRef};
 use crate::model::taskdoc::TaskDoc;
-use crate::objects::index::{self, NoteEntry, Stamp, TaskEntry};
+use crate::objects::index::{self, NoteEntry, TaskEntry};
 use crate::objects::{self, projects, tasks};
 use crate::store::Problem;
 use crate::workspace::Workspace;
 
 use super::Journal;
 use super::fold::{Folded, dod_facts_with, fold_task};
-use super::folds::{FoldCache, Inputs, View};
+use super::folds::View;
 use super::index::{EventEntry, Events};
 use super::view::{Acceptance, EstimateView, TaskSummary};
 
@@ -90,8 +90,7 @@ impl Snapshot {
             .collect();
         let related = snapshot.events.derived(Related::of);
         for entry in changed {
-            let (judged, inputs) = snapshot.fold_inputs(ws, &entry, &related);
-            match snapshot.fold(ws, &entry, &related, passes, judged, inputs) {
+            match snapshot.fold(ws, &entry, &related, passes) {
                 Ok((folded, view)) => {
                     snapshot.folded_at.insert(address(&entry));
                     snapshot.views.insert(entry.id().to_string(), view);
@@ -169,7 +168,7 @@ impl Snapshot {
         wanted: &dyn Fn(&Events) -> BTreeSet<String>,
         folds: Folds,
     ) -> Result<Option<Picked>, objects::Error> {
-        use crate::objects::rows::{ProjectTasks, id_hash};
+        use crate::objects::lookup::{ProjectTasks, id_hash};
         let listing = projects::list(ws)?;
         // The event log first: a listing verifying the rows, started by the CLI before
         // parsing (`rows::prefetch_from`), runs meanwhile.
@@ -198,12 +197,12 @@ impl Snapshot {
         }
         // The tasks to fold, found by the hashes of their ids, then read and folded.
         // Hashes, asked of each of thousands of rows: cheaper than a set of ids.
-        let fold_hashes = crate::objects::rows::sorted(to_fold.iter().map(|id| id_hash(id)));
+        let fold_hashes = crate::objects::lookup::sorted(to_fold.iter().map(|id| id_hash(id)));
         let wanted = wanted(&snapshot.events);
         // What the walks below ask of every task, read once; not at all by a caller picking
         // nothing with nothing to fold or look up (`task add`, at ten thousand rows).
         let walked = pick.is_some() || !fold_hashes.is_empty() || !wanted.is_empty();
-        let walks: Vec<Vec<crate::objects::rows::Walked<'_>>> = loaded
+        let walks: Vec<Vec<crate::objects::lookup::Walked<'_>>> = loaded
             .iter()
             .map(|(_, tasks)| if walked { tasks.walk() } else { Vec::new() })
             .collect();
@@ -224,26 +223,11 @@ impl Snapshot {
         }
         // Which events bear on which task: made only when a task is folded.
         let related = (!changed.is_empty()).then(|| snapshot.events.derived(Related::of));
-        // Folds are kept in `cache/folds.bin` for the next reader (and found there).
-        let mut kept = (!changed.is_empty()).then(|| FoldCache::load(ws));
         for entry in changed.values() {
             let Some(related) = &related else { break };
             let id = entry.id();
-            let (judged, inputs) = snapshot.fold_inputs(ws, entry, related);
-            if !judged && let Some(view) = kept.as_mut().and_then(|k| k.get(id, &inputs)) {
-                snapshot.folded_at.insert(address(entry));
-                snapshot.views.insert(id.to_string(), view);
-                continue;
-            }
-            let warned = snapshot.warnings.len();
-            match snapshot.fold(ws, entry, related, passes, judged, inputs.clone()) {
+            match snapshot.fold(ws, entry, related, passes) {
                 Ok((folded, view)) => {
-                    if !judged
-                        && snapshot.warnings.len() == warned
-                        && let Some(k) = kept.as_mut()
-                    {
-                        k.put(id, inputs, view.clone());
-                    }
                     snapshot.folded_at.insert(address(entry));
                     snapshot.views.insert(id.to_string(), view);
                     snapshot.folded.insert(id.to_string(), folded);
@@ -254,11 +238,8 @@ impl Snapshot {
                 Err(e) => return Err(e),
             }
         }
-        if let Some(k) = kept {
-            k.save(ws);
-        }
         let after_hash = after.map(id_hash);
-        let wanted_hashes = crate::objects::rows::sorted(wanted.iter().map(|id| id_hash(id)));
+        let wanted_hashes = crate::objects::lookup::sorted(wanted.iter().map(|id| id_hash(id)));
         let mut picked = Picked {
             total: 0,
             by_id: BTreeMap::new(),
@@ -356,53 +337,20 @@ impl Snapshot {
         Ok(Some(picked))
     }
 
-    /// What a fold of `entry` reads: whether it judges a definition of done (such a fold
-    /// looks at notes and is never kept), the stamp of the task's file, taken before
-    /// anything is read (a file changed meanwhile misses next time), and the stamp of each
-    /// event file it reads as the event index recorded it. An event file is judged as the
-    /// index judges it: one changed by rename changes its directory and is extracted again
-    /// with its new stamp; `lstat`ing each again was a fifth of a server's `status`.
-    fn fold_inputs(&self, ws: &Workspace, entry: &TaskEntry, index: &Related) -> (bool, Inputs) {
-        let read = journal_entries(&self.events, index, entry.id());
-        let judged = read
-            .iter()
-            .any(|e| matches!(e.kind(), "finish" | "propose-status"));
-        let inputs = Inputs {
-            task: Stamp::of(&ws.dir().join(entry.file())),
-            events: read.iter().map(|e| e.stamp()).collect(),
-        };
-        (judged, inputs)
-    }
-
     /// Reads one task in full and applies its pending events, as `fold_all` does with the
     /// whole journal: the partial journal holds every event the fold and the definition of
     /// done look at for this task (its pending events, answers to its questions, its runs).
-    /// `judged` and `stamps` are [`Snapshot::fold_inputs`]'s.
     fn fold(
         &mut self,
         ws: &Workspace,
         entry: &TaskEntry,
         index: &Related,
         passes: &dyn Fn(&DodFacts) -> bool,
-        judged: bool,
-        stamps: Inputs,
     ) -> Result<((tasks::Located, Folded), View), objects::Error> {
         let id = entry.id();
         let path = ws.dir().join(entry.file());
-        // A fold is a pure function of the files it reads, except where the definition of
-        // done is judged (it looks at notes): those are folded every time.
-        let key = (ws.dir().to_path_buf(), id.to_string());
-        if !judged
-            && let Ok(memo) = fold_memos().lock()
-            && let Some(m) = memo.get(&key)
-            && m.stamps == stamps
-        {
-            self.warnings.extend(m.warnings.iter().cloned());
-            return Ok((m.value.clone(), m.view.clone()));
-        }
         let mut task = tasks::read_one(ws, entry.project(), entry.folder(), path)?;
         let mut journal = journal_with(ws, &self.events, index, id)?;
-        let journal_warnings = journal.warnings.clone();
         self.warnings.append(&mut journal.warnings);
         let pending: Vec<&EventHead> = journal.pending_about(id).collect();
         let notes = &self.notes;
@@ -418,20 +366,6 @@ impl Snapshot {
         });
         task.doc = doc;
         let view = View::of(entry, &task.doc, &folded);
-        if !judged
-            && stamps.complete()
-            && let Ok(mut memo) = fold_memos().lock()
-        {
-            memo.insert(
-                key,
-                FoldMemo {
-                    stamps,
-                    value: (task.clone(), folded.clone()),
-                    view: view.clone(),
-                    warnings: journal_warnings,
-                },
-            );
-        }
         Ok(((task, folded), view))
     }
 
@@ -632,7 +566,7 @@ pub struct Picked {
     /// the snapshot folded, so that its folded accessors apply to them).
     pub by_id: BTreeMap<String, Arc<TaskEntry>>,
     /// Each project's tasks as walked (rows, or the listing where rows were not current).
-    pub projects: Vec<(String, crate::objects::rows::ProjectTasks)>,
+    pub projects: Vec<(String, crate::objects::lookup::ProjectTasks)>,
     /// Whether the task `after` was among them (always true without one).
     pub after_found: bool,
 }
@@ -644,25 +578,6 @@ pub struct Picked {
 /// command needs this much, not every event of the log.
 pub fn task_journal(ws: &Workspace, events: &Events, id: &str) -> Result<Journal, objects::Error> {
     journal_with(ws, events, &events.derived(Related::of), id)
-}
-
-/// A fold this process made: the stamps of what it read, what it gave and what it warned.
-struct FoldMemo {
-    stamps: Inputs,
-    value: (tasks::Located, Folded),
-    view: View,
-    warnings: Vec<Problem>,
-}
-
-/// The folds this process made, by workspace and task id. A server folds the same tasks on
-/// every call; their files seldom change between calls, and reading and parsing them again
-/// was most of a warm call. A file rewritten in place, keeping its size, within the clock
-/// tick of the read would keep its stamp: the same limit as the index's (docs/PERFORMANCE.md).
-fn fold_memos() -> &'static std::sync::Mutex<HashMap<(std::path::PathBuf, String), FoldMemo>> {
-    static MEMOS: std::sync::OnceLock<
-        std::sync::Mutex<HashMap<(std::path::PathBuf, String), FoldMemo>>,
-    > = std::sync::OnceLock::new();
-    MEMOS.get_or_init(|| std::sync::Mutex::new(HashMap::new()))
 }
 
 /// The events [`journal_with`] reads for task `id`, in the order it reads them.

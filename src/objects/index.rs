@@ -1,187 +1,50 @@
-//! The derived index under `cache/` (docs/FORMAT.md §21): small per-file extracts of object
-//! files, so that a read needing a few fields of many files parses only the files that changed,
-//! and stats only the directories, not the files, of a workspace that did not change.
+//! The derived index (docs/DESIGN.md, "The engine"): small per-file extracts of object files
+//! in the workspace's SQLite index ([`crate::store::index`]), so that a read needing a few
+//! fields of many files parses only the files that changed.
 //!
 //! Invariants, which make deleting `cache/` change nothing but speed:
 //! - an extract is a pure function of the file's bytes;
-//! - a directory's listing and extracts are served from the cache only while the directory's
-//!   stamp (modification and change times, inode) equals the one recorded when it was listed.
-//!   Every write dacli makes (atomic replace, create-new, status move), every git checkout or
-//!   merge and every editor that saves by rename creates, removes or renames an entry, which
-//!   changes the directory's stamp; a changed directory is listed again and each file's own
-//!   stamp (size, modification and change times, inode) decides whether its extract is reused.
-//!   A file rewritten in place (same inode) inside an unchanged directory keeps its extract
-//!   until its directory changes or `cache/` is deleted (docs/PERFORMANCE.md);
-//! - a stamp is trusted only when its change time lies before the listing that recorded it by
-//!   more than the timestamp granularity (the "racy" rule git uses for its index: a change in
-//!   the same timestamp tick as the listing could otherwise keep its old stamp);
-//! - malformed files are never cached, so they are re-read and reported on every call;
-//! - the cache is written by atomic replace, and a cache that cannot be read, parsed or written
-//!   is ignored: the files are the only source of truth. A long-running process (the MCP
-//!   server) keeps the last cache it read or wrote in memory and revalidates it the same way
-//!   on every call.
+//! - every extract served is validated against its file the way git validates its index: the
+//!   file's stamp (size, modification and change times to the nanosecond, inode) equals the
+//!   one its row was written with, and that stamp was settled then — older than a reading of
+//!   the file system's own clock taken before it ([`Stamp::settled_before`], git's racy
+//!   rule). Any later write, `touch`, `cp -p` or rename gives the file a change time at least
+//!   that reading, which no row holds;
+//! - a directory's names come from its row only while the directory's own stamp is unchanged
+//!   and was settled the same way (an entry added, removed or renamed changes it); otherwise
+//!   it is listed;
+//! - malformed files are indexed by name only, so they are re-read and reported on every call;
+//! - an index that cannot be opened, read or written is an empty one: the files are the only
+//!   source of truth.
 
-use std::any::Any;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Instant;
-
-use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 use super::codec::{
-    Buf, Extent, Input, Output, Record, RecordBuilder, SharedStr, buf_of, offset_at, offset_width,
+    Buf, Extent, Input, Output, Record, RecordBuilder, buf_of, offset_at, offset_width,
 };
 
 use crate::model::task::{TaskHead, parse_task_filename};
 use crate::model::taskdoc::strip_wikilink;
+use crate::store::index::{DirRows, DirUpdate, FileRow};
 use crate::store::{Document, Problem, Reason, TEMP_PREFIX};
 use crate::workspace::{STATUS_FOLDERS, Workspace};
 
 use super::{Error, Listing, field_problem, warn_or_fail};
 
-pub use super::rows::{ProjectTasks, Row, Rows};
+/// The layout of extracts; with each extract type's fingerprint ([`format_of`]) it names
+/// the kind rows are stored under. Bumped when bytes are read differently.
+const FORMAT: &str = "dacli-index/10";
 
-/// The layout of cache files; with each extract type's fingerprint ([`format_of`]) it names
-/// the layout a cache was written in. Bumped when bytes are read differently.
-const FORMAT: &str = "dacli-index/9";
+pub use crate::store::Stamp;
 
-/// The timestamp granularity assumed for file systems with sub-second timestamps: two ticks
-/// of the coarsest kernel clock that stamps files (HZ = 100).
-const TICK_NS: i128 = 20_000_000;
-
-/// The granularity assumed when stamps carry whole seconds only (FAT keeps two seconds).
-const COARSE_TICK_NS: i128 = 2_000_000_000;
-
-/// A directory (relative to the workspace directory) and its stamp, `None` when absent.
-pub type DirStamp = (String, Option<Stamp>);
-
-/// The metadata that identifies one version of a file or directory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Stamp {
-    size: u64,
-    mtime_ns: i128,
-    ctime_ns: i128,
-    ino: u64,
-}
-
-impl Stamp {
-    /// The stamp of a regular file (`lstat`); `None` for anything else, which is never cached.
-    pub fn of(path: &Path) -> Option<Stamp> {
-        let meta = std::fs::symlink_metadata(path).ok()?;
-        if !meta.file_type().is_file() {
-            return None;
-        }
-        Some(Stamp::from_meta(&meta))
-    }
-
-    /// The stamp of a real directory; `None` when absent or anything else. A directory's size
-    /// is left out: it says nothing its times do not.
-    pub fn of_dir(path: &Path) -> Option<Stamp> {
-        let meta = std::fs::symlink_metadata(path).ok()?;
-        if !meta.file_type().is_dir() {
-            return None;
-        }
-        Some(Stamp {
-            size: 0,
-            ..Stamp::from_meta(&meta)
-        })
-    }
-
-    /// The size in bytes.
-    pub fn size(&self) -> u64 {
-        self.size
-    }
-
-    /// The modification time, in nanoseconds since the epoch.
-    pub fn mtime_ns(&self) -> i128 {
-        self.mtime_ns
-    }
-
-    #[cfg(unix)]
-    pub fn from_meta(meta: &std::fs::Metadata) -> Stamp {
-        use std::os::unix::fs::MetadataExt;
-        let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
-        Stamp {
-            size: meta.size(),
-            mtime_ns: ns(meta.mtime(), meta.mtime_nsec()),
-            ctime_ns: ns(meta.ctime(), meta.ctime_nsec()),
-            ino: meta.ino(),
-        }
-    }
-
-    #[cfg(not(unix))]
-    pub fn from_meta(meta: &std::fs::Metadata) -> Stamp {
-        let mtime_ns = meta
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_nanos() as i128);
-        Stamp {
-            size: meta.len(),
-            mtime_ns,
-            ctime_ns: mtime_ns,
-            ino: 0,
-        }
-    }
-
-    pub fn encode(&self, out: &mut Output) {
-        out.var(self.size);
-        out.ivar(self.mtime_ns);
-        out.ivar(self.ctime_ns);
-        out.var(self.ino);
-    }
-
-    pub fn decode(input: &mut Input<'_>) -> Option<Stamp> {
-        Some(Stamp {
-            size: input.var()?,
-            mtime_ns: input.ivar()?,
-            ctime_ns: input.ivar()?,
-            ino: input.var()?,
-        })
-    }
-
-    /// The stamp as four integers, for records that hold integers; `None` for times beyond
-    /// 2262. [`Stamp::from_ints`] gives it back.
-    pub fn to_ints(&self) -> Option<[i64; 4]> {
-        Some([
-            i64::try_from(self.size).ok()?,
-            i64::try_from(self.mtime_ns).ok()?,
-            i64::try_from(self.ctime_ns).ok()?,
-            // An inode is a bit pattern: the cast goes both ways without loss.
-            self.ino as i64,
-        ])
-    }
-
-    /// The stamp [`Stamp::to_ints`] gave; `None` for a negative size.
-    pub fn from_ints([size, mtime_ns, ctime_ns, ino]: [i64; 4]) -> Option<Stamp> {
-        Some(Stamp {
-            size: u64::try_from(size).ok()?,
-            mtime_ns: i128::from(mtime_ns),
-            ctime_ns: i128::from(ctime_ns),
-            ino: ino as u64,
-        })
-    }
-
-    /// True when this stamp was already old when the cache written at `written_ns` listed it,
-    /// `listing_ns` before writing.
-    pub fn settled(&self, written_ns: i128, listing_ns: i128) -> bool {
-        let tick = if self.ctime_ns % 1_000_000_000 == 0 {
-            COARSE_TICK_NS
-        } else {
-            TICK_NS
-        };
-        self.ctime_ns < written_ns - listing_ns - tick
-    }
-}
-
-/// An extract kept in a cache file: how it is written, and read back from the buffer the
-/// whole file was read into.
+/// An extract kept in the index: how it is written, and read back from its row's bytes.
 ///
-/// Invariant: `decode` reads back exactly what `encode` wrote. A cache file passes its
-/// checksum whatever layout wrote it, so its format string names the layout: [`FORMAT`] and
-/// a fingerprint of `sample`'s encoding ([`format_of`]). A change to `encode` changes the
-/// fingerprint by itself; a change only to how bytes are read must change [`FORMAT`].
+/// Invariant: `decode` reads back exactly what `encode` wrote. The kind a row is stored
+/// under names the layout: [`FORMAT`] and a fingerprint of `sample`'s encoding
+/// ([`format_of`]). A change to `encode` changes the fingerprint by itself; a change only to
+/// how bytes are read must change [`FORMAT`].
 pub trait Extract: Send + Sync + Sized + 'static {
     fn encode(&self, out: &mut Output);
     fn decode(buf: &Buf, input: &mut Input<'_>) -> Option<Self>;
@@ -189,135 +52,55 @@ pub trait Extract: Send + Sync + Sized + 'static {
     fn sample() -> Self;
 }
 
-/// The format string of a cache file of `T` extracts. (Two intermediate layouts once shared
-/// one format string; a cache written by one decoded as empty events under the other.)
+/// The layout name of `T` extracts. (Two intermediate layouts once shared one format
+/// string; rows written by one decoded as empty events under the other.)
 pub fn format_of<T: Extract>() -> String {
     let mut out = Output::default();
     T::sample().encode(&mut out);
     format!("{FORMAT}/{:08x}", crc32fast::hash(&out.0))
 }
 
-#[derive(Debug)]
-struct Cached<T> {
-    stamp: Stamp,
-    value: Arc<T>,
-}
-
-// Not derived: sharing the extract needs no `T: Clone`.
-impl<T> Clone for Cached<T> {
-    fn clone(&self) -> Self {
-        Cached {
-            stamp: self.stamp,
-            value: Arc::clone(&self.value),
-        }
-    }
-}
-
-/// One listed directory: its stamp when listed and each `.md` file it held, by name, with the
-/// file's extract (`None` for a file that could not be cached and is read on every scan).
-#[derive(Debug)]
-struct DirCache<T> {
-    stamp: Stamp,
-    files: Vec<(SharedStr, Option<Cached<T>>)>,
-}
-
-/// What a process remembers of a cache file it read or wrote: the file's stamp then, and its
-/// content, so that a long-running server does not parse the same cache on every call.
-struct Memo {
-    stamp: Stamp,
-    listing_ns: i128,
-    dirs: Box<dyn Any + Send + Sync>,
-}
-
-fn memos() -> &'static Mutex<HashMap<PathBuf, Memo>> {
-    static MEMOS: OnceLock<Mutex<HashMap<PathBuf, Memo>>> = OnceLock::new();
-    MEMOS.get_or_init(|| Mutex::new(HashMap::new()))
-}
-
-type Dirs<T> = BTreeMap<String, Arc<DirCache<T>>>;
-
-/// The directories a [`FileCache`] served unchanged ([`FileCache::served_token`]), held so
-/// that they stay what they were.
-pub struct Served(Vec<Arc<dyn Any + Send + Sync>>);
-
-impl Served {
-    /// True when both name the very same extracts.
-    pub fn same(&self, other: &Served) -> bool {
-        self.0.len() == other.0.len() && self.0.iter().zip(&other.0).all(|(a, b)| Arc::ptr_eq(a, b))
-    }
-}
-
-/// One cache file of extracts, organised by directory (relative to the workspace directory).
+/// The rows of one kind of extract in the index ([`crate::store::index`]), read once per
+/// pass, and what the pass found.
 ///
-/// Use: [`FileCache::load`], one [`FileCache::scan`] per directory of the scanned set, then
-/// [`FileCache::save`]. Directories not scanned are dropped at save, so each cache file must
-/// cover one whole scanned set (e.g. the tasks of one project).
+/// Use: [`settled_pass`] (which loads it), one [`FileCache::scan`] per directory of the
+/// scanned set, then [`FileCache::save`]. Directories not scanned are dropped at save, so one
+/// kind covers one whole scanned set (the tasks of one project, the notes, the event log).
 pub struct FileCache<T> {
-    name: String,
-    old: Dirs<T>,
-    new: Dirs<T>,
-    /// The cache file's modification time (ns), `None` without a usable cache.
-    written_ns: Option<i128>,
-    listing_ns: i128,
-    started: Instant,
-    dirty: bool,
-    /// Each directory scanned: its path, its stamp before it was looked at, and the names it
-    /// was found to hold, so that [`FileCache::unsettled`] can tell whether it moved since.
-    scanned: Vec<(PathBuf, Option<Stamp>, Seen<T>)>,
+    kind: String,
+    old: HashMap<String, DirRows>,
+    updates: Vec<DirUpdate>,
+    /// Each directory scanned: its path, its stamp before it was looked at, the names it was
+    /// found to hold, and whether it was served from settled rows without listing it.
+    scanned: Vec<(PathBuf, Option<Stamp>, Vec<String>, bool)>,
     /// A listed file was gone by the time it was read: a writer moved or removed it.
     vanished: bool,
-}
-
-/// The names a scan found in a directory: those of its cache entry when it was served whole
-/// (not copied: a trusted directory of thousands of files is the common case), else the
-/// names listed.
-enum Seen<T> {
-    Cached(Arc<DirCache<T>>),
-    Listed(Vec<String>),
-}
-
-impl<T> Seen<T> {
-    fn names(&self) -> Vec<&str> {
-        match self {
-            Seen::Cached(d) => d.files.iter().map(|(n, _)| n.as_str()).collect(),
-            Seen::Listed(names) => names.iter().map(String::as_str).collect(),
-        }
-    }
+    _extract: std::marker::PhantomData<T>,
 }
 
 impl<T: Extract> FileCache<T> {
-    /// Loads `cache/<name>.bin` (from memory when this process already holds that version);
-    /// a missing, unreadable or outdated cache is an empty one.
+    /// The rows of `name` (e.g. `tasks-<slug>`) in the workspace's index; none when the index
+    /// is unusable or holds another layout.
     pub fn load(ws: &Workspace, name: &str) -> FileCache<T> {
-        // The listing time bounds the racy window: measure it from before anything is listed.
-        #[allow(
-            clippy::disallowed_methods,
-            reason = "a monotonic span bounding the index's racy window; never shown or stored as a time"
-        )]
-        let started = Instant::now();
-        let path = cache_file(ws, name);
-        let (written_ns, listing_ns, old) = match load_dirs::<T>(&path) {
-            Some((stamp, listing_ns, dirs)) => (Some(stamp.mtime_ns), listing_ns, dirs),
-            None => (None, 0, BTreeMap::new()),
-        };
+        let kind = format!("{name}@{}", format_of::<T>());
         FileCache {
-            name: name.to_string(),
-            old,
-            new: BTreeMap::new(),
-            written_ns,
-            listing_ns,
-            started,
-            dirty: false,
+            old: ws.index.load(&kind),
+            kind,
+            updates: Vec::new(),
             scanned: Vec::new(),
             vanished: false,
+            _extract: std::marker::PhantomData,
         }
     }
 
     /// The extracts of the `.md` files of `dir` (no hidden or temporary names), in name
-    /// order. An unchanged directory is served from the cache without listing it; a changed
-    /// one is listed and only files whose stamp changed are parsed, by `parse` (from the
-    /// file's name, path, stamp as listed, parsed document and bytes). A file that cannot be read or parsed
-    /// is pushed to `warnings` and skipped; real I/O failures are errors.
+    /// order, each validated against its file: a file whose stamp (size, modification and
+    /// change times, inode) equals its row's, and was settled when the row was written, is
+    /// served from the row; every other file is read and parsed by `parse` (from the file's
+    /// name, path, stamp, parsed document and bytes). The names come from the directory's row
+    /// while the directory's own stamp is unchanged and settled, else from listing it. A file
+    /// that cannot be read or parsed is pushed to `warnings` and skipped (and read again on
+    /// every call); real I/O failures are errors.
     pub fn scan(
         &mut self,
         ws: &Workspace,
@@ -326,148 +109,144 @@ impl<T: Extract> FileCache<T> {
         mut parse: impl FnMut(&str, &Path, Option<Stamp>, &Document, &[u8]) -> Result<T, Problem>,
     ) -> Result<Vec<Arc<T>>, Error> {
         let key = key_of(ws, dir);
-        let stamp = Stamp::of_dir(dir);
-        let old = self.old.get(&key).cloned();
-        if let (Some(stamp), Some(old)) = (stamp, &old)
-            && old.stamp == stamp
-            && self.trusted(&stamp)
-            && old.files.iter().all(|(_, c)| c.is_some())
-        {
-            self.new.insert(key, old.clone());
-            self.scanned
-                .push((dir.to_path_buf(), Some(stamp), Seen::Cached(old.clone())));
-            return Ok(old
-                .files
-                .iter()
-                .filter_map(|(_, c)| c.as_ref().map(|c| Arc::clone(&c.value)))
-                .collect());
-        }
-        // A changed directory, or one holding files that could not be cached (reported again
-        // on every call): list it and reuse the extract of every file whose stamp is unchanged.
+        let old = self.old.remove(&key).unwrap_or_default();
+        let mut stamp = Stamp::of_dir(dir);
+        let trusted_dir = stamp.is_some()
+            && old
+                .stamp
+                .is_some_and(|(s, settled)| settled && Some(s) == stamp);
+        let names: Vec<String> = if trusted_dir {
+            old.files.iter().map(|f| f.name.clone()).collect()
+        } else {
+            // Listed again: the stamp that describes the listing is taken after the clock.
+            let clock = ws.index.clock_ns();
+            stamp = Stamp::of_dir(dir);
+            let names = md_files(ws, dir)?.into_iter().map(|(n, _)| n).collect();
+            let settled = stamp.zip(clock).is_some_and(|(s, c)| s.settled_before(c));
+            self.updates.push(DirUpdate {
+                dir: key.clone(),
+                stamp: stamp.map(|s| (s, settled)),
+                upsert: Vec::new(),
+                remove: Vec::new(),
+            });
+            names
+        };
+        let paths: Vec<PathBuf> = names.iter().map(|n| dir.join(n)).collect();
+        let stamps = stamp_all(&paths);
         // Not when it is no real directory now (a symlink, perhaps leading out of `.dacli/`):
         // every file is then read, and the read enforces where files may be.
-        let previous: HashMap<&str, &Cached<T>> = old
+        let rows: HashMap<&str, &FileRow> = old
+            .files
             .iter()
             .filter(|_| stamp.is_some())
-            .flat_map(|d| d.files.iter())
-            .filter_map(|(n, c)| c.as_ref().map(|c| (n.as_str(), c)))
+            .map(|f| (f.name.as_str(), f))
             .collect();
-        let mut files = Vec::new();
-        let mut out = Vec::new();
-        let listed = md_files(ws, dir)?;
-        self.scanned.push((
-            dir.to_path_buf(),
-            stamp,
-            Seen::Listed(listed.iter().map(|(n, _)| n.clone()).collect()),
-        ));
-        for (name, path) in listed {
-            let file_stamp = Stamp::of(&path);
-            let hit = previous
-                .get(name.as_str())
-                .filter(|c| Some(c.stamp) == file_stamp && self.trusted(&c.stamp));
-            let cached = match hit {
-                Some(c) => Some((*c).clone()),
-                None => {
-                    let value = match extract(ws, &path, warnings, |doc, bytes| {
-                        parse(&name, &path, file_stamp, doc, bytes)
-                    }) {
-                        // Listed, then moved or removed by a writer before it was read: not
-                        // an error of the workspace; the caller decides whether to look again.
-                        Err(e) if e.is_vanished() => {
-                            self.vanished = true;
-                            self.dirty = true;
-                            continue;
-                        }
-                        other => other?,
-                    };
-                    self.dirty = true;
-                    match (value, file_stamp) {
-                        (Some(v), Some(s)) => Some(Cached {
-                            stamp: s,
-                            value: Arc::new(v),
-                        }),
-                        (Some(v), None) => {
-                            out.push(Arc::new(v));
-                            None
-                        }
-                        (None, _) => None,
-                    }
+        let mut upsert = Vec::new();
+        let mut out = Vec::with_capacity(names.len());
+        let mut kept: Vec<String> = Vec::with_capacity(names.len());
+        for ((name, path), file_stamp) in names.iter().zip(&paths).zip(stamps) {
+            let row = rows.get(name.as_str());
+            if let (Some(row), Some(s)) = (row, file_stamp)
+                && row.settled
+                && row.stamp == s
+                && !row.extract.is_empty()
+                && let Some(value) = decode::<T>(&row.extract)
+            {
+                out.push(Arc::new(value));
+                kept.push(name.clone());
+                continue;
+            }
+            // Read: the stamp recorded with the bytes is taken after the clock, before them.
+            let clock = ws.index.clock_ns();
+            let file_stamp = Stamp::of(path);
+            let value = match extract(ws, path, warnings, |doc, bytes| {
+                parse(name, path, file_stamp, doc, bytes)
+            }) {
+                // Listed, then moved or removed by a writer before it was read: not an error
+                // of the workspace; the caller decides whether to look again.
+                Err(e) if e.is_vanished() => {
+                    self.vanished = true;
+                    continue;
                 }
+                other => other?,
             };
-            if let Some(c) = &cached {
-                out.push(Arc::clone(&c.value));
+            let settled = file_stamp
+                .zip(clock)
+                .is_some_and(|(s, c)| s.settled_before(c));
+            let extract_bytes = value.as_ref().map_or_else(Vec::new, |v| {
+                let mut o = Output::default();
+                v.encode(&mut o);
+                o.0
+            });
+            if let Some(s) = file_stamp
+                && !(row.is_some_and(|r| {
+                    r.stamp == s && r.settled == settled && r.extract == extract_bytes
+                }))
+            {
+                upsert.push(FileRow {
+                    name: name.clone(),
+                    stamp: s,
+                    settled,
+                    extract: extract_bytes,
+                });
             }
-            files.push((SharedStr::new(&name), cached));
-        }
-        match stamp {
-            Some(stamp) => {
-                let fresh = DirCache { stamp, files };
-                let same = old.as_ref().is_some_and(|o| o.stamp == stamp);
-                // A directory listed again only because its stamp was too recent to trust is
-                // written back, so that the next call can trust it.
-                self.dirty |= !same || !self.trusted(&stamp);
-                self.new.insert(key, Arc::new(fresh));
+            kept.push(name.clone());
+            if let Some(v) = value {
+                out.push(Arc::new(v));
             }
-            None => self.dirty |= old.is_some(),
         }
+        let kept: std::collections::HashSet<&str> = kept.iter().map(String::as_str).collect();
+        let remove: Vec<String> = old
+            .files
+            .iter()
+            .filter(|f| !kept.contains(f.name.as_str()))
+            .map(|f| f.name.clone())
+            .collect();
+        if !upsert.is_empty() || !remove.is_empty() {
+            match self.updates.iter_mut().find(|u| u.dir == key) {
+                Some(u) => {
+                    u.upsert = upsert;
+                    u.remove = remove;
+                }
+                None => self.updates.push(DirUpdate {
+                    dir: key.clone(),
+                    stamp: old.stamp,
+                    upsert,
+                    remove,
+                }),
+            }
+        }
+        self.scanned
+            .push((dir.to_path_buf(), stamp, names, trusted_dir));
         Ok(out)
     }
 
-    /// What this cache served, when every directory scanned so far was served unchanged
-    /// (the very extracts of the previous scan, nothing listed or parsed again): a token
-    /// [`Served::same`] as one a previous scan returned means the same files, so a long-running
-    /// process may reuse what it derived from them. `None` when anything was listed or parsed.
-    pub fn served_token(&self) -> Option<Served> {
-        let (dirs, unchanged) = self.served();
-        unchanged.then(|| {
-            Served(
-                dirs.into_iter()
-                    .map(|d| d as Arc<dyn Any + Send + Sync>)
-                    .collect(),
-            )
-        })
-    }
-
-    /// The directories scanned so far, and whether each was served unchanged from the cache
-    /// (the very extracts of the previous scan, nothing listed or parsed again).
-    fn served(&self) -> (Vec<Arc<DirCache<T>>>, bool) {
-        let unchanged = !self.dirty
-            && self
-                .new
-                .iter()
-                .all(|(k, d)| self.old.get(k).is_some_and(|o| Arc::ptr_eq(o, d)));
-        (self.new.values().cloned().collect(), unchanged)
-    }
-
-    /// True when what [`FileCache::scan`] saw may not be one state of the scanned set: a listed
-    /// file vanished before it was read, or a scanned directory changed since it was looked at
-    /// (a task moved from a folder not yet scanned to one already scanned is otherwise missed).
-    /// A directory whose stamp is too recent to prove it unchanged (a change within the same
-    /// clock tick keeps it) is listed again and its names compared.
+    /// True when what [`FileCache::scan`] saw may not be one state of the scanned set: a
+    /// listed file vanished before it was read, or a scanned directory changed since it was
+    /// looked at (a task moved from a folder not yet scanned to one already scanned is
+    /// otherwise missed). A directory whose stamp is too recent to prove it unchanged (a
+    /// change within the same clock tick keeps it) is listed again and its names compared.
     ///
-    /// A pass that served every directory whole from the cache needs no second look: each
-    /// directory's trusted stamp was unchanged when it was looked at, and a stamp never
-    /// comes back once changed, so every one of them still held its cached files when the
-    /// first was looked at. That is one state; a server's warm calls are all such passes.
+    /// A pass that served every directory's names from settled rows needs no second look:
+    /// each settled stamp was unchanged when it was looked at, and a settled stamp never
+    /// comes back once changed, so every one of them held its indexed names when the first
+    /// was looked at. That is one state; a warm read is such a pass.
     pub fn unsettled(&self, ws: &Workspace) -> Result<bool, Error> {
         if self.vanished {
             return Ok(true);
         }
-        if self
-            .scanned
-            .iter()
-            .all(|(_, _, seen)| matches!(seen, Seen::Cached(_)))
-        {
+        if self.scanned.iter().all(|(_, _, _, trusted)| *trusted) {
             return Ok(false);
         }
-        for (dir, before, names) in &self.scanned {
+        let clock = ws.index.clock_ns();
+        for (dir, before, names, _) in &self.scanned {
             let now = Stamp::of_dir(dir);
             if now != *before {
                 return Ok(true);
             }
-            if now.is_none_or(|s| !self.trusted(&s)) {
+            if !now.zip(clock).is_some_and(|(s, c)| s.settled_before(c)) {
                 let again: Vec<String> = md_files(ws, dir)?.into_iter().map(|(n, _)| n).collect();
-                if again.iter().map(String::as_str).ne(names.names()) {
+                if again != *names {
                     return Ok(true);
                 }
             }
@@ -475,152 +254,51 @@ impl<T: Extract> FileCache<T> {
         Ok(false)
     }
 
-    /// The directories the last pass scanned and `also` (keys relative to the workspace),
-    /// each with its stamp from before it was looked at, and when the pass started; `None`
-    /// unless `also`'s stamp is settled. The scanned directories' stamps may be recent: a
-    /// reader of the rows made from them checks such a directory's names and inodes
-    /// before it trusts them ([`super::rows::Rows::open`]), so that back-to-back writers
-    /// do not each make the next reader list the project.
-    fn listed_dirs(
-        &self,
-        ws: &Workspace,
-        also: (&Path, Option<Stamp>),
-    ) -> Option<(Vec<DirStamp>, Instant)> {
-        if !also.1.is_none_or(|s| self.trusted(&s)) {
-            return None;
+    /// Records what this pass found in the index (one transaction; nothing when nothing
+    /// changed). Failure is ignored: the index is only an accelerator, and a read-only
+    /// workspace must still be readable.
+    pub fn save(mut self, ws: &Workspace) {
+        // Directories indexed before but not scanned now are gone from the set.
+        for dir in self.old.keys() {
+            self.updates.push(DirUpdate {
+                dir: dir.clone(),
+                stamp: None,
+                upsert: Vec::new(),
+                remove: Vec::new(),
+            });
         }
-        let dirs = std::iter::once(also)
-            .chain(
-                self.scanned
-                    .iter()
-                    .map(|(dir, stamp, _)| (dir.as_path(), *stamp)),
-            )
-            .map(|(dir, stamp)| (key_of(ws, dir), stamp))
-            .collect();
-        Some((dirs, self.started))
-    }
-
-    fn trusted(&self, stamp: &Stamp) -> bool {
-        self.written_ns
-            .is_some_and(|w| stamp.settled(w, self.listing_ns))
-    }
-
-    /// Writes the cache back when anything changed, and remembers it for this process. Failure
-    /// is ignored: the cache is only an accelerator, and a read-only workspace must still be
-    /// readable.
-    pub fn save(self, ws: &Workspace) {
-        let path = cache_file(ws, &self.name);
-        let dropped = self.old.keys().any(|k| !self.new.contains_key(k));
-        if !self.dirty && !dropped {
+        if self.updates.is_empty() || !ws.fs.derived_write_allowed(ws.index.path()) {
             return;
         }
-        let listing_ns = i128::try_from(self.started.elapsed().as_nanos()).unwrap_or(i128::MAX);
-        let bytes = encode_dirs(listing_ns, &self.new);
-        if ws.fs.replace_derived(&path, &bytes).is_err() {
-            return;
-        }
-        if let (Some(stamp), Ok(mut memos)) = (Stamp::of(&path), memos().lock()) {
-            memos.insert(
-                path,
-                Memo {
-                    stamp,
-                    listing_ns,
-                    dirs: Box::new(self.new),
-                },
-            );
-        }
+        ws.index.store(&self.kind, &self.updates);
     }
 }
 
-/// The bytes of a cache file: the format first (a cache of another version is not decoded
-/// at all), the listing's duration, then each directory with its files and their extracts.
-fn encode_dirs<T: Extract>(listing_ns: i128, dirs: &Dirs<T>) -> Vec<u8> {
-    let mut out = Output::default();
-    out.str(&format_of::<T>());
-    out.ivar(listing_ns);
-    out.var(dirs.len() as u64);
-    for (key, dir) in dirs {
-        out.str(key);
-        dir.stamp.encode(&mut out);
-        out.var(dir.files.len() as u64);
-        for (name, cached) in &dir.files {
-            out.str(name);
-            match cached {
-                None => out.u8(0),
-                Some(c) => {
-                    out.u8(1);
-                    c.stamp.encode(&mut out);
-                    c.value.encode(&mut out);
-                }
-            }
-        }
-    }
-    super::codec::seal(out)
+/// A row's bytes decoded; `None` for bytes this layout did not write.
+fn decode<T: Extract>(bytes: &[u8]) -> Option<T> {
+    let buf = buf_of(bytes.to_vec())?;
+    let mut input = Input::new(buf.as_bytes());
+    let value = T::decode(&buf, &mut input)?;
+    input.at_end().then_some(value)
 }
 
-/// [`encode_dirs`] read back; `None` for anything it did not write. The checksum at the end
-/// covers everything before it: a cache torn by a crash (it is written without fsync) or
-/// changed by hand is refused whole, which is what lets the extracts skip checking their own
-/// bytes.
-fn decode_dirs<T: Extract>(buf: &Buf) -> Option<(i128, Dirs<T>)> {
-    let mut input = Input::new(super::codec::unseal(buf.as_bytes())?);
-    if input.str()? != format_of::<T>() {
-        return None;
+/// The stamps of `paths`, in order; in two threads for a directory of thousands, where the
+/// `lstat`s are most of a warm read.
+fn stamp_all(paths: &[PathBuf]) -> Vec<Option<Stamp>> {
+    const SPLIT_AT: usize = 512;
+    if paths.len() < SPLIT_AT {
+        return paths.iter().map(|p| Stamp::of(p)).collect();
     }
-    let listing_ns = input.ivar()?;
-    let mut dirs = BTreeMap::new();
-    for _ in 0..input.count()? {
-        let key = input.str()?.to_string();
-        let stamp = Stamp::decode(&mut input)?;
-        let n = input.count()?;
-        // Every file takes more than one byte: a count beyond what is left is a torn file.
-        let mut files = Vec::with_capacity(n.min(buf.len()));
-        for _ in 0..n {
-            let name = input.shared(buf)?;
-            let cached = match input.u8()? {
-                0 => None,
-                1 => Some(Cached {
-                    stamp: Stamp::decode(&mut input)?,
-                    value: Arc::new(T::decode(buf, &mut input)?),
-                }),
-                _ => return None,
-            };
-            files.push((name, cached));
+    let (a, b) = paths.split_at(paths.len() / 2);
+    std::thread::scope(|s| {
+        let other = s.spawn(|| b.iter().map(|p| Stamp::of(p)).collect::<Vec<_>>());
+        let mut out: Vec<Option<Stamp>> = a.iter().map(|p| Stamp::of(p)).collect();
+        match other.join() {
+            Ok(rest) => out.extend(rest),
+            Err(_) => out.extend(b.iter().map(|p| Stamp::of(p))),
         }
-        dirs.insert(key, Arc::new(DirCache { stamp, files }));
-    }
-    input.at_end().then_some((listing_ns, dirs))
-}
-
-/// The directories of a cache file: from this process's memory when the file is the version
-/// it last saw, else parsed from disk.
-fn load_dirs<T: Extract>(path: &Path) -> Option<(Stamp, i128, Dirs<T>)> {
-    let stamp = Stamp::of(path)?;
-    if let Ok(memos) = memos().lock()
-        && let Some(m) = memos.get(path)
-        && m.stamp == stamp
-        && let Some(dirs) = m.dirs.downcast_ref::<Dirs<T>>()
-    {
-        return Some((stamp, m.listing_ns, dirs.clone()));
-    }
-    // Not `Fs::read`: the cache is dacli's own derived file, and an index of ten thousand
-    // tasks is far over the object-file size limit.
-    // UTF-8 throughout (objects::codec), checked here once for every field read later.
-    let buf = buf_of(std::fs::read(path).ok()?)?;
-    let (listing_ns, dirs) = decode_dirs::<T>(&buf)?;
-    // Remembered for the rest of the process: a server's next call skips the parse, and a
-    // short-lived command never pays for freeing thousands of extracts one by one.
-    if let Ok(mut memos) = memos().lock() {
-        memos.insert(
-            path.to_path_buf(),
-            Memo {
-                stamp,
-                listing_ns,
-                dirs: Box::new(dirs.clone()),
-            },
-        );
-    }
-    Some((stamp, listing_ns, dirs))
+        out
+    })
 }
 
 /// Reads and parses one file into an extract; a bad file becomes a warning and `None`.
@@ -650,23 +328,17 @@ fn extract<T>(
     }
 }
 
-/// `cache/<name>.bin` in the workspace, in the layout of [`encode_dirs`].
-fn cache_file(ws: &Workspace, name: &str) -> std::path::PathBuf {
-    cache_file_named(ws, &format!("{name}.bin"))
-}
-
 /// `cache/<file>` in the workspace.
 pub fn cache_file_named(ws: &Workspace, file: &str) -> std::path::PathBuf {
     ws.path(&["cache", file])
 }
 
-/// Runs `pass` over the cache `cache/<name>.bin` until one pass saw a single state of the
+/// Runs `pass` over the index's rows of `name` until one pass saw a single state of the
 /// directories it scanned ([`FileCache::unsettled`]), fifty passes at most; the last is served
 /// as found. Writers move and remove files while readers list (a task changing status, an
 /// event archived): without this, a reader fails on a file listed then gone, or misses one
 /// moved from a directory not yet scanned to one already scanned. Five passes were not
-/// enough against a writer moving one task every 0.3 ms: about one listing in seven used
-/// them all, and some of those missed the task. A pass over directories served from the cache
+/// enough against a writer moving one task every 0.3 ms. A pass over settled directories
 /// costs a few `stat`s, so the bound costs nothing unless writers never stop.
 pub fn settled_pass<T, R, E>(
     ws: &Workspace,
@@ -695,7 +367,7 @@ fn key_of(ws: &Workspace, path: &Path) -> String {
         .unwrap_or_else(|_| path.to_string_lossy().into_owned())
 }
 
-/// The `.md` files of `dir` that a listing reads: no hidden or temporary names.
+/// The `.md` files of `dir` that a listing reads: no hidden or temporary names, sorted.
 pub fn md_files(ws: &Workspace, dir: &Path) -> Result<Vec<(String, std::path::PathBuf)>, Error> {
     Ok(ws
         .fs
@@ -844,18 +516,6 @@ impl TaskEntry {
 
     fn bytes(&self) -> &[u8] {
         self.0.bytes()
-    }
-
-    /// The bytes [`TaskEntry::from_bytes`] reads back.
-    pub(super) fn entry_bytes(&self) -> &[u8] {
-        self.0.bytes()
-    }
-
-    /// The entry whose bytes [`TaskEntry::entry_bytes`] gave; `None` when they cannot be one
-    /// (not UTF-8, shorter than the fixed head).
-    pub(super) fn from_bytes(bytes: Vec<u8>) -> Option<TaskEntry> {
-        let buf = buf_of(bytes)?;
-        (buf.len() >= TASK_HEAD).then(|| TaskEntry(Extent::whole(buf)))
     }
 
     fn head(&self, at: usize) -> u64 {
@@ -1085,80 +745,25 @@ impl std::fmt::Debug for TaskEntry {
     }
 }
 
-impl super::tasks::TaskKey for TaskEntry {
-    fn key_project(&self) -> &str {
-        self.project()
-    }
-    fn key_id(&self) -> &str {
-        self.id()
-    }
-    fn key_number(&self) -> u32 {
-        self.number()
-    }
-    fn key_slug(&self) -> &str {
-        self.slug()
-    }
-}
-
 /// Every task of project `slug` as index entries, sorted by number then id, with the warnings
 /// a listing reports (FORMAT §4.4), exactly as [`super::tasks::list`] reports them; of two
 /// copies of one id the greater `rev` is used.
 pub fn tasks(ws: &Workspace, slug: &str) -> Result<Listing<Arc<TaskEntry>>, Error> {
-    let tasks_dir = ws.path(&["projects", slug, "tasks"]);
-    let tasks_stamp = Stamp::of_dir(&tasks_dir);
     let (mut out, cache) = settled_pass(ws, &format!("tasks-{slug}"), |cache| {
         scan_tasks(ws, slug, cache)
     })?;
-    let found = std::mem::take(&mut out.items);
-    let (dirs, unchanged) = cache.served();
-    let settled = cache.listed_dirs(ws, (&tasks_dir, tasks_stamp));
     cache.save(ws);
-    let kept = settled.as_ref().map(|_| dirs.clone());
-    let out = sorted_listing(ws, memo_key_dirs(ws, slug), dirs, unchanged, found, out);
-    if let (Some((stamps, started)), Some(dirs)) = (settled, kept) {
-        // Each entry's inode, by the address of the extract the listing shares.
-        let inos: HashMap<usize, u64> = dirs
-            .iter()
-            .flat_map(|d| d.files.iter())
-            .filter_map(|(_, c)| c.as_ref())
-            .map(|c| (Arc::as_ptr(&c.value) as usize, c.stamp.ino))
-            .collect();
-        let listing_ns = i128::try_from(started.elapsed().as_nanos()).unwrap_or(i128::MAX);
-        super::rows::refresh(ws, slug, &stamps, listing_ns, &out, |e| {
-            inos.get(&(std::ptr::from_ref(e) as usize)).copied()
-        });
-    }
-    Ok(out)
+    let found = std::mem::take(&mut out.items);
+    Ok(sorted_listing(ws, found, out))
 }
 
-fn memo_key_dirs(ws: &Workspace, slug: &str) -> PathBuf {
-    cache_file(ws, &format!("tasks-{slug}"))
-}
-
-/// The listing of `found`, the entries of a pass over `dirs`: copies of one id resolved (the
-/// greater `rev` kept, each copy reported), sorted by number then id. Made once per state
-/// of the directories in a long-running process.
+/// The listing of `found`, the entries of one pass: copies of one id resolved (the greater
+/// `rev` kept, each copy reported), sorted by number then id.
 fn sorted_listing(
     ws: &Workspace,
-    memo_key: PathBuf,
-    dirs: Vec<Arc<DirCache<TaskEntry>>>,
-    unchanged: bool,
     found: Vec<Arc<TaskEntry>>,
     mut out: Listing<Arc<TaskEntry>>,
 ) -> Listing<Arc<TaskEntry>> {
-    // A long-running process asks again and again of directories that did not change: the
-    // listing made from these very extracts last time is the answer.
-    if unchanged
-        && let Ok(memos) = task_listings().lock()
-        && let Some(m) = memos.get(&memo_key)
-        && m.dirs.len() == dirs.len()
-        && m.dirs.iter().zip(&dirs).all(|(a, b)| Arc::ptr_eq(a, b))
-    {
-        out.items = m.items.clone();
-        out.warnings.extend(m.duplicates.iter().cloned());
-        return out;
-    }
-    let before = out.warnings.len();
     // Copies of one id (a crash mid-move, or a merge) are rare: find them without building a
     // map of every id.
     let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
@@ -1195,16 +800,6 @@ fn sorted_listing(
     }
     out.items
         .sort_by(|a, b| a.number().cmp(&b.number()).then_with(|| a.id().cmp(b.id())));
-    if let Ok(mut memos) = task_listings().lock() {
-        memos.insert(
-            memo_key,
-            TaskListing {
-                dirs,
-                items: out.items.clone(),
-                duplicates: out.warnings[before..].to_vec(),
-            },
-        );
-    }
     out
 }
 
@@ -1220,8 +815,8 @@ fn scan_tasks(
     // No status move runs while the folders are listed ([`super::tasks::moves_lock`]).
     let _moves = ws
         .fs
-        .lock_shared_if_exists(&super::tasks::moves_lock(ws, slug))?;
-    super::tasks::unknown_folders(ws, &tasks_dir, &mut out.warnings)?;
+        .lock_shared_if_exists(&super::folders::moves_lock(ws, slug))?;
+    super::folders::unknown_folders(ws, &tasks_dir, &mut out.warnings)?;
     let mut found: Vec<Arc<TaskEntry>> = Vec::new();
     for folder in STATUS_FOLDERS {
         found.extend(cache.scan(
@@ -1238,20 +833,6 @@ fn scan_tasks(
     Ok(out)
 }
 
-/// A task listing as [`tasks`] last made it in this process, from these directories
-/// (kept alive here, so an unchanged pointer means unchanged extracts).
-struct TaskListing {
-    dirs: Vec<Arc<DirCache<TaskEntry>>>,
-    items: Vec<Arc<TaskEntry>>,
-    /// The `duplicate_id` warnings the listing added.
-    duplicates: Vec<Problem>,
-}
-
-fn task_listings() -> &'static Mutex<HashMap<PathBuf, TaskListing>> {
-    static LISTINGS: OnceLock<Mutex<HashMap<PathBuf, TaskListing>>> = OnceLock::new();
-    LISTINGS.get_or_init(|| Mutex::new(HashMap::new()))
-}
-
 /// Every task of every project as index entries (projects sorted by slug, tasks by number),
 /// with the warnings of both listings, exactly as [`super::tasks::list_all`] reports them.
 pub fn all_tasks(ws: &Workspace) -> Result<Listing<Arc<TaskEntry>>, Error> {
@@ -1264,18 +845,6 @@ pub fn all_tasks(ws: &Workspace) -> Result<Listing<Arc<TaskEntry>>, Error> {
         out.items.extend(t.items);
     }
     Ok(out)
-}
-
-/// The extract of a task file just parsed, as a listing would make it.
-pub(super) fn entry_of(
-    ws: &Workspace,
-    doc: &Document,
-    slug: &str,
-    folder: &str,
-    name: &str,
-    path: &Path,
-) -> Result<TaskEntry, crate::model::FieldError> {
-    task_entry(doc, slug, folder, name, key_of(ws, path))
 }
 
 fn task_entry(
@@ -1460,42 +1029,14 @@ impl Extract for NoteEntry {
     }
 }
 
-impl NoteEntry {
-    /// The entry's bytes, as [`NoteEntry::from_bytes`] takes them back.
-    pub(super) fn bytes(&self) -> &[u8] {
-        self.0.bytes()
-    }
-
-    pub(super) fn from_bytes(bytes: Vec<u8>) -> Option<NoteEntry> {
-        Record::from_bytes(bytes).map(NoteEntry)
-    }
-}
+impl NoteEntry {}
 
 /// Every note of the projects `projects` (directory names, as [`super::projects::list`]
 /// gives them) and of the workspace scope, sorted by id, with the warnings of the listing.
 pub fn notes(ws: &Workspace, projects: &[String]) -> Result<Listing<Arc<NoteEntry>>, Error> {
-    type Sorted = (Vec<Arc<DirCache<NoteEntry>>>, Vec<Arc<NoteEntry>>);
-    /// The sorted listing made last from these very directories, by cache file: a server
-    /// asks on every brief, and the sort was a tenth of a warm one.
-    static SORTED: Mutex<Vec<(PathBuf, Sorted)>> = Mutex::new(Vec::new());
     let (mut out, cache) = settled_pass(ws, "notes", |cache| scan_notes(ws, projects, cache))?;
-    let (dirs, unchanged) = cache.served();
     cache.save(ws);
-    let key = cache_file(ws, "notes");
-    if unchanged
-        && let Ok(memo) = SORTED.lock()
-        && let Some((_, (was, items))) = memo.iter().find(|(k, _)| *k == key)
-        && was.len() == dirs.len()
-        && was.iter().zip(&dirs).all(|(a, b)| Arc::ptr_eq(a, b))
-    {
-        out.items = items.clone();
-        return Ok(out);
-    }
     super::sort_by_str_key(&mut out.items, |n| n.id());
-    if let Ok(mut memo) = SORTED.lock() {
-        memo.retain(|(k, _)| *k != key);
-        memo.push((key, (dirs, out.items.clone())));
-    }
     Ok(out)
 }
 
@@ -1576,31 +1117,6 @@ mod tests {
         }
     }
 
-    fn dirs(n: u32) -> Dirs<TaskEntry> {
-        let stamp = |i: u64| Stamp {
-            size: i,
-            mtime_ns: 1_700_000_000_000_000_000 + i128::from(i),
-            ctime_ns: -5,
-            ino: i * 7,
-        };
-        let files = (0..n)
-            .map(|i| {
-                let cached = (i != 1).then(|| Cached {
-                    stamp: stamp(u64::from(i)),
-                    value: Arc::new(TaskEntry::new(&fields(i))),
-                });
-                (SharedStr::new(&format!("{i:03}-task-{i}.md")), cached)
-            })
-            .collect();
-        BTreeMap::from([(
-            "projects/checkout/tasks/active".to_string(),
-            Arc::new(DirCache {
-                stamp: stamp(99),
-                files,
-            }),
-        )])
-    }
-
     #[test]
     fn task_entries_read_back_every_field() {
         for n in 0..12 {
@@ -1613,79 +1129,32 @@ mod tests {
         assert_eq!(TaskEntry::new(&long).fields(), long);
     }
 
-    #[test]
-    fn a_cache_file_reads_back_what_was_written() {
-        let written = dirs(12);
-        let bytes = buf_of(encode_dirs(42, &written)).expect("a cache file is UTF-8");
-        let (listing_ns, read) = decode_dirs::<TaskEntry>(&bytes).expect("decodes");
-        assert_eq!(listing_ns, 42);
-        let (a, b) = (
-            &written["projects/checkout/tasks/active"],
-            &read["projects/checkout/tasks/active"],
-        );
-        assert_eq!(a.stamp, b.stamp);
-        assert_eq!(a.files.len(), b.files.len());
-        for ((na, ca), (nb, cb)) in a.files.iter().zip(&b.files) {
-            assert_eq!(na, nb);
-            assert_eq!(ca.as_ref().map(|c| c.stamp), cb.as_ref().map(|c| c.stamp));
-            assert_eq!(
-                ca.as_ref().map(|c| c.value.fields()),
-                cb.as_ref().map(|c| c.value.fields())
-            );
-        }
+    fn row_of<T: Extract>(value: &T) -> Vec<u8> {
+        let mut out = Output::default();
+        value.encode(&mut out);
+        out.0
     }
 
     #[test]
-    fn a_cache_of_another_layout_is_refused() {
-        let notes: Dirs<NoteEntry> = BTreeMap::from([(
-            "notes/decisions".to_string(),
-            Arc::new(DirCache {
-                stamp: Stamp {
-                    size: 0,
-                    mtime_ns: 1,
-                    ctime_ns: 1,
-                    ino: 1,
-                },
-                files: vec![(
-                    SharedStr::new("a.md"),
-                    Some(Cached {
-                        stamp: Stamp {
-                            size: 1,
-                            mtime_ns: 1,
-                            ctime_ns: 1,
-                            ino: 2,
-                        },
-                        value: Arc::new(NoteEntry::sample()),
-                    }),
-                )],
-            }),
-        )]);
-        let bytes = buf_of(encode_dirs(1, &notes)).expect("UTF-8");
-        assert!(decode_dirs::<NoteEntry>(&bytes).is_some());
-        assert!(decode_dirs::<TaskEntry>(&bytes).is_none());
+    fn a_row_reads_back_what_was_written() {
+        for n in 0..12 {
+            let bytes = row_of(&TaskEntry::new(&fields(n)));
+            let read = decode::<TaskEntry>(&bytes).expect("decodes");
+            assert_eq!(read.fields(), fields(n), "task {n}");
+        }
+    }
+
+    /// Rows of another kind are never decoded (their kind names the layout), and bytes cut
+    /// short or run on are refused rather than read as another extract.
+    #[test]
+    fn rows_of_another_layout_or_torn_are_refused() {
         assert_ne!(format_of::<NoteEntry>(), format_of::<TaskEntry>());
-    }
-
-    /// A cache torn by a crash (written without fsync) or changed by hand is refused whole,
-    /// never read as other extracts.
-    #[test]
-    fn a_torn_or_altered_cache_file_is_refused() {
-        let bytes = encode_dirs(42, &dirs(5));
+        let bytes = row_of(&TaskEntry::new(&fields(7)));
         for cut in 0..bytes.len() {
-            let torn = buf_of(bytes[..cut].to_vec());
-            assert!(
-                torn.and_then(|t| decode_dirs::<TaskEntry>(&t)).is_none(),
-                "cut at {cut}"
-            );
+            assert!(decode::<TaskEntry>(&bytes[..cut]).is_none(), "cut at {cut}");
         }
-        for at in (0..bytes.len()).step_by(7) {
-            let mut altered = bytes.clone();
-            altered[at] ^= 0x20;
-            let altered = buf_of(altered);
-            assert!(
-                altered.and_then(|a| decode_dirs::<TaskEntry>(&a)).is_none(),
-                "byte {at} flipped"
-            );
-        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(decode::<TaskEntry>(&longer).is_none());
     }
 }

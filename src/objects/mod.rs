@@ -5,17 +5,17 @@
 pub mod agents;
 pub mod client_files;
 pub mod codec;
-pub mod filed;
+pub mod folders;
 pub mod gitignore;
 pub mod glossary;
 pub mod index;
+pub mod lookup;
 pub mod note_digest;
 pub mod notes;
 pub mod projects;
 pub mod queues;
 pub mod risks;
 pub mod roles;
-pub mod rows;
 pub mod runtimes;
 pub mod shortcuts;
 pub mod tasks;
@@ -109,73 +109,10 @@ impl WorkspaceInfo {
     }
 }
 
-/// Reads and parses one `.md` object file; in a process that [`remember_documents`], a
-/// copy of the document parsed from the file as it still is (same stamp, settled by the
-/// index's racy rule), checked with one `lstat`.
+/// Reads and parses one `.md` object file.
 pub fn read_document(ws: &Workspace, path: &Path) -> Result<Document, store::Error> {
-    if !remembering() {
-        return parse_document(ws, path);
-    }
-    let before = index::Stamp::of(path);
-    if let (Some(stamp), Ok(memo)) = (before, documents().lock())
-        && let Some((kept, doc)) = memo.get(path)
-        && *kept == stamp
-    {
-        return Ok(doc.clone());
-    }
-    let doc = parse_document(ws, path)?;
-    #[allow(
-        clippy::disallowed_methods,
-        reason = "compared with the file system's change times for the racy rule; never shown or stored"
-    )]
-    let now = std::time::SystemTime::now();
-    let now_ns = now
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i128::try_from(d.as_nanos()).unwrap_or(0));
-    if let Some(stamp) = before
-        && index::Stamp::of(path) == before
-        && stamp.settled(now_ns, 0)
-        && let Ok(mut memo) = documents().lock()
-    {
-        // Bounded: a server that reads more files than this starts over.
-        if memo.len() >= REMEMBERED_MOST {
-            memo.clear();
-        }
-        memo.insert(path.to_path_buf(), (stamp, doc.clone()));
-    }
-    Ok(doc)
-}
-
-fn parse_document(ws: &Workspace, path: &Path) -> Result<Document, store::Error> {
     let bytes = ws.fs.read(path)?;
     Document::parse(&ws.display(path), &bytes).map_err(store::Error::Malformed)
-}
-
-/// Whether [`read_document`] keeps what it parsed.
-static REMEMBER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// The most documents kept.
-const REMEMBERED_MOST: usize = 4096;
-
-type Remembered = std::collections::HashMap<std::path::PathBuf, (index::Stamp, Document)>;
-
-fn documents() -> &'static std::sync::Mutex<Remembered> {
-    static DOCUMENTS: std::sync::OnceLock<std::sync::Mutex<Remembered>> =
-        std::sync::OnceLock::new();
-    DOCUMENTS.get_or_init(Default::default)
-}
-
-/// Makes [`read_document`] keep what it parses, for a process that serves many calls (the
-/// MCP server reads the same task, notes, risks, glossary and agents on every brief); a
-/// command reads each file once and would only pay for the copies.
-pub fn remember_documents() {
-    REMEMBER.store(true, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// Whether this process keeps what it reads ([`remember_documents`]): documents, and the
-/// entries read from a rows file ([`rows`]).
-pub fn remembering() -> bool {
-    REMEMBER.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Turns a field error of the file at `path` into a problem report.

@@ -7,10 +7,11 @@ use std::path::{Path, PathBuf};
 use crate::model::id::parse_ulid;
 use crate::model::task::{Status, TaskHead, TaskRef, parse_task_filename};
 use crate::model::taskdoc::TaskDoc;
-use crate::store::{DirEntryKind, Document, Problem, Reason, TEMP_PREFIX};
+use crate::store::{Document, Problem, Reason, TEMP_PREFIX};
 use crate::workspace::names::check_slug;
 use crate::workspace::{STATUS_FOLDERS, Workspace};
 
+pub use super::folders::{moves_lock, unknown_folders};
 use super::{Error, Listing, field_problem, projects, read_document, warn_or_fail};
 
 /// A task as found on disk: where it is and its parsed content.
@@ -81,32 +82,6 @@ fn folder_names(ws: &Workspace, slug: &str) -> Result<Vec<String>, Error> {
         }
     }
     Ok(names)
-}
-
-/// Warns of each task file in a folder of `tasks_dir` that is not a status folder (FORMAT
-/// §4.4 `unknown_folder`): it is no task of any listing.
-pub(crate) fn unknown_folders(
-    ws: &Workspace,
-    tasks_dir: &std::path::Path,
-    warnings: &mut Vec<Problem>,
-) -> Result<(), Error> {
-    for (name, path) in ws.fs.list_dir(tasks_dir)? {
-        if name.starts_with('.') || STATUS_FOLDERS.contains(&name.as_str()) {
-            continue;
-        }
-        if ws.fs.entry_kind(&path)? == DirEntryKind::Dir {
-            for (inner, p) in ws.fs.list_dir(&path)? {
-                if inner.ends_with(".md") && !inner.starts_with('.') {
-                    warnings.push(Problem {
-                        path: ws.display(&p),
-                        reason: Reason::UnknownFolder,
-                        detail: format!("`{name}` is not one of open, active, blocked, done"),
-                    });
-                }
-            }
-        }
-    }
-    Ok(())
 }
 
 /// One pass over the folders; `true` when a listed file was gone by the time it was read.
@@ -492,21 +467,7 @@ pub fn create(
         id: project.to_string(),
     })?;
     let _seq = ws.fs.lock(&ws.lock_path(&format!("seq-{project}")))?;
-    // Watched from before the rows are checked against it until the task is recorded, so
-    // that the folder's new stamp can be recorded exact ([`super::rows::Rows::record_created`]).
-    let open = ws.path(&["projects", project, "tasks", "open"]);
-    let watch = (new.status == Status::Open)
-        .then(|| crate::store::DirWatch::start(&open))
-        .flatten();
-    // Current rows know every number in use without listing the folders; opened under the
-    // lock, so that no other task can be created before this one is recorded in them.
-    let rows = (new.status == Status::Open)
-        .then(|| super::rows::Rows::open(ws, project))
-        .flatten();
-    let number = match &rows {
-        Some(r) => r.max_number() + 1,
-        None => next_number(ws, project)?,
-    };
+    let number = next_number(ws, project)?;
     let file = file_for(ws, project, new.status, number, title_slug);
     ws.fs.publish_new(new.staged, &file)?;
     let bytes = ws.fs.read(&file)?;
@@ -515,11 +476,6 @@ pub fn create(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    if let Some(rows) = &rows
-        && let Ok(entry) = super::index::entry_of(ws, &parsed, project, "open", &name, &file)
-    {
-        rows.record_created(ws, &entry, &name, watch);
-    }
     located(ws, project, new.status.as_str(), &name, file, parsed).map_err(Error::malformed)
 }
 
@@ -550,14 +506,6 @@ pub fn write(ws: &Workspace, at: &Located, doc: &TaskDoc) -> Result<PathBuf, Err
     }
     ws.fs.remove(&at.file)?;
     Ok(dest)
-}
-
-/// The lock a status move of a task of project `slug` holds (exclusively, innermost: after
-/// the task's own lock) and a listing of its status folders holds shared, so that a listing
-/// never sees a task mid-move. (A move made by anything else, `mv` or git, is caught by the
-/// listing's settle checks instead: it changes the folders' stamps and names.)
-pub fn moves_lock(ws: &Workspace, slug: &str) -> PathBuf {
-    ws.lock_path(&format!("moves-{slug}"))
 }
 
 /// Every copy of task `id` among the files of project `slug` bearing the number the index
@@ -662,4 +610,19 @@ pub fn reload(ws: &Workspace, project: &str, id: &str) -> Result<Located, Error>
         ws.fs.remove(copy)?;
     }
     Ok(found)
+}
+
+impl TaskKey for super::index::TaskEntry {
+    fn key_project(&self) -> &str {
+        self.project()
+    }
+    fn key_id(&self) -> &str {
+        self.id()
+    }
+    fn key_number(&self) -> u32 {
+        self.number()
+    }
+    fn key_slug(&self) -> &str {
+        self.slug()
+    }
 }

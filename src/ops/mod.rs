@@ -13,14 +13,21 @@
 
 pub mod admin;
 pub mod agents;
+pub mod archive;
+pub mod cleanup;
 pub mod collab;
+pub mod delivery;
 pub mod error;
+pub mod evidence;
+pub mod github;
 pub mod lineage;
 pub mod queues;
 pub mod roles;
 pub mod runtimes;
 pub mod shortcuts;
 pub mod templates;
+pub mod train;
+pub mod txn;
 
 pub use error::Error;
 

@@ -11,3 +11,4 @@ pub mod risk;
 pub mod runtime;
 pub mod scope;
 pub mod shortcut;
+pub mod train;

@@ -168,6 +168,12 @@ impl Fs {
         }
     }
 
+    /// Whether a write of derived data at `path` may go ahead: counted as one
+    /// [`FaultOp::Derived`] step, so that a fault test can fail the index's writes too.
+    pub fn derived_write_allowed(&self, path: &Path) -> bool {
+        self.hit(FaultOp::Derived, path).is_ok()
+    }
+
     fn hit(&self, op: FaultOp, path: &Path) -> Result<(), Error> {
         let idx = op as usize;
         let mut counts = self.counts.get();

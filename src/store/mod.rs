@@ -9,12 +9,13 @@ mod canon;
 mod doc;
 mod error;
 mod fs;
+pub mod index;
 mod lock;
-mod watch;
+mod stamp;
 
 pub use canon::{canonicalize, is_canonical, noncanonical_reasons};
 pub use doc::{Document, TomlRecord};
 pub use error::{Error, Problem, Reason};
 pub use fs::{DirEntryKind, Fault, FaultOp, Fs, Limits, Staged, TEMP_PREFIX};
 pub use lock::LockGuard;
-pub use watch::DirWatch;
+pub use stamp::Stamp;

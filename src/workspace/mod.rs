@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 pub use config::{Config, SUPPORTED_FORMAT};
 pub use discover::{blocking_dacli, find_work_tree, is_workspace_dir, locate_dir};
 
+use crate::store::index::Index;
 use crate::store::{self, Fs};
 
 /// The task status folders, in lifecycle order (docs/FORMAT.md §12).
@@ -52,6 +53,8 @@ pub struct Workspace {
     dir: PathBuf,
     pub config: Config,
     pub fs: Fs,
+    /// The derived index, opened on first use; owned by the call that opened the workspace.
+    pub index: Index,
 }
 
 impl Workspace {
@@ -59,6 +62,7 @@ impl Workspace {
     pub fn open(root: PathBuf, dir: PathBuf, fs: Fs) -> Result<Workspace, Error> {
         let config = Config::load(&fs, &dir.join("config.toml"))?;
         Ok(Workspace {
+            index: Index::new(&dir, true),
             root,
             dir,
             config,

@@ -297,7 +297,7 @@ fn the_same_state_gives_the_same_bytes_with_or_without_the_index() {
         out.stdout
     };
     let cold = run(&["context", TASK]);
-    assert!(repo.ws("cache").join("notes.bin").exists());
+    assert!(repo.ws("cache").join("index.sqlite").exists());
     let warm = run(&["context", TASK]);
     assert_eq!(cold, warm);
     let json_a = run(&["context", TASK, "--format", "json", "--budget", "900"]);
@@ -314,7 +314,7 @@ fn a_hand_edit_of_the_same_size_reaches_the_next_brief_and_the_cache_is_only_spe
     // racy-stamp rule); let the copy age so the second run really serves from the cache.
     std::thread::sleep(std::time::Duration::from_millis(2100));
     let first = markdown(&repo, Some(BUILDER), &[TASK]);
-    let notes_cache = repo.ws("cache/notes.bin");
+    let notes_cache = repo.ws("cache/index.sqlite");
     let written = std::fs::metadata(&notes_cache).unwrap().modified().unwrap();
     std::thread::sleep(std::time::Duration::from_millis(20));
     assert_eq!(markdown(&repo, Some(BUILDER), &[TASK]), first);

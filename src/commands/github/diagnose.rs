@@ -16,7 +16,7 @@ use super::{
 };
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome};
 use crate::github::{AccessProblem, CallError, Client, RateKind, encode};
-use crate::journal::evidence::{self, Evidence, EvidenceItem};
+use crate::journal::evidence::{Evidence, EvidenceItem};
 use crate::objects::tasks;
 
 /// Parts of the diagnosis (`--include`).
@@ -1430,7 +1430,7 @@ fn record(ctx: &Ctx, r: &Response) -> Result<String, Error> {
         });
     }
     let count = |class: &str| r.checks.iter().filter(|c| c.class == class).count() as i64;
-    let path = evidence::write(
+    let path = crate::ops::evidence::write(
         ws,
         &Evidence {
             id: ctx.new_ulid(),

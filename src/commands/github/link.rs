@@ -3,13 +3,11 @@
 //! `--allow-public` it must be, because consent is recorded for exactly that visibility.
 
 use serde::{Deserialize, Serialize};
-use toml_edit::{Item, value};
 
 use super::consent::{self, check_agent_ref, classes_or_default};
 use super::{Link, Notice, announce, connect, link_of, project_slug, root_only};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, ErrorKind, Outcome};
 use crate::github::{self, AccessProblem};
-use crate::store::TomlRecord;
 
 pub(super) fn command() -> Command {
     Command::new("github.link", Class::Mutate, run, render)
@@ -214,19 +212,7 @@ fn observe(
 
 /// Sets `[github] repo` and `api_url` under the config lock, keeping every other byte.
 fn write_link(ctx: &Ctx, repo: &str, api_url: &str) -> Result<(), Error> {
-    let ws = ctx.ws()?;
-    let _lock = ws.fs.lock(&ws.lock_path("config"))?;
-    let path = ws.path(&["config.toml"]);
-    let bytes = ws.fs.read(&path)?;
-    let mut record =
-        TomlRecord::parse(&ws.display(&path), &bytes).map_err(crate::store::Error::Malformed)?;
-    if !record.doc.contains_key("github") {
-        record.doc["github"] = Item::Table(toml_edit::Table::new());
-    }
-    record.doc["github"]["repo"] = value(repo);
-    record.doc["github"]["api_url"] = value(api_url);
-    ws.fs.replace(&path, record.doc.to_string().as_bytes())?;
-    Ok(())
+    Ok(crate::ops::github::write_link(ctx.ws()?, repo, api_url)?)
 }
 
 fn render(r: &Response, _ctx: &Ctx) -> String {

@@ -10,7 +10,6 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use toml_edit::{InlineTable, value};
 
 use super::consent::{self, visibility_of};
 use super::diagnose::{str_at, u64_at};
@@ -24,8 +23,6 @@ use crate::github::{Client, Method};
 use crate::journal::evidence::{self, Evidence, EvidenceItem};
 use crate::journal::txn::{StepStatus, Txn, TxnOutcome};
 use crate::model::Refusal;
-use crate::model::id::ROOT_AGENT;
-use crate::model::toml_time;
 use crate::objects::{notes, tasks};
 use crate::policy::apply::{self as contract, ApplyRequest};
 use crate::policy::disclosure::{self, CLASSES, Consent};
@@ -1283,19 +1280,9 @@ fn map_task(ctx: &Ctx, slug: &str, item: &Item, number: u64) -> Result<(), Error
     }
     let ws = ctx.ws()?;
     let me = ctx.identity()?.agent.id.clone();
-    let ulid = item.object.id.trim_start_matches("t-");
-    let _lock = ws.fs.lock(&ws.lock_path(&format!("task-{ulid}")))?;
-    let t = tasks::reload(ws, slug, &item.object.id)?;
-    if me != ROOT_AGENT && t.doc.owner() != me {
-        return Ok(());
-    }
-    let mut doc = t.doc.clone();
-    let mut table = InlineTable::new();
-    table.insert("issue", (number as i64).into());
-    table.insert("synced_at", toml_time(ctx.now()).into());
-    doc.front["github"] = value(table);
-    doc.front["rev"] = value(ctx.new_ulid().to_string());
-    tasks::write(ws, &t, &doc)?;
+    crate::ops::github::record_issue(ws, slug, &item.object.id, &me, number, ctx.now(), &|| {
+        ctx.new_ulid()
+    })?;
     Ok(())
 }
 
@@ -1324,7 +1311,7 @@ fn write_evidence(
         })
         .collect();
     let b = blast(&plan.items);
-    let path = evidence::write(
+    let path = crate::ops::evidence::write(
         ws,
         &Evidence {
             id: ctx.new_ulid(),

@@ -6,22 +6,18 @@
 //! `#event-<id>`), by which a second pull recognizes what it already brought in. Comments
 //! carrying a dacli marker are dacli's own words and never come back.
 
-use std::collections::BTreeSet;
-
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use toml_edit::value;
 
 use super::diagnose::{str_at, u64_at};
 use super::projection::{self, PushRequest, only_projected_project};
 use super::{Notice, announce, call_failure, connect, link_of, project_slug, unlinked};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Outcome};
 use crate::github::{CallError, Client};
-use crate::journal::{self, NewEvent, archive};
 use crate::model::Refusal;
 use crate::model::task::Status;
 use crate::objects::tasks;
-use crate::store::Document;
+use crate::ops::{self, github::Pulled};
 
 /// Pages of at most 100 items read per list (issues, one issue's comments or events).
 const MAX_PAGES: u32 = 10;
@@ -79,22 +75,6 @@ pub struct Response {
     notices: Vec<Notice>,
 }
 
-/// One remote fact and the event it becomes.
-#[derive(Debug, Clone, Serialize)]
-struct Pulled {
-    /// `comment` or `propose-status`.
-    kind: &'static str,
-    /// The task the event is about.
-    about: String,
-    issue: u64,
-    github_ref: String,
-    origin: String,
-    /// The event's id once written.
-    event: Option<String>,
-    #[serde(skip)]
-    body: String,
-}
-
 fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     let slug = match &req.project {
         Some(p) => project_slug(ctx, p)?,
@@ -132,32 +112,16 @@ fn pull(
         Ok(f) => f,
         Err(e) => return call_failure(&e, &format!("reading the issues of {repo}")),
     };
-    // Deduplication and the writes happen under the project lock, so two pulls running at
-    // once cannot both bring in the same comment.
-    let _lock = if dry_run {
-        None
+    // Deduplication and the writes happen under the project lock (in `ops`), so two pulls
+    // running at once cannot both bring in the same comment.
+    let me = if dry_run {
+        String::new()
     } else {
-        Some(ws.fs.lock(&ws.lock_path(&format!("project-{slug}")))?)
+        ctx.identity()?.agent.id.clone()
     };
-    let seen = already_pulled(ctx)?;
-    let mut skipped = 0;
-    let mut items = Vec::new();
-    for p in found {
-        if seen.contains(&p.github_ref) {
-            skipped += 1;
-        } else {
-            items.push(p);
-        }
-    }
-    let mut events = Vec::new();
-    if !dry_run {
-        let me = ctx.identity()?.agent.id.clone();
-        for p in &mut items {
-            let id = append(ctx, &me, p)?;
-            p.event = Some(id.clone());
-            events.push(id);
-        }
-    }
+    let pulled = ops::github::pull_events(ws, slug, &me, found, dry_run, &|| ctx.new_ulid())?;
+    ctx.warn_all(pulled.warnings);
+    let (items, skipped, events) = (pulled.items, pulled.skipped, pulled.events);
     announce(ctx, &notices);
     Ok(Outcome::Done(Response {
         mode: if dry_run { "preview" } else { "apply" },
@@ -168,79 +132,6 @@ fn pull(
         items,
         notices,
     }))
-}
-
-/// The `github_ref` of every event an earlier pull wrote: in the live log, and in sealed
-/// archive segments (an archived comment must not come back as a new one).
-fn already_pulled(ctx: &Ctx) -> Result<BTreeSet<String>, Error> {
-    let ws = ctx.ws()?;
-    let journal = journal::read(ws)?;
-    ctx.warn_all(journal.warnings.clone());
-    let mut seen: BTreeSet<String> = journal
-        .events
-        .iter()
-        .filter_map(|e| pulled_ref(&e.front))
-        .collect();
-    let segments = archive::segments(ws)?;
-    ctx.warn_all(segments.warnings);
-    for seg in segments
-        .items
-        .iter()
-        .filter(|s| s.state == archive::SegmentState::Sealed)
-    {
-        for e in &seg.manifest.entries {
-            if !matches!(e.event_kind.as_str(), "comment" | "propose-status") {
-                continue;
-            }
-            let path = archive::archived_path(ws, &seg.manifest.id, e);
-            let Ok(bytes) = ws.fs.read(&path) else {
-                continue;
-            };
-            match Document::parse(&ws.display(&path), &bytes) {
-                Ok(doc) => seen.extend(pulled_ref(&doc.front)),
-                Err(p) => ctx.warn_all([p]),
-            }
-        }
-    }
-    Ok(seen)
-}
-
-/// The `github_ref` of an event frontmatter written by a pull.
-fn pulled_ref(front: &toml_edit::DocumentMut) -> Option<String> {
-    let origin = front.get("origin").and_then(|v| v.as_str())?;
-    if !origin.starts_with("github:") {
-        return None;
-    }
-    front
-        .get("github_ref")
-        .and_then(|v| v.as_str())
-        .map(str::to_string)
-}
-
-fn append(ctx: &Ctx, me: &str, p: &Pulled) -> Result<String, Error> {
-    let mut fields = vec![("origin", value(p.origin.as_str()))];
-    if p.kind == "propose-status" {
-        fields.push(("to", value("open")));
-        fields.push(("reason", value(p.body.as_str())));
-    }
-    fields.push(("github_ref", value(p.github_ref.as_str())));
-    let body = if p.kind == "comment" {
-        format!("{}\n", p.body.trim_end())
-    } else {
-        String::new()
-    };
-    let ev = journal::append(
-        ctx.ws()?,
-        NewEvent {
-            id: ctx.new_ulid(),
-            kind: p.kind,
-            created_by: me,
-            about: Some(&p.about),
-            fields,
-            body,
-        },
-    )?;
-    Ok(ev.id)
 }
 
 /// A task of the project, as far as pulling needs it.

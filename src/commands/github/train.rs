@@ -16,14 +16,13 @@ use super::{
 use crate::dispatch::apply::{ApplyArgs, Run, Start, digest_of, start};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, ErrorKind, Mcp, Outcome};
 use crate::github::{CallError, Client, Method, encode};
-use crate::journal::evidence::{self, Evidence, EvidenceItem};
+use crate::journal::evidence::{Evidence, EvidenceItem};
 use crate::journal::txn::{StepStatus, Txn, TxnOutcome};
 use crate::model::Refusal;
-use crate::model::id::{parse_ulid, ulid_time};
-use crate::model::toml_time;
+use crate::ops;
 use crate::policy::apply::{self as contract, ApplyRequest};
 use crate::policy::disclosure;
-use crate::store::{TEMP_PREFIX, TomlRecord};
+use crate::policy::train as train_policy;
 
 const TOOL: &str = "release-train";
 
@@ -319,7 +318,7 @@ struct TxnPlan {
 // plan
 
 fn run_plan(ctx: &Ctx, req: PlanRequest) -> Result<Outcome<PlanResponse>, Error> {
-    if let Some(r) = publication(req.tag.as_deref()) {
+    if let Some(r) = train_policy::publication(req.tag.as_deref()) {
         return Ok(Outcome::Refused(r));
     }
     let slug = project_slug(ctx, &req.project)?;
@@ -367,32 +366,6 @@ fn run_plan(ctx: &Ctx, req: PlanRequest) -> Result<Outcome<PlanResponse>, Error>
         plan_digest: digest,
         notices: Vec::new(),
     }))
-}
-
-fn publication(tag: Option<&str>) -> Option<Refusal> {
-    tag.map(|t| {
-        Refusal::new(
-            "train.no_publication",
-            format!("a release train promotes a commit; it never tags (`{t}`), creates releases or publishes"),
-            "Land the train, then tag or release with your own release process.",
-        )
-    })
-}
-
-fn method_refusal(method: &str) -> Result<Option<Refusal>, Error> {
-    match method {
-        "merge" | "fast_forward" => Ok(None),
-        "squash" | "rebase" => Ok(Some(Refusal::new(
-            "train.method_rewrites_sha",
-            format!(
-                "`{method}` writes new commits, so the exact commit could never be proven promoted"
-            ),
-            "Use `--method merge` (a merge commit) or `--method fast_forward` (the target becomes the commit).",
-        ))),
-        other => Err(Error::usage(format!(
-            "`--method {other}` is not one of merge, fast_forward"
-        ))),
-    }
 }
 
 /// The linked repository and a client, or the outcome that stops the command.
@@ -520,7 +493,7 @@ fn observe(
         .collect();
     let mut included_prs: Vec<u64> = commits
         .iter()
-        .filter_map(|c| pr_number(&c.subject))
+        .filter_map(|c| train_policy::pr_number(&c.subject))
         .collect();
     included_prs.sort_unstable();
     included_prs.dedup();
@@ -543,131 +516,32 @@ fn observe(
     }))
 }
 
-/// The PR number GitHub writes into merge and squash subjects: `Merge pull request #12 from`
-/// or `Title (#12)`.
-fn pr_number(subject: &str) -> Option<u64> {
-    let digits = |s: &str| -> Option<u64> {
-        let d: String = s.chars().take_while(char::is_ascii_digit).collect();
-        d.parse().ok()
-    };
-    if let Some(rest) = subject.strip_prefix("Merge pull request #") {
-        return digits(rest);
-    }
-    let at = subject.rfind("(#")?;
-    subject[at + 2..]
-        .ends_with(')')
-        .then(|| digits(&subject[at + 2..]))?
-}
-
 // ---------------------------------------------------------------------------------------
 // the train file (FORMAT §19.1)
 
-#[derive(Debug, Clone)]
-struct TrainFile {
-    id: String,
-    owner: String,
-    project: String,
-    repo: String,
-    source: String,
-    target: String,
-    sha: String,
-    method: String,
-    state: String,
-    txn: Option<String>,
-    target_before: Option<String>,
-    pr: Option<(u64, String)>,
-    target_after: Option<String>,
-    merge_commit: Option<String>,
-    doc: DocumentMut,
-}
-
-fn train_path(ctx: &Ctx, id: &str) -> Result<std::path::PathBuf, Error> {
-    let ulid = id.strip_prefix("tr-").and_then(parse_ulid);
-    if ulid.is_none() {
-        return Err(Error::usage(format!(
-            "`{id}` is not a train id (`tr-<ULID>`)"
-        )));
-    }
-    Ok(ctx.ws()?.path(&["trains", &format!("{id}.toml")]))
-}
+use crate::ops::train::TrainFile;
 
 fn load_train(ctx: &Ctx, id: &str) -> Result<TrainFile, Error> {
-    let ws = ctx.ws()?;
-    let path = train_path(ctx, id)?;
-    if !path.is_file() {
-        return Err(Error::not_found(format!("no train `{id}` under trains/"))
-            .hint("list trains with `dacli release-train status`"));
-    }
-    let bytes = ws.fs.read(&path)?;
-    let rec =
-        TomlRecord::parse(&ws.display(&path), &bytes).map_err(crate::store::Error::Malformed)?;
-    parse_train(rec.doc).ok_or_else(|| {
-        Error::new(
-            ErrorKind::Operational,
-            "E_MALFORMED",
-            format!("{}: not a train record (FORMAT §19.1)", ws.display(&path)),
-        )
-    })
-}
-
-fn parse_train(doc: DocumentMut) -> Option<TrainFile> {
-    let s = |k: &str| doc.get(k).and_then(|v| v.as_str()).map(str::to_string);
-    if s("kind").as_deref() != Some("train") {
-        return None;
-    }
-    let pr = doc.get("pr").and_then(|p| {
-        Some((
-            p.get("number")?.as_integer()? as u64,
-            p.get("head_sha")
-                .and_then(|h| h.as_str())
-                .unwrap_or_default()
-                .to_string(),
-        ))
-    });
-    Some(TrainFile {
-        id: s("id")?,
-        owner: s("owner")?,
-        project: s("project")?,
-        repo: s("repo")?,
-        source: s("source")?,
-        target: s("target")?,
-        sha: s("sha")?,
-        method: s("method")?,
-        state: s("state")?,
-        txn: s("txn"),
-        target_before: s("target_before"),
-        pr,
-        target_after: s("target_after"),
-        merge_commit: s("merge_commit"),
-        doc,
-    })
+    Ok(ops::train::load(ctx.ws()?, id)?)
 }
 
 /// Creates a train record (create-new, keys in field-table order).
 fn create_train(ctx: &Ctx, o: &Observed, txn: &str) -> Result<TrainFile, Error> {
     let ws = ctx.ws()?;
     let ulid = ctx.new_ulid();
-    let id = format!("tr-{ulid}");
     let me = ctx.identity()?.agent.id.clone();
-    let mut doc = DocumentMut::new();
-    doc["id"] = value(id.as_str());
-    doc["kind"] = value("train");
-    doc["created"] = value(toml_time(ulid_time(ulid)));
-    doc["created_by"] = value(me.as_str());
-    doc["owner"] = value(me.as_str());
-    doc["rev"] = value(ulid.to_string());
-    doc["project"] = value(o.project.as_str());
-    doc["repo"] = value(o.repo.as_str());
-    doc["source"] = value(o.source.as_str());
-    doc["target"] = value(o.target.as_str());
-    doc["sha"] = value(o.sha.as_str());
-    doc["method"] = value(o.method.as_str());
-    doc["state"] = value("planned");
-    doc["txn"] = value(txn);
-    doc["target_before"] = value(o.target_before.as_str());
-    let path = ws.path(&["trains", &format!("{id}.toml")]);
-    ws.fs.create_new(&path, doc.to_string().as_bytes())?;
-    parse_train(doc).ok_or_else(|| Error::internal("a created train does not parse"))
+    let new = ops::train::NewTrain {
+        project: &o.project,
+        repo: &o.repo,
+        source: &o.source,
+        target: &o.target,
+        sha: &o.sha,
+        method: &o.method,
+        target_before: &o.target_before,
+        txn,
+    };
+    ops::train::create(ws, ulid, &me, &new)?
+        .ok_or_else(|| Error::internal("a created train does not parse"))
 }
 
 /// Rewrites a train under its lock with a fresh `rev` (only the owner's runs get here).
@@ -676,15 +550,8 @@ fn update_train(
     id: &str,
     edit: impl FnOnce(&mut DocumentMut),
 ) -> Result<TrainFile, Error> {
-    let ws = ctx.ws()?;
-    let ulid = id.trim_start_matches("tr-");
-    let _lock = ws.fs.lock(&ws.lock_path(&format!("train-{ulid}")))?;
-    let mut t = load_train(ctx, id)?;
-    edit(&mut t.doc);
-    t.doc["rev"] = value(ctx.new_ulid().to_string());
-    let path = train_path(ctx, id)?;
-    ws.fs.replace(&path, t.doc.to_string().as_bytes())?;
-    parse_train(t.doc).ok_or_else(|| Error::internal("an updated train does not parse"))
+    ops::train::update(ctx.ws()?, id, &|| ctx.new_ulid(), edit)?
+        .ok_or_else(|| Error::internal("an updated train does not parse"))
 }
 
 fn train_observed(t: &TrainFile) -> Observed {
@@ -806,7 +673,7 @@ fn run_open(ctx: &Ctx, req: OpenRequest) -> Result<Outcome<TrainResponse>, Error
         Err(e) => return call_failure(&e, "reading the train branch"),
     };
     if ref_state == "conflict" {
-        return Ok(Outcome::Refused(ref_conflict(&branch, &sha)));
+        return Ok(Outcome::Refused(train_policy::ref_conflict(&branch, &sha)));
     }
     let found = match find_pr(&client, &repo, &branch) {
         Ok(p) => p,
@@ -874,16 +741,6 @@ fn run_open(ctx: &Ctx, req: OpenRequest) -> Result<Outcome<TrainResponse>, Error
         None => create_train(ctx, &plan.observed, &txn_id)?,
     };
     open_steps(ctx, &client, &mut run, &plan, &train, &body)
-}
-
-fn ref_conflict(branch: &str, sha: &str) -> Refusal {
-    Refusal::new(
-        "train.ref_conflict",
-        format!("`{branch}` exists and does not point at {sha}"),
-        format!(
-            "Someone else owns `{branch}`: delete it after checking it is not in use, or plan another commit."
-        ),
-    )
 }
 
 fn pr_body(o: &Observed, ws_id: &str) -> String {
@@ -989,7 +846,7 @@ fn open_steps(
                 json!({"conflict": true}),
             )?;
             run.finish(TxnOutcome::Refused, Value::Null)?;
-            return Ok(Outcome::Refused(ref_conflict(branch, sha)));
+            return Ok(Outcome::Refused(train_policy::ref_conflict(branch, sha)));
         }
         run.step(
             "train_ref_created",
@@ -1196,24 +1053,9 @@ fn train_of_txn(ctx: &Ctx, txn: &str) -> Result<Option<String>, Error> {
 }
 
 fn list_trains(ctx: &Ctx) -> Result<Vec<TrainFile>, Error> {
-    let ws = ctx.ws()?;
-    let mut out = Vec::new();
-    for (name, path) in ws.fs.list_dir(&ws.path(&["trains"]))? {
-        if name.starts_with('.') || name.starts_with(TEMP_PREFIX) || !name.ends_with(".toml") {
-            continue;
-        }
-        let bytes = ws.fs.read(&path)?;
-        match TomlRecord::parse(&ws.display(&path), &bytes) {
-            Ok(rec) => {
-                if let Some(t) = parse_train(rec.doc) {
-                    out.push(t);
-                }
-            }
-            Err(p) => ctx.warn(p),
-        }
-    }
-    out.sort_by(|a, b| a.id.cmp(&b.id));
-    Ok(out)
+    let (trains, warnings) = ops::train::list(ctx.ws()?)?;
+    ctx.warn_all(warnings);
+    Ok(trains)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1357,25 +1199,12 @@ fn run_land(ctx: &Ctx, req: LandRequest) -> Result<Outcome<TrainResponse>, Error
 fn authority_refusal(ctx: &Ctx, slug: &str) -> Result<Option<Refusal>, Error> {
     let me = ctx.identity()?.agent.id.clone();
     let list = project_list(ctx, slug, &["merge_authority"])?;
-    if list.contains(&me) {
-        return Ok(None);
-    }
-    let who = if list.is_empty() {
-        "nobody is listed".to_string()
-    } else {
-        list.join(", ")
-    };
-    Ok(Some(Refusal::new(
-        "merge.no_authority",
-        format!("{me} is not in the merge_authority of p-{slug} ({who})"),
-        if list.is_empty() {
-            format!("Ask a-root to add you: `dacli project edit {slug} --merge-authority {me}`.")
-        } else {
-            format!(
-                "Ask one of {who} to land it, or a-root to add you: `dacli project edit {slug} --merge-authority {me}`."
-            )
-        },
-    )))
+    Ok(train_policy::authority(&me, slug, &list))
+}
+
+/// A merge method the train may use; one it does not know is a usage error.
+fn method_refusal(method: &str) -> Result<Option<Refusal>, Error> {
+    train_policy::method(method).map_err(Error::usage)
 }
 
 fn gates(
@@ -1782,7 +1611,7 @@ fn write_evidence(
         after: t.target_after.clone(),
         reasons: vec![t.method.clone()],
     });
-    let path = evidence::write(
+    let path = crate::ops::evidence::write(
         ws,
         &Evidence {
             id: ctx.new_ulid(),

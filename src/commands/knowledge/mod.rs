@@ -124,7 +124,7 @@ fn resolve_about(
         return find_project(projects, "--about", slug).map(|p| About::Project(p.clone()));
     }
     let slugs: Vec<String> = projects.iter().map(|p| p.slug.clone()).collect();
-    let (found, warnings) = crate::objects::rows::resolve(ws, &slugs, input)?;
+    let (found, warnings) = crate::objects::lookup::resolve(ws, &slugs, input)?;
     ctx.warn_all(warnings);
     let project = projects.iter().find(|p| p.slug == input);
     match found {

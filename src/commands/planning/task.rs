@@ -19,7 +19,6 @@ use crate::model::task::{DEP_TYPES, Dependency, Estimate, Status, TaskRef};
 use crate::model::taskdoc::TaskDoc;
 use crate::model::toml_time;
 use crate::objects::index::TaskEntry;
-use crate::objects::rows::ProjectTasks;
 use crate::objects::{projects, tasks};
 use crate::workspace::names::{check_repo_path, check_slug, slugify};
 use std::sync::Arc;
@@ -187,14 +186,7 @@ fn add_snapshot(
         if slug != project {
             continue;
         }
-        let titled = match tasks {
-            ProjectTasks::Rows(rows) => rows.open_titled(title_slug),
-            ProjectTasks::Listed(_) => None,
-        };
-        let titled = match titled {
-            Some(t) => t,
-            None => tasks.all(ws)?,
-        };
+        let titled = tasks.open_titled(title_slug);
         found.extend(titled.into_iter().filter(|t| !snap.is_folded(t.id())));
     }
     let dup = found
@@ -220,12 +212,12 @@ fn resolve_among_rows(
     } else {
         format!("{project}/{reference}")
     };
-    let (found, warnings) = crate::objects::rows::resolve(ws, slugs, &scoped)?;
+    let (found, warnings) = crate::objects::lookup::resolve(ws, slugs, &scoped)?;
     ctx.warn_all(warnings);
     if let Ok(t) = found {
         return Ok(t);
     }
-    let (found, warnings) = crate::objects::rows::resolve(ws, slugs, reference)?;
+    let (found, warnings) = crate::objects::lookup::resolve(ws, slugs, reference)?;
     ctx.warn_all(warnings);
     Ok(found?)
 }
@@ -357,8 +349,7 @@ fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
         None
     };
     // The rows are opened again under the sequence lock and the task recorded in them.
-    let (snap, dup) =
-        crate::objects::rows::deferring_rewrite(|| add_snapshot(ctx, &project, &title_slug))?;
+    let (snap, dup) = add_snapshot(ctx, &project, &title_slug)?;
     if !req.allow_duplicate
         && let Some(dup) = dup
     {

@@ -19,14 +19,13 @@ use super::common::{
 };
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome};
 use crate::git::{self, Head, Repo};
-use crate::journal::evidence::{self, Evidence, EvidenceItem};
+use crate::journal::evidence::{Evidence, EvidenceItem};
 use crate::journal::txn::{StepStatus, Txn, TxnOutcome};
 use crate::journal::view::World;
-use crate::model::id::parse_ulid;
 use crate::model::task::Status;
 use crate::objects::tasks::Located;
+use crate::ops;
 use crate::policy::apply::{self as contract, ApplyRequest};
-use crate::store::TomlRecord;
 
 const TOOL: &str = "cleanup";
 const COMMAND: &str = "repo cleanup";
@@ -1018,30 +1017,12 @@ fn registration_candidate(ctx: &Ctx, wt: &git::Worktree) -> Candidate {
 /// Run records (`runs/<id>/` or `runs/<group>/<id>/` with a `run.toml`), newest first.
 fn run_candidates(ctx: &Ctx, keep: usize) -> Result<Vec<Candidate>, Error> {
     let ws = ctx.ws()?;
-    let mut found: Vec<(String, PathBuf)> = Vec::new();
-    for (name, path) in ws.fs.list_dir(&ws.path(&["runs"]))? {
-        if parse_ulid(&name).is_some() {
-            found.push((name, path));
-        } else if path.is_dir() {
-            for (inner, p) in ws.fs.list_dir(&path)? {
-                if parse_ulid(&inner).is_some() {
-                    found.push((inner, p));
-                }
-            }
-        }
-    }
-    found.retain(|(_, p)| p.join("run.toml").is_file());
-    found.sort_by(|a, b| b.0.cmp(&a.0));
+    let found = ops::cleanup::run_records(ws)?;
     let open = crate::journal::txn::open(ws)?;
     ctx.warn_all(open.warnings);
     let referenced: Vec<String> = open.items.iter().map(|t| t.plan().to_string()).collect();
     let mut out = Vec::new();
-    for (n, (id, dir)) in found.into_iter().enumerate() {
-        let meta = ws
-            .fs
-            .read(&dir.join("run.toml"))
-            .ok()
-            .and_then(|b| TomlRecord::parse(&ws.display(&dir.join("run.toml")), &b).ok());
+    for (n, ops::cleanup::RunRecord { id, dir, meta }) in found.into_iter().enumerate() {
         let get = |k: &str| {
             meta.as_ref()
                 .and_then(|m| m.doc.get(k))
@@ -1209,7 +1190,7 @@ fn execute(
                 }),
         )
         .collect();
-    let evidence_path = evidence::write(
+    let evidence_path = crate::ops::evidence::write(
         ws,
         &Evidence {
             id: ctx.new_ulid(),
@@ -1583,66 +1564,26 @@ fn retire_run(ctx: &Ctx, run: &mut Run<'_, '_>, c: &Candidate) -> Result<Done, E
         guard.clone(),
         Value::Null,
     )?;
-    let manifest_path = dst.join("manifest.toml");
-    let files: Vec<(String, String, u64)> = if manifest_path.is_file() {
-        read_run_manifest(ws, &manifest_path)?
-    } else {
-        let mut files = Vec::new();
-        for (name, path) in ws.fs.list_dir(&src)? {
-            if !path.is_file() {
-                continue;
-            }
-            let bytes = ws.fs.read(&path)?;
-            files.push((
-                name,
-                crate::journal::archive::sha256_hex(&bytes),
-                bytes.len() as u64,
-            ));
-        }
-        write_run_manifest(ws, &manifest_path, &c.id, &files, ctx)?;
-        files
-    };
+    let who = ctx.identity()?.agent.id.clone();
+    let files =
+        ops::cleanup::run_files(ws, &src, &dst.join("manifest.toml"), &c.id, &who, ctx.now())?;
     for (name, sha, _) in &files {
-        let from = src.join(name);
-        let to = dst.join(name);
-        let there = ws
-            .fs
-            .read(&to)
-            .ok()
-            .map(|b| crate::journal::archive::sha256_hex(&b));
-        match there {
-            Some(s) if &s == sha => ws.fs.remove(&from)?,
-            Some(_) => {
-                run.step(
-                    "archive_run",
-                    StepStatus::Failed,
-                    guard,
-                    json!({"state": "archive_integrity", "file": name}),
-                )?;
-                return Ok(Done {
-                    result: "failed",
-                    retained: Some(shown),
-                    item: item("failed", None),
-                });
-            }
-            None if from.is_file() => ws.fs.move_file(&from, &to)?,
-            None => {
-                run.step(
-                    "archive_run",
-                    StepStatus::Failed,
-                    guard,
-                    json!({"state": "archive_integrity", "file": name}),
-                )?;
-                return Ok(Done {
-                    result: "failed",
-                    retained: Some(shown),
-                    item: item("failed", None),
-                });
-            }
+        if !ops::cleanup::move_run_file(ws, &src.join(name), &dst.join(name), sha)? {
+            run.step(
+                "archive_run",
+                StepStatus::Failed,
+                guard,
+                json!({"state": "archive_integrity", "file": name}),
+            )?;
+            return Ok(Done {
+                result: "failed",
+                retained: Some(shown),
+                item: item("failed", None),
+            });
         }
     }
-    ws.fs.remove_empty_dir(&src)?;
-    let root_digest = run_root(&files);
+    ops::cleanup::remove_run_dir(ws, &src)?;
+    let root_digest = ops::cleanup::run_root(&files);
     run.step(
         "archive_run",
         StepStatus::Done,
@@ -1654,71 +1595,6 @@ fn retire_run(ctx: &Ctx, run: &mut Run<'_, '_>, c: &Candidate) -> Result<Done, E
         retained: Some(shown),
         item: item("done", Some(root_digest)),
     })
-}
-
-/// `sha256:` over the lines `<sha256> <file>\n` sorted by file: the run archive's root.
-fn run_root(files: &[(String, String, u64)]) -> String {
-    let mut lines: Vec<String> = files.iter().map(|(n, s, _)| format!("{s} {n}\n")).collect();
-    lines.sort_by(|a, b| {
-        a.split_once(' ')
-            .map(|x| x.1)
-            .cmp(&b.split_once(' ').map(|x| x.1))
-    });
-    contract::sha256_digest(lines.concat().as_bytes())
-}
-
-fn write_run_manifest(
-    ws: &crate::workspace::Workspace,
-    path: &Path,
-    id: &str,
-    files: &[(String, String, u64)],
-    ctx: &Ctx,
-) -> Result<(), Error> {
-    use toml_edit::{ArrayOfTables, DocumentMut, Item, Table, value};
-    let mut doc = DocumentMut::new();
-    doc["id"] = value(id);
-    doc["kind"] = value("run-archive");
-    doc["created"] = value(crate::model::toml_time(ctx.now()));
-    doc["created_by"] = value(ctx.identity()?.agent.id.as_str());
-    doc["root"] = value(run_root(files));
-    let mut aot = ArrayOfTables::new();
-    for (name, sha, bytes) in files {
-        let mut t = Table::new();
-        t["path"] = value(name.as_str());
-        t["bytes"] = value(*bytes as i64);
-        t["sha256"] = value(sha.as_str());
-        aot.push(t);
-    }
-    doc["file"] = Item::ArrayOfTables(aot);
-    ws.fs.create_new(path, doc.to_string().as_bytes())?;
-    Ok(())
-}
-
-fn read_run_manifest(
-    ws: &crate::workspace::Workspace,
-    path: &Path,
-) -> Result<Vec<(String, String, u64)>, Error> {
-    let bytes = ws.fs.read(path)?;
-    let record =
-        TomlRecord::parse(&ws.display(path), &bytes).map_err(crate::store::Error::Malformed)?;
-    let mut out = Vec::new();
-    if let Some(aot) = record.doc.get("file").and_then(|f| f.as_array_of_tables()) {
-        for t in aot.iter() {
-            let name = t.get("path").and_then(|v| v.as_str()).unwrap_or_default();
-            let sha = t.get("sha256").and_then(|v| v.as_str()).unwrap_or_default();
-            let bytes = t.get("bytes").and_then(|v| v.as_integer()).unwrap_or(0);
-            if name.is_empty() || name.contains('/') || name.starts_with('.') {
-                return Err(crate::store::Error::Malformed(crate::store::Problem {
-                    path: ws.display(path),
-                    reason: crate::store::Reason::Schema,
-                    detail: format!("file entry `{name}` is not a plain file name"),
-                })
-                .into());
-            }
-            out.push((name.to_string(), sha.to_string(), bytes as u64));
-        }
-    }
-    Ok(out)
 }
 
 // ----- output ----------------------------------------------------------------------------

@@ -9,7 +9,6 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use toml_edit::value;
 
 use super::common::{
     self, ApplyArgs, Base, Notice, Run, Start, announce, delivery_of, digest_of, frozen,
@@ -18,14 +17,13 @@ use super::common::{
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome};
 use crate::git::Repo;
 use crate::journal::evidence::{self, Evidence, EvidenceItem};
-use crate::journal::sync::{Scope, sync_all};
 use crate::journal::txn::{StepStatus, Txn, TxnOutcome};
 use crate::journal::view::World;
-use crate::journal::{self, NewEvent};
 use crate::model::agent::AgentStatus;
 use crate::model::id::ROOT_AGENT;
 use crate::model::task::Status;
 use crate::objects::tasks::Located;
+use crate::ops;
 use crate::policy::apply::{self as contract, ApplyRequest};
 
 const TOOL: &str = "reconcile-delivery";
@@ -758,7 +756,7 @@ fn execute(
     }
     let txn_id = run.txn.id().to_string();
     let head = crate::git::head_sha(ws.root());
-    let path = evidence::write(
+    let path = crate::ops::evidence::write(
         ws,
         &Evidence {
             id: ctx.new_ulid(),
@@ -826,18 +824,7 @@ fn perform(
             let summary = format!("Delivered: all work ({key}) is on {where_}.\n");
             let id = event_once(ctx, &r.task, "finish", Vec::new(), summary)?;
             if r.action == "close" {
-                let mint = || ctx.new_ulid();
-                sync_all(
-                    ws,
-                    &me,
-                    &mint,
-                    &|f| crate::policy::dod::evaluate(f).passed,
-                    &Scope {
-                        about: Some(r.task.clone()),
-                        decline: Vec::new(),
-                        dry_run: false,
-                    },
-                )?;
+                ops::delivery::settle(ws, &me, &r.task, &|| ctx.new_ulid())?;
             }
             Ok(vec![id])
         }
@@ -883,29 +870,15 @@ fn event_once(
 ) -> Result<String, Error> {
     let ws = ctx.ws()?;
     let me = ctx.identity()?.agent.id.clone();
-    let journal = journal::read(ws)?;
-    let existing = journal.events.iter().find(|e| {
-        e.kind == kind
-            && e.created_by == me
-            && e.about.as_deref() == Some(about)
-            && fields.iter().all(|(k, v)| e.field_str(k) == Some(*v))
-            && e.body == body
-    });
-    if let Some(e) = existing {
-        return Ok(e.id.clone());
-    }
-    let ev = journal::append(
+    Ok(ops::delivery::event_once(
         ws,
-        NewEvent {
-            id: ctx.new_ulid(),
-            kind,
-            created_by: &me,
-            about: Some(about),
-            fields: fields.into_iter().map(|(k, v)| (k, value(v))).collect(),
-            body,
-        },
-    )?;
-    Ok(ev.id)
+        &me,
+        about,
+        kind,
+        fields,
+        body,
+        &|| ctx.new_ulid(),
+    )?)
 }
 
 // ----- output ----------------------------------------------------------------------------

@@ -13,13 +13,14 @@ use serde_json::{Value, json};
 use super::common::{self, ApplyArgs, Notice, Run, Start, announce, frozen, refused};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome};
 use crate::journal::archive::{self, Entry, History, Manifest, SegmentState};
-use crate::journal::evidence::{self, Evidence, EvidenceItem};
+use crate::journal::evidence::{Evidence, EvidenceItem};
 use crate::journal::txn::{StepStatus, Txn, TxnOutcome};
 use crate::journal::{self, EventState, Journal};
 use crate::model::Refusal;
 use crate::model::event::EventHead;
 use crate::model::id::{ROOT_AGENT, parse_ulid};
 use crate::model::task::Status;
+use crate::ops;
 use crate::policy::apply::{self as contract, ApplyRequest};
 use crate::store::{Problem, Reason};
 use crate::workspace::Workspace;
@@ -259,11 +260,7 @@ fn leaves_log_line(ev: &EventHead) -> bool {
 }
 
 fn bad_file(ws: &Workspace, w: &Problem) -> BadFile {
-    let sha256 = std::fs::symlink_metadata(ws.root().join(&w.path))
-        .ok()
-        .filter(|m| m.is_file())
-        .and_then(|_| ws.fs.read(&ws.root().join(&w.path)).ok())
-        .map(|b| format!("sha256:{}", archive::sha256_hex(&b)));
+    let sha256 = ops::archive::file_sha256(ws, &w.path);
     BadFile {
         path: w.path.clone(),
         reason: w.reason.as_str().into(),
@@ -788,7 +785,7 @@ fn moves(
         }
         Start::Resume(txn) => {
             let mut run = Run::resume(ctx, &txn)?;
-            let _lock = ws.fs.lock(&ws.lock_path("archive"))?;
+            let _lock = ops::archive::lock(ws)?;
             let plan: MovePlan = frozen(&run.txn)?;
             if run.txn.outcome().is_some() {
                 let mut resp = move_response(
@@ -806,7 +803,7 @@ fn moves(
         }
         Start::Fresh { digest: expected } => {
             let reserved = Run::reserve(ctx)?;
-            let _lock = ws.fs.lock(&ws.lock_path("archive"))?;
+            let _lock = ops::archive::lock(ws)?;
             let (plan, notices) = match observe(ctx)? {
                 Ok(p) => p,
                 Err(r) => return refused(r),
@@ -994,8 +991,7 @@ fn unsealed_refusal(ws: &Workspace, segment: &str) -> Result<Refusal, Error> {
 }
 
 fn move_of(ws: &Workspace, ev: &EventHead) -> Result<Move, Error> {
-    let path = ws.root().join(&ev.path);
-    let bytes = ws.fs.read(&path)?;
+    let (bytes, sha256) = ops::archive::event_bytes(ws, ev)?;
     let rel = ev
         .path
         .split('/')
@@ -1011,8 +1007,8 @@ fn move_of(ws: &Workspace, ev: &EventHead) -> Result<Move, Error> {
         path: rel,
         event_kind: ev.kind.clone(),
         created_by: ev.created_by.clone(),
-        bytes: bytes.len() as u64,
-        sha256: archive::sha256_hex(&bytes),
+        bytes,
+        sha256,
         shortcut: (ev.kind == "run")
             .then(|| ev.field_str("shortcut").map(str::to_string))
             .flatten(),
@@ -1152,7 +1148,7 @@ fn execute_moves(
         let mut order: Vec<&Entry> = entries.iter().collect();
         order.sort_by_key(|e| (e.event_kind == "applied") != restoring);
         for e in order {
-            if let Err(why) = move_one(ws, &segment, e, restoring)? {
+            if let Err(why) = ops::archive::move_one(ws, &segment, e, restoring)? {
                 run.step(
                     step,
                     StepStatus::Failed,
@@ -1179,7 +1175,7 @@ fn execute_moves(
     }
     if restoring {
         if run.txn.status_of("mark_restored") != Some(StepStatus::Done) && !plan.moves.is_empty() {
-            archive::mark_restored(ws, &manifest, ctx.new_ulid(), &who)?;
+            ops::archive::mark_restored(ws, &manifest, ctx.new_ulid(), &who)?;
             run.step(
                 "mark_restored",
                 StepStatus::Done,
@@ -1188,10 +1184,7 @@ fn execute_moves(
             )?;
         }
     } else if run.txn.status_of("seal") != Some(StepStatus::Done) {
-        let sealed = archive::segment_dir(ws, &segment).join("sealed.toml");
-        if !sealed.exists() {
-            archive::seal(ws, &manifest, ctx.new_ulid(), &who)?;
-        }
+        ops::archive::seal(ws, &manifest, &|| ctx.new_ulid(), &who)?;
         run.step(
             "seal",
             StepStatus::Done,
@@ -1286,7 +1279,7 @@ fn manifest_step(
             .unwrap_or(jiff::Timestamp::UNIX_EPOCH),
         entries: entries.to_vec(),
     };
-    archive::create_manifest(ws, &manifest, id)?;
+    ops::archive::create_manifest(ws, &manifest, id)?;
     run.step(
         "manifest",
         StepStatus::Done,
@@ -1294,48 +1287,6 @@ fn manifest_step(
         json!({"segment": id.to_string()}),
     )?;
     Ok(id.to_string())
-}
-
-/// Moves one entry, resuming safely: a copy with the right bytes at the destination means
-/// done (an original left at the source by a crash between link and unlink is then removed);
-/// the right bytes at the source mean move; anything else is an integrity failure.
-fn move_one(
-    ws: &Workspace,
-    segment: &str,
-    e: &Entry,
-    restoring: bool,
-) -> Result<Result<(), String>, Error> {
-    let place = archive::place(ws, segment, e)?;
-    let live = archive::live_path(ws, e);
-    let archived = archive::archived_path(ws, segment, e);
-    let (from, to, at_from, at_to) = if restoring {
-        (archived, live, place.archived, place.live)
-    } else {
-        (live, archived, place.live, place.archived)
-    };
-    match (at_from, at_to) {
-        (_, Some(true)) => {
-            if at_from == Some(true) {
-                ws.fs.remove(&from)?;
-            }
-        }
-        (Some(true), None) => ws.fs.move_file(&from, &to)?,
-        (Some(false), _) => return Ok(Err("its bytes do not match the manifest's SHA-256".into())),
-        (_, Some(false)) => return Ok(Err("the destination holds other bytes".into())),
-        (None, None) => {
-            return Ok(Err(
-                "it is neither at its source nor at its destination".into()
-            ));
-        }
-    }
-    // Drop the date directories the move emptied.
-    let mut dir = from.parent().map(std::path::Path::to_path_buf);
-    for _ in 0..3 {
-        let Some(d) = dir else { break };
-        ws.fs.remove_empty_dir(&d)?;
-        dir = d.parent().map(std::path::Path::to_path_buf);
-    }
-    Ok(Ok(()))
 }
 
 fn move_response(
@@ -1439,7 +1390,7 @@ fn write_evidence(
     let who = ctx.identity()?.agent.clone();
     let txn_id = txn.id().to_string();
     let head = crate::git::head_sha(ws.root());
-    let path = evidence::write(
+    let path = crate::ops::evidence::write(
         ws,
         &Evidence {
             id: ctx.new_ulid(),

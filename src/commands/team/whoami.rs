@@ -8,7 +8,7 @@ use crate::dispatch::{Class, Classify, Command, Ctx, Error, IdentitySource, Mcp,
 use crate::model::agent::AgentView;
 use crate::model::task::TaskRef;
 use crate::objects::WorkspaceInfo;
-use crate::objects::index::ProjectTasks;
+use crate::objects::lookup::ProjectTasks;
 use crate::objects::{self, projects, roles};
 
 /// Show who you are in this workspace: identity, grant, role, toolkit, WIP and assigned tasks.
