@@ -222,6 +222,7 @@ impl From<crate::ops::Error> for Error {
                     Kind::Usage => ErrorKind::Usage,
                     Kind::NotFound => ErrorKind::NotFound,
                     Kind::Conflict => ErrorKind::Conflict,
+                    Kind::Internal => ErrorKind::Internal,
                 },
                 code,
                 message,

@@ -14,6 +14,8 @@ pub enum Kind {
     NotFound,
     /// Exit 5.
     Conflict,
+    /// Exit 70: dacli broke its own invariant (it built a record it cannot read back).
+    Internal,
 }
 
 /// A failed operation.
@@ -50,6 +52,11 @@ impl Error {
             message: message.into(),
             hints: Vec::new(),
         }
+    }
+
+    /// A broken invariant of dacli itself (`E_INTERNAL`, exit 70).
+    pub fn internal(message: impl Into<String>) -> Error {
+        Error::rejected(Kind::Internal, "E_INTERNAL", message)
     }
 
     /// Adds a hint line to a rejection; other errors keep theirs.

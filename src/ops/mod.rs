@@ -11,21 +11,30 @@
 //! - Policy stays pure and is called directly; an operation that policy refuses returns
 //!   [`Decided::Refused`] and writes nothing.
 
+pub mod admin;
+pub mod agents;
 pub mod archive;
 pub mod briefs;
 pub mod cleanup;
+pub mod collab;
 pub mod delivery;
 pub mod error;
 pub mod evidence;
 pub mod github;
 pub mod glossary;
+pub mod lineage;
 pub mod lint_fix;
 pub mod notes;
 pub mod owner;
 pub mod projects;
+pub mod queues;
 pub mod reports;
 pub mod risks;
+pub mod roles;
+pub mod runtimes;
+pub mod shortcuts;
 pub mod tasks;
+pub mod templates;
 pub mod train;
 pub mod txn;
 

@@ -8,8 +8,9 @@ use crate::model::agent::token_hash;
 use crate::model::id::{ROOT_AGENT, ulid_time};
 use crate::model::toml_time;
 use crate::objects::templates;
+use crate::ops;
 use crate::store::{Document, TomlRecord};
-use crate::workspace::{SUPPORTED_FORMAT, find_work_tree};
+use crate::workspace::SUPPORTED_FORMAT;
 
 /// The lines of `.dacli/.gitignore` (docs/FORMAT.md §21), in order. `worktrees/` holds the
 /// task worktrees, each a checkout of its own: without it a `git add -A` in the repository
@@ -73,23 +74,20 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         ctx.notice("DACLI_AGENT is set; init needs no identity and ignores it");
     }
     let start = ctx.start_dir();
-    let root = std::fs::canonicalize(start)
-        .ok()
-        .and_then(|s| find_work_tree(&s))
-        .ok_or_else(|| {
-            Error::new(
-                ErrorKind::Operational,
-                "E_NOT_A_REPO",
-                "this directory is not inside a git work tree",
-            )
-            .hint("run `git init` first, or pass `-C <dir>` inside a git work tree")
-        })?;
+    let root = ops::admin::work_tree_root(start).ok_or_else(|| {
+        Error::new(
+            ErrorKind::Operational,
+            "E_NOT_A_REPO",
+            "this directory is not inside a git work tree",
+        )
+        .hint("run `git init` first, or pass `-C <dir>` inside a git work tree")
+    })?;
     let target = root.join(".dacli");
     let fs = ctx.make_fs(root.clone(), target.clone());
     if let Some(blocked) = crate::workspace::blocking_dacli(&root) {
         return Err(blocked.into());
     }
-    if std::fs::symlink_metadata(&target).is_ok() {
+    if ops::admin::occupied(&target) {
         return Err(Error::new(
             ErrorKind::Conflict,
             "E_EXISTS",
@@ -159,7 +157,6 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     agent["status"] = value("live");
     let agent = Document::new(agent, "# root\n");
 
-    let staging = fs.temp_name(&root);
     let mut files: Vec<(String, String)> = vec![
         ("config.toml".into(), TomlRecord { doc: config }.render()),
         (".gitignore".into(), GITIGNORE.to_string()),
@@ -187,16 +184,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
             }
         }
     }
-    let written = (|| {
-        for (rel, text) in &files {
-            fs.create_new(&staging.join(rel), text.as_bytes())?;
-        }
-        fs.publish_dir(&staging, &target)
-    })();
-    if let Err(e) = written {
-        fs.discard_dir(&staging);
-        return Err(e.into());
-    }
+    ops::admin::init(&fs, &root, &target, &files)?;
     let shown = fs.display(&target);
     Ok(Outcome::Done(Response {
         workspace_id: workspace_id.to_string(),

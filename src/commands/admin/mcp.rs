@@ -10,6 +10,7 @@ use crate::dispatch::{Class, Classify, Command, Ctx, Error, ErrorKind, Mcp, Need
 use crate::model::Refusal;
 use crate::model::runtime::McpConfig;
 use crate::objects::{self, runtimes};
+use crate::ops;
 use crate::policy::runtime::mcp_snippet;
 use crate::store;
 
@@ -251,7 +252,7 @@ fn config(ctx: &Ctx, req: ConfigRequest) -> Result<Outcome<ConfigResponse>, Erro
         None if req.client.project_file().is_none() => ctx
             .ws()
             .ok()
-            .map(|ws| std::fs::canonicalize(ws.root()).unwrap_or_else(|_| ws.root().to_path_buf())),
+            .map(|ws| ops::admin::canonical_or_same(ws.root())),
         None => None,
     };
     if let Some(dir) = dir {
@@ -461,7 +462,7 @@ fn install(ctx: &Ctx, req: InstallRequest) -> Result<Outcome<InstallResponse>, E
         Some(c) => c.clone(),
         None => this_binary()?,
     };
-    let root = std::fs::canonicalize(ws.root()).unwrap_or_else(|_| ws.root().to_path_buf());
+    let root = ops::admin::canonical_or_same(ws.root());
     let args = vec![
         "-C".to_string(),
         root.to_string_lossy().into_owned(),
@@ -474,17 +475,13 @@ fn install(ctx: &Ctx, req: InstallRequest) -> Result<Outcome<InstallResponse>, E
     };
     let path = base.join(rel);
     let shown = path.to_string_lossy().into_owned();
-    let old = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => {
-            return Err(Error::new(
-                ErrorKind::Operational,
-                "E_IO",
-                format!("cannot read {shown}: {e}"),
-            ));
-        }
-    };
+    let old = ops::admin::read_text_or_empty(&path).map_err(|e| {
+        Error::new(
+            ErrorKind::Operational,
+            "E_IO",
+            format!("cannot read {shown}: {e}"),
+        )
+    })?;
     let built = entry(req.client, &command, &args, token.as_deref());
     let new = merged(req.client, &old, &req.name, &built, &shown)?;
     let changed = new != old;
@@ -503,9 +500,9 @@ fn install(ctx: &Ctx, req: InstallRequest) -> Result<Outcome<InstallResponse>, E
     };
     let written = changed && !req.dry_run;
     if written {
-        let jail = std::fs::canonicalize(&base).unwrap_or_else(|_| base.clone());
+        let jail = ops::admin::canonical_or_same(&base);
         let fs = ctx.make_fs(base.clone(), jail);
-        crate::objects::client_files::replace(&fs, &path, &new, token.is_some())?;
+        ops::admin::write_client_file(&fs, &path, &new, token.is_some())?;
     }
     Ok(Outcome::Done(InstallResponse {
         client: req.client,
@@ -555,7 +552,7 @@ fn this_binary() -> Result<String, Error> {
         )
         .hint("pass --command /absolute/path/to/dacli")
     })?;
-    let exe = std::fs::canonicalize(&exe).unwrap_or(exe);
+    let exe = ops::admin::canonical_or_same(&exe);
     Ok(exe.to_string_lossy().into_owned())
 }
 

@@ -5,15 +5,14 @@ use toml_edit::value;
 
 use crate::dispatch::one_task::OneTask;
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, ErrorKind, Mcp, Outcome, Refusal};
+use crate::journal;
 use crate::journal::index::{EventEntry, Events};
 use crate::journal::snapshot::Snapshot;
-use crate::journal::sync::{Scope, sync_all};
-use crate::journal::{self, NewEvent};
 use crate::model::format_time;
-use crate::model::id::ROOT_AGENT;
 use crate::model::task::{Status, TaskRef};
-use crate::model::taskdoc::{Stamp, one_line};
-use crate::objects::{self, tasks};
+use crate::model::taskdoc::one_line;
+use crate::objects;
+use crate::ops;
 
 /// Ask a question about a task, a project (`p-<slug>`) or the `workspace`. A question about a
 /// task blocks it (unless `--no-block`) for every reader at once, until it is answered.
@@ -135,47 +134,23 @@ fn ask(ctx: &Ctx, req: AskRequest) -> Result<Outcome<AskResponse>, Error> {
         fields.push(("to", value(t.as_str())));
     }
     fields.push(("blocks", value(blocks)));
-    let id = ctx.new_ulid();
-    let ev = journal::append(
+    let blocks_own_task = task
+        .filter(|t| blocks && t.doc.owner() == me.id)
+        .map(|t| (t.project.as_str(), t.task.id.as_str()));
+    let (ev, applied) = ops::collab::ask(
         ws,
-        NewEvent {
-            id,
-            kind: "help",
-            created_by: &me.id,
-            about: Some(&about_id),
+        &me.id,
+        ops::collab::Question {
+            id: ctx.new_ulid(),
+            about: &about_id,
             fields,
             body: format!("{}\n", req.question.trim_end()),
+            blocks_own_task,
+            rev: ctx.new_ulid(),
         },
     )?;
-    let mut effect = "proposed";
-    // The owner's own blocking question moves the task at once; the Log line carries the
-    // event id, so no later fold applies it twice.
-    if let Some(t) = task
-        && blocks
-        && t.doc.owner() == me.id
-    {
-        let ulid = t.task.id.trim_start_matches("t-");
-        let _lock = ws.fs.lock(&ws.lock_path(&format!("task-{ulid}")))?;
-        let fresh = tasks::reload(ws, &t.project, &t.task.id)?;
-        let mut doc = fresh.doc.clone();
-        let at = format_time(ev.created);
-        if doc
-            .question(
-                &ev.id,
-                true,
-                Stamp {
-                    at: &at,
-                    by: &me.id,
-                    event: Some(&ev.id),
-                },
-            )
-            .is_ok()
-        {
-            doc.front["rev"] = value(ctx.new_ulid().to_string());
-            tasks::write(ws, &fresh, &doc)?;
-            effect = "applied";
-        }
-    }
+    // The owner's own blocking question moves the task at once.
+    let effect = if applied { "applied" } else { "proposed" };
     Ok(Outcome::Done(AskResponse {
         question: ev.id,
         about: task.map(|t| t.task_ref_folded()),
@@ -472,46 +447,24 @@ fn answer(ctx: &Ctx, req: AnswerRequest) -> Result<Outcome<AnswerResponse>, Erro
         }
         _ => format!("# {title}\n\n{}\n", req.text.trim()),
     };
-    let ev = journal::append(
+    let mint = || ctx.new_ulid();
+    // The owner of the question's object applies the answer at once.
+    let (ev, applied) = ops::collab::answer(
         ws,
-        NewEvent {
+        &me.id,
+        ops::collab::Answer {
             id: ctx.new_ulid(),
-            kind: "answer",
-            created_by: &me.id,
-            about: Some(&about),
+            about: &about,
             fields: vec![
                 ("question", value(q.id.as_str())),
                 ("as", value(req.as_.as_str())),
             ],
             body,
+            task_owner: task.map(|t| t.doc.owner()),
         },
+        &mint,
     )?;
-    // The owner of the question's object applies the answer at once.
-    let owner = match task {
-        Some(t) => Some(t.doc.owner().to_string()),
-        None if about == "workspace" => Some(ROOT_AGENT.to_string()),
-        None => objects::projects::list(ws)?
-            .items
-            .into_iter()
-            .find(|p| format!("p-{}", p.slug) == about)
-            .map(|p| p.owner),
-    };
-    let mut effect = "proposed";
-    if owner.as_deref() == Some(me.id.as_str()) {
-        let mint = || ctx.new_ulid();
-        sync_all(
-            ws,
-            &me.id,
-            &mint,
-            &|f| crate::policy::dod::evaluate(f).passed,
-            &Scope {
-                about: Some(about.clone()),
-                decline: Vec::new(),
-                dry_run: false,
-            },
-        )?;
-        effect = "applied";
-    }
+    let effect = if applied { "applied" } else { "proposed" };
     let after = about_task(ctx, &about)?;
     let now = after.as_ref().map(|o| &o.task);
     let unblocked = match (task, now) {

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Outcome};
-use crate::journal::sync::{Scope, Synced, sync_all};
+use crate::journal::sync::{Scope, Synced};
 
 /// Apply the pending events about everything you own (root: also what retired or missing
 /// owners left, and `workspace`): each object is rewritten once, notes are materialised, and
@@ -64,11 +64,10 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     }
     let decline = req.decline.iter().map(|d| d.to_ascii_uppercase()).collect();
     let mint = || ctx.new_ulid();
-    let (objects, not_owned) = sync_all(
+    let (objects, not_owned) = crate::ops::collab::sync(
         ws,
         &me,
         &mint,
-        &|f| crate::policy::dod::evaluate(f).passed,
         &Scope {
             about,
             decline,

@@ -2,15 +2,12 @@
 //! event, then rewrites the queue, under the queue lock (FORMAT §10). A repeated key replays.
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
-use toml_edit::{InlineTable, Value, value};
 
-use super::{Step, load, owner_gate, step_at};
-use crate::dispatch::{Class, Classify, Command, Ctx, Error, ErrorKind, Mcp, Outcome};
-use crate::journal::{self, Journal, NewEvent};
+use super::{Step, load, step_at};
+use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome};
 use crate::model::queue::{Halted, Queue};
-use crate::objects::{queues, set_keeping_decor};
-use crate::policy::queue::{Advance, Outcome as StepOutcome, Plan, State, after, plan};
+use crate::ops::{self, Decided};
+use crate::policy::queue::Outcome as StepOutcome;
 
 /// Record the outcome of the step at the cursor of a queue you own: done (the cursor moves
 /// on), `--fail REASON` (retryable: the cursor stays) or `--dead REASON` (the queue halts
@@ -108,24 +105,6 @@ fn resume(ctx: &Ctx, req: ResumeRequest) -> Result<Outcome<Response>, Error> {
     apply(ctx, &req.slug, StepOutcome::Resumed, None, why.as_deref())
 }
 
-/// The `advance` events recorded for queue `id`, in ULID order.
-fn history(journal: &Journal, id: &str) -> Vec<Advance> {
-    journal
-        .events
-        .iter()
-        .filter(|e| e.kind == "advance" && e.field_str("queue") == Some(id))
-        .filter_map(|e| {
-            Some(Advance {
-                id: e.id.clone(),
-                key: e.field_str("key")?.to_string(),
-                outcome: StepOutcome::parse(e.field_str("outcome")?)?,
-                cursor_before: u64::try_from(e.field_int("cursor_before")?).ok()?,
-                reason: e.field_str("reason").map(str::to_string),
-            })
-        })
-        .collect()
-}
-
 fn apply(
     ctx: &Ctx,
     slug: &str,
@@ -136,134 +115,26 @@ fn apply(
     let ws = ctx.ws()?;
     let me = ctx.identity()?.agent.id.clone();
     let slug = load(ctx, slug)?.queue.slug;
-    let _lock = ws.fs.lock(&ws.lock_path(&queues::lock_name(&slug)))?;
-    let located = load(ctx, &slug)?;
-    let q = &located.queue;
-    if let Some(r) = owner_gate(ctx, q)? {
-        return Ok(Outcome::Refused(r));
-    }
-    let journal = journal::read(ws)?;
-    ctx.warn_all(journal.warnings.iter().cloned());
-    let history = history(&journal, &q.id);
-    match plan(q, outcome, key, &history) {
-        Plan::Refused(r) => Ok(Outcome::Refused(r)),
-        Plan::Conflict { event } => Err(Error::new(
-            ErrorKind::Conflict,
-            "E_CONFLICT",
-            format!(
-                "key `{}` of {} was recorded with outcome {} (event {}); this request says {}",
-                event.key,
-                q.id,
-                event.outcome.as_str(),
-                event.id,
-                outcome.as_str()
-            ),
-        )
-        .hint("pass another --key, or repeat the recorded outcome")),
-        Plan::Unchanged => Ok(Outcome::Done(response(
-            q,
-            q,
-            outcome,
-            None,
-            None,
-            false,
-            "unchanged",
-        ))),
-        Plan::Replay { event, repair } => {
-            let mut effect = "unchanged";
-            let mut now = q.clone();
-            if let Some(state) = repair {
-                now = rewrite(ctx, &located, &state)?;
-                effect = "applied";
-            }
-            let mut r = response(
-                q,
-                &now,
-                outcome,
-                Some(event.key),
-                Some(event.id),
-                true,
-                effect,
-            );
-            r.cursor_before = event.cursor_before;
-            Ok(Outcome::Done(r))
-        }
-        Plan::Record { key } => {
-            let step_text = q.current().map_or("", |(_, t)| t);
-            let mut fields = vec![
-                ("queue", value(q.id.as_str())),
-                ("key", value(key.as_str())),
-                ("outcome", value(outcome.as_str())),
-                ("cursor_before", value(q.cursor as i64)),
-                ("step_sha256", value(sha256_hex(step_text))),
-            ];
-            if let Some(w) = why {
-                fields.push(("reason", value(w)));
-            }
-            // The event comes first: a crash before the rewrite is repaired by a replay.
-            let ev = journal::append(
-                ws,
-                NewEvent {
-                    id: ctx.new_ulid(),
-                    kind: "advance",
-                    created_by: &me,
-                    about: None,
-                    fields,
-                    body: String::new(),
-                },
-            )?;
-            let state = after(q, outcome, &ev.id, why);
-            let now = if state.cursor != q.cursor || state.halted != q.halted {
-                rewrite(ctx, &located, &state)?
-            } else {
-                q.clone()
-            };
-            Ok(Outcome::Done(response(
-                q,
-                &now,
-                outcome,
-                Some(key),
-                Some(ev.id),
-                false,
-                "applied",
-            )))
-        }
-    }
-}
-
-fn sha256_hex(text: &str) -> String {
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-/// Writes `state` into the queue file (only `cursor`, `halted` and `rev` change) and returns
-/// the queue as written.
-fn rewrite(ctx: &Ctx, located: &queues::Located, state: &State) -> Result<Queue, Error> {
-    let ws = ctx.ws()?;
-    let mut front = located.doc.front.clone();
-    set_keeping_decor(&mut front, "cursor", Value::from(state.cursor as i64));
-    match &state.halted {
-        Some(h) => {
-            let mut t = InlineTable::new();
-            t.insert("step", Value::from(h.step as i64));
-            t.insert("reason", Value::from(h.reason.as_str()));
-            t.insert("event", Value::from(h.event.as_str()));
-            set_keeping_decor(&mut front, "halted", Value::InlineTable(t));
-        }
-        None => {
-            front.remove("halted");
-        }
-    }
-    set_keeping_decor(&mut front, "rev", Value::from(ctx.new_ulid().to_string()));
-    let doc = crate::store::Document::new(front, located.doc.body.clone());
-    queues::write(ws, &located.queue.slug, &doc)?;
-    Ok(Queue {
-        cursor: state.cursor,
-        halted: state.halted.clone(),
-        ..located.queue.clone()
-    })
+    let step = ops::queues::Step {
+        slug: &slug,
+        outcome,
+        key,
+        reason: why,
+        event_id: ctx.new_ulid(),
+        rev: ctx.new_ulid(),
+    };
+    let mut warnings = Vec::new();
+    let advanced = ops::queues::advance(ws, &me, step, &mut warnings);
+    ctx.warn_all(warnings);
+    let a = match advanced? {
+        Decided::Done(a) => a,
+        Decided::Refused(r) => return Ok(Outcome::Refused(r)),
+    };
+    let mut r = response(
+        &a.before, &a.now, outcome, a.key, a.event, a.replayed, a.effect,
+    );
+    r.cursor_before = a.cursor_before;
+    Ok(Outcome::Done(r))
 }
 
 fn response(

@@ -7,10 +7,11 @@ use serde::{Deserialize, Serialize};
 use toml_edit::{DocumentMut, value};
 
 use crate::dispatch::text::table;
-use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome, Refusal};
+use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome};
 use crate::model::queue::{Halted, Queue, render_steps};
 use crate::model::toml_time;
-use crate::objects::{agents, queues};
+use crate::objects::queues;
+use crate::ops::{self, Decided};
 use crate::policy::queue::halted_refusal;
 use crate::store::Document;
 use crate::workspace::names::check_slug;
@@ -30,24 +31,6 @@ pub(super) fn commands() -> Vec<Command> {
 fn load(ctx: &Ctx, slug: &str) -> Result<queues::Located, Error> {
     queues::load(ctx.ws()?, slug)
         .map_err(|e| Error::from(e).hint("list queues with `dacli queue list`"))
-}
-
-/// `queue.not_owner` unless the caller acts as the queue's owner (root acts for a retired or
-/// missing one).
-fn owner_gate(ctx: &Ctx, q: &Queue) -> Result<Option<Refusal>, Error> {
-    let me = &ctx.identity()?.agent.id;
-    if agents::acts_as_owner(ctx.ws()?, me, &q.owner)? {
-        return Ok(None);
-    }
-    let n = q.cursor + 1;
-    Ok(Some(Refusal::new(
-        "queue.not_owner",
-        format!("{} belongs to {}", q.id, q.owner),
-        format!(
-            "{} belongs to {}: report the step's outcome with `dacli ask workspace \"{} step {n}: …\"`.",
-            q.id, q.owner, q.id
-        ),
-    )))
 }
 
 /// A step as output shows it: 1-based number and text.
@@ -154,8 +137,7 @@ fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
             "a --step would not read back as written (check its first line)",
         ));
     }
-    let _lock = ws.fs.lock(&ws.lock_path(&queues::lock_name(slug)))?;
-    let path = queues::create(ws, slug, &doc)?;
+    let path = ops::queues::create(ws, slug, &doc)?;
     Ok(Outcome::Done(AddResponse {
         queue: QueueView::of(&queue),
         effect: "created",
@@ -322,16 +304,14 @@ pub struct RmResponse {
 fn rm(ctx: &Ctx, req: RmRequest) -> Result<Outcome<RmResponse>, Error> {
     let ws = ctx.ws()?;
     let slug = load(ctx, &req.slug)?.queue.slug;
-    let _lock = ws.fs.lock(&ws.lock_path(&queues::lock_name(&slug)))?;
-    let q = load(ctx, &slug)?.queue;
-    if let Some(r) = owner_gate(ctx, &q)? {
-        return Ok(Outcome::Refused(r));
+    let me = &ctx.identity()?.agent.id;
+    match ops::queues::remove(ws, me, &slug)? {
+        Decided::Done(queue) => Ok(Outcome::Done(RmResponse {
+            queue,
+            effect: "applied",
+        })),
+        Decided::Refused(r) => Ok(Outcome::Refused(r)),
     }
-    queues::remove(ws, &slug)?;
-    Ok(Outcome::Done(RmResponse {
-        queue: q.id,
-        effect: "applied",
-    }))
 }
 
 fn render_rm(r: &RmResponse, ctx: &Ctx) -> String {

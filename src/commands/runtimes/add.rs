@@ -8,7 +8,6 @@ use super::presets::{self, Preset};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Outcome, Refusal};
 use crate::model::runtime::{DEFAULT_PATTERN, DEFAULT_TIMEOUT_MS, Runtime};
 use crate::model::toml_time;
-use crate::objects::runtimes;
 use crate::policy::runtime::{EnvEntry, env_entry};
 use crate::store::Document;
 use crate::workspace::names::check_slug;
@@ -104,8 +103,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     let doc = Document::new(front, format!("# {}\n\n{}", req.name, preset.notes));
     let runtime = Runtime::from_front(&doc.front, &req.name)
         .map_err(|e| Error::internal(format!("dacli built an invalid runtime adapter: {e}")))?;
-    let _lock = ws.fs.lock(&ws.lock_path(&runtimes::lock_name(&req.name)))?;
-    let path = runtimes::create(ws, &req.name, &doc)?;
+    let path = crate::ops::runtimes::create(ws, &req.name, &doc)?;
     Ok(Outcome::Done(Response {
         runtime: RuntimeView::of(&runtime),
         effect: "created",

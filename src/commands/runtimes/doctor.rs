@@ -13,7 +13,7 @@ use crate::dispatch::text::{ago_text, table};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Outcome};
 use crate::exec::{self, Found, Stamp};
 use crate::model::runtime::{MAX_TIMEOUT_MS, MIN_TIMEOUT_MS, Probe, ProbeOutcome, Runtime};
-use crate::objects::runtimes::{self, Located, ProbeCache};
+use crate::objects::runtimes::{self, Located};
 use crate::policy::runtime::{
     CapabilityCheck, FlagCheck, Lookup, dangerous_token, judge, probe_ran,
 };
@@ -185,7 +185,7 @@ fn examine(ctx: &Ctx, ws: &Workspace, rt: &Runtime, req: &Request) -> Report {
         None => {
             let probes = probe_all(rt, &found.path, &wanted, timeout_ms);
             let at = crate::model::format_time(ctx.now());
-            remember(ws, &found.path, &stamp, &probes, &at);
+            crate::ops::runtimes::remember_probes(ws, &found.path, &stamp, &probes, &at);
             (probes, at)
         }
     };
@@ -282,29 +282,6 @@ fn probe_all(rt: &Runtime, program: &Path, wanted: &[Vec<String>], timeout_ms: u
         );
     }
     out
-}
-
-/// Caches the probes when every one may be cached and the binary did not change while they
-/// ran. Cache trouble is not the caller's: the next doctor simply probes again.
-fn remember(ws: &Workspace, program: &Path, before: &Stamp, probes: &[Probe], at: &str) {
-    if !probes.iter().all(Probe::cacheable) || exec::stamp(program).as_ref() != Some(before) {
-        return;
-    }
-    // Keep probes other adapters of the same binary made, when they are of this version.
-    let mut all: Vec<Probe> = runtimes::read_cache(ws, &before.real_path)
-        .filter(|c| c.size == before.size && c.mtime_ns == before.mtime_ns)
-        .map(|c| c.probes)
-        .unwrap_or_default();
-    all.retain(|old| !probes.iter().any(|p| p.args == old.args));
-    all.extend(probes.iter().cloned());
-    let cache = ProbeCache {
-        binary: before.real_path.to_string_lossy().into_owned(),
-        size: before.size,
-        mtime_ns: before.mtime_ns,
-        probed_at: at.to_string(),
-        probes: all,
-    };
-    let _ = runtimes::write_cache(ws, &before.real_path, &cache);
 }
 
 /// Where the binary is, as output may show it: relative to the work-tree root, or to the

@@ -2,9 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{all_routes, routed_by};
-use crate::dispatch::{Class, Classify, Command, Ctx, Error, Outcome, Refusal};
-use crate::objects::{agents, runtimes};
+use crate::dispatch::{Class, Classify, Command, Ctx, Error, Outcome};
+use crate::objects::runtimes;
+use crate::ops::{self, Decided};
 
 /// Delete a runtime adapter you own. An adapter a role routes to (the role's `runtime` key)
 /// stays until those roles name another runtime or none.
@@ -33,36 +33,16 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     let name = req.name.as_str();
     // Loading first checks the name, so the lock path is built from a slug.
     runtimes::load(ws, name)?;
-    let _lock = ws.fs.lock(&ws.lock_path(&runtimes::lock_name(name)))?;
-    let located = runtimes::load(ws, name)?;
-    let owner = &located.runtime.owner;
-    if !agents::acts_as_owner(ws, &me, owner)? {
-        return Ok(Outcome::Refused(Refusal::new(
-            "runtime.not_owner",
-            format!("runtime {name} belongs to {owner}"),
-            format!("Ask {owner} to remove runtime {name}."),
-        )));
+    let mut warnings = Vec::new();
+    let removed = ops::runtimes::remove(ws, &me, name, &mut warnings);
+    ctx.warn_all(warnings);
+    match removed? {
+        Decided::Done(()) => Ok(Outcome::Done(Response {
+            runtime: name.to_string(),
+            effect: "applied",
+        })),
+        Decided::Refused(r) => Ok(Outcome::Refused(r)),
     }
-    let roles = routed_by(&all_routes(ctx)?, name);
-    if !roles.is_empty() {
-        let flags: Vec<String> = roles.iter().map(|r| format!("--role {r}")).collect();
-        return Ok(Outcome::Refused(Refusal::new(
-            "runtime.in_use",
-            format!(
-                "runtime {name} is routed to by roles {} (their `runtime` key)",
-                roles.join(", ")
-            ),
-            format!(
-                "Clear the routes first: `dacli runtime route --clear {}` (or route those roles to another runtime).",
-                flags.join(" ")
-            ),
-        )));
-    }
-    runtimes::remove(ws, name)?;
-    Ok(Outcome::Done(Response {
-        runtime: name.to_string(),
-        effect: "applied",
-    }))
 }
 
 fn render(r: &Response, ctx: &Ctx) -> String {

@@ -2,13 +2,10 @@
 //! agents run in. The role's owner rewrites the role; the runtime's lock is held while it
 //! does, so a concurrent `runtime rm` either sees the route or the route sees no runtime.
 
+use crate::dispatch::{Class, Classify, Command, Ctx, Error, Outcome};
+use crate::objects::{roles, runtimes};
+use crate::ops::{self, Decided};
 use serde::{Deserialize, Serialize};
-use toml_edit::Value;
-
-use crate::dispatch::{Class, Classify, Command, Ctx, Error, Outcome, Refusal};
-use crate::model::runtime::role_runtime;
-use crate::objects::{self, agents, field_problem, roles, runtimes, set_keeping_decor};
-use crate::store::Document;
 
 /// Route roles to a runtime adapter: sets each role's `runtime` key, naming the coding-agent
 /// CLI its agents run in. `runtime rm` is refused while a role routes to the runtime.
@@ -76,64 +73,21 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         runtimes::load(ws, t)
             .map_err(|e| Error::from(e).hint("list runtimes with `dacli runtime list`"))?;
     }
-    // Role locks in name order, then the runtime's (the order `runtime rm` agrees with).
-    let mut locks = Vec::new();
-    for r in &names {
-        locks.push(ws.fs.lock(&ws.lock_path(&roles::lock_name(r)))?);
-    }
-    if let Some(t) = &target {
-        locks.push(ws.fs.lock(&ws.lock_path(&runtimes::lock_name(t)))?);
-        runtimes::load(ws, t)?;
-    }
-    let mut loaded = Vec::new();
-    for r in &names {
-        let (role, doc) = roles::load_with_doc(ws, r)?;
-        if !agents::acts_as_owner(ws, &me, &role.owner)? {
-            return Ok(Outcome::Refused(Refusal::new(
-                "role.not_owner",
-                format!("role {} belongs to {}", role.name, role.owner),
-                format!(
-                    "Ask {} to route role {} (`dacli runtime route …`).",
-                    role.owner, role.name
-                ),
-            )));
-        }
-        let before = role_runtime(&doc.front)
-            .map_err(|e| {
-                Error::from(objects::Error::malformed(field_problem(
-                    ws,
-                    &roles::file(ws, r),
-                    e,
-                )))
-            })?
-            .map(String::from);
-        loaded.push((r.clone(), doc, before));
-    }
-    let mut changes = Vec::new();
-    let mut wrote = false;
-    for (name, doc, before) in loaded {
-        if before != target {
-            let mut front = doc.front.clone();
-            match &target {
-                Some(t) => set_keeping_decor(&mut front, "runtime", Value::from(t.as_str())),
-                None => {
-                    front.remove("runtime");
-                }
-            }
-            set_keeping_decor(&mut front, "rev", Value::from(ctx.new_ulid().to_string()));
-            roles::write(ws, &name, &Document::new(front, doc.body))?;
-            wrote = true;
-        }
-        changes.push(Change {
-            role: name,
-            before,
-            after: target.clone(),
-        });
-    }
-    drop(locks);
+    let revs: Vec<_> = names.iter().map(|_| ctx.new_ulid()).collect();
+    let (changes, wrote) = match ops::runtimes::route(ws, &me, &names, target.as_deref(), &revs)? {
+        Decided::Done(done) => done,
+        Decided::Refused(r) => return Ok(Outcome::Refused(r)),
+    };
     Ok(Outcome::Done(Response {
         runtime: target,
-        roles: changes,
+        roles: changes
+            .into_iter()
+            .map(|c| Change {
+                role: c.role,
+                before: c.before,
+                after: c.after,
+            })
+            .collect(),
         effect: if wrote { "applied" } else { "unchanged" },
     }))
 }

@@ -11,7 +11,7 @@ use crate::journal::runs::{ADHOC, command_of, runs};
 use crate::model::id::parse_ulid;
 use crate::model::shortcut::{Effect, Param, Shortcut, is_param_name};
 use crate::model::toml_time;
-use crate::objects::{roles, shortcuts};
+use crate::objects::roles;
 use crate::policy::shortcut::Template;
 use crate::store::Document;
 use crate::workspace::names::{check_repo_path, check_slug};
@@ -327,10 +327,7 @@ fn create(ctx: &Ctx, spec: &Spec<'_>) -> Result<(ShortcutView, String), Error> {
     let doc = Document::new(front, body);
     let shortcut = Shortcut::from_front(&doc.front, spec.name)
         .map_err(|e| Error::internal(format!("dacli built an invalid shortcut: {e}")))?;
-    let _lock = ws
-        .fs
-        .lock(&ws.lock_path(&shortcuts::lock_name(spec.name)))?;
-    let path = shortcuts::create(ws, spec.name, &doc)?;
+    let path = crate::ops::shortcuts::create(ws, spec.name, &doc)?;
     Ok((ShortcutView::of(&shortcut), ws.display(&path)))
 }
 

@@ -11,7 +11,7 @@ use super::{Caller, all_shortcuts, rank, template, uses};
 use crate::dispatch::text::table;
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, ErrorKind, Mcp, Outcome, Refusal};
 use crate::exec::{Captured, DirError, Spawn, resolve_dir, run_captured};
-use crate::journal::runs::{ADHOC, Run, append_run};
+use crate::journal::runs::{ADHOC, Run};
 use crate::journal::snapshot::Snapshot;
 use crate::model::Grant;
 use crate::model::shortcut::Effect;
@@ -434,7 +434,7 @@ struct Record<'a> {
 fn record(ctx: &Ctx, r: Record<'_>) -> Result<Outcome<Response>, Error> {
     let ws = ctx.ws()?;
     let me = ctx.identity()?.agent.id.clone();
-    let ev = append_run(
+    let ev = crate::ops::shortcuts::record_run(
         ws,
         ctx.new_ulid(),
         &me,

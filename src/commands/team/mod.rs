@@ -1,6 +1,5 @@
 //! team: agents, identities and roles (COMMANDS.md §4).
 
-mod lineage;
 mod list;
 mod retire;
 mod roles;

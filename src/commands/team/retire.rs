@@ -3,12 +3,13 @@
 use serde::{Deserialize, Serialize};
 
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Outcome, Refusal};
-use crate::model::agent::{Agent, AgentStatus};
+use crate::model::agent::Agent;
 use crate::model::id::{ROOT_AGENT, is_agent_id};
 use crate::objects::agents;
+use crate::ops::{self, agents::Retire as Step};
 use crate::workspace::Workspace;
 
-use super::lineage::Roster;
+use crate::ops::lineage::Roster;
 
 /// Retire an agent: its token stops working at once.
 ///
@@ -49,14 +50,6 @@ pub struct Response {
 
 pub(super) fn command() -> Command {
     Command::new("agent.retire", Class::Mutate, run, render)
-}
-
-/// What retiring one agent under its lock found.
-enum Step {
-    Retired,
-    AlreadyRetired,
-    NotOwner(String),
-    LiveChildren(Vec<String>),
 }
 
 fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
@@ -138,30 +131,12 @@ fn cascade(ctx: &Ctx, ws: &Workspace, me: &Agent, id: &str) -> Result<Outcome<Re
     }
 }
 
-/// Retires `id` under `agent-<id>.lock` after re-reading it, if `me` owns it (or is root)
-/// and it has no live children.
+/// Retires `id` under its lock (ops decides owner and live children there).
 fn retire_one(ctx: &Ctx, ws: &Workspace, me: &Agent, id: &str) -> Result<Step, Error> {
-    let _lock = ws.fs.lock(&ws.lock_path(&agents::lock_name(id)))?;
-    let target = agents::load(ws, id)?;
-    if me.id != ROOT_AGENT && target.owner != me.id {
-        return Ok(Step::NotOwner(target.owner));
-    }
-    if target.status == AgentStatus::Retired {
-        return Ok(Step::AlreadyRetired);
-    }
-    let listing = agents::list(ws)?;
-    ctx.warn_all(listing.warnings);
-    let roster = Roster::new(listing.items);
-    let children: Vec<String> = roster
-        .live_children(id)
-        .into_iter()
-        .map(|a| a.id.clone())
-        .collect();
-    if !children.is_empty() {
-        return Ok(Step::LiveChildren(children));
-    }
-    agents::retire(ws, id, ctx.now(), &me.id, &ctx.new_ulid().to_string())?;
-    Ok(Step::Retired)
+    let mut warnings = Vec::new();
+    let step = ops::agents::retire(ws, me, id, ctx.now(), ctx.new_ulid(), &mut warnings);
+    ctx.warn_all(warnings);
+    Ok(step?)
 }
 
 fn response(agent: &str, retired: Vec<String>) -> Response {

@@ -3,17 +3,18 @@
 //! tasks its agents may hold active at once.
 
 use serde::{Deserialize, Serialize};
-use toml_edit::{Array, DocumentMut, Value, value};
+use toml_edit::{DocumentMut, value};
 
 use crate::dispatch::text::table;
-use crate::dispatch::{Class, Classify, Command, Ctx, Error, Outcome, Refusal};
+use crate::dispatch::{Class, Classify, Command, Ctx, Error, Outcome};
 use crate::journal::view::World;
 use crate::journal::wip::{active_for_role, agent_roles};
 use crate::model::agent::{AgentStatus, AgentView};
 use crate::model::role::Role;
 use crate::model::task::TaskRef;
 use crate::model::toml_time;
-use crate::objects::{agents, roles, set_keeping_decor, shortcuts};
+use crate::objects::{agents, roles, shortcuts};
+use crate::ops::{self, Decided};
 use crate::policy::scope::check_glob;
 use crate::store::Document;
 use crate::workspace::names::check_slug;
@@ -146,14 +147,6 @@ fn one_line<'a>(flag: &str, text: &'a str) -> Result<&'a str, Error> {
     Ok(t)
 }
 
-fn strings(list: &[String]) -> Array {
-    let mut a = Array::new();
-    for s in list {
-        a.push(s.as_str());
-    }
-    a
-}
-
 fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<OneResponse>, Error> {
     let ws = ctx.ws()?;
     let me = ctx.identity()?.agent.id.clone();
@@ -185,7 +178,7 @@ fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<OneResponse>, Error> {
         ("escalate_to", &req.escalate_to),
     ] {
         if !list.is_empty() {
-            front[key] = value(strings(list));
+            front[key] = value(ops::roles::strings(list));
         }
     }
     if req.wip > 0 {
@@ -194,8 +187,7 @@ fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<OneResponse>, Error> {
     let doc = Document::new(front, format!("# {}\n", req.name));
     let role = Role::from_front(&doc.front, &req.name)
         .map_err(|e| Error::internal(format!("dacli built an invalid role: {e}")))?;
-    let _lock = ws.fs.lock(&ws.lock_path(&roles::lock_name(&req.name)))?;
-    roles::create(ws, &req.name, &doc)?;
+    ops::roles::create(ws, &req.name, &doc)?;
     Ok(Outcome::Done(OneResponse {
         role: RoleView::of(&role),
         effect: "created",
@@ -274,85 +266,43 @@ fn edit(ctx: &Ctx, req: EditRequest) -> Result<Outcome<OneResponse>, Error> {
     }
     // Loading first checks the name, so the lock path is built from a slug.
     roles::load(ws, &req.name)?;
-    let _lock = ws.fs.lock(&ws.lock_path(&roles::lock_name(&req.name)))?;
-    let (role, doc) = roles::load_with_doc(ws, &req.name)?;
-    if !agents::acts_as_owner(ws, &me, &role.owner)? {
-        return Ok(Outcome::Refused(not_owner(&role)));
-    }
-    let summary = req
-        .summary
-        .as_deref()
-        .map(|s| one_line("--summary", s))
-        .transpose()?;
-    check_lists(
-        ctx,
-        &req.name,
-        &[&req.scope, &req.out_of_scope],
-        &req.shortcuts,
-        &req.escalate_to,
-    )?;
-    let mut front = doc.front.clone();
-    let mut changed = Vec::new();
-    if let Some(s) = summary
-        && s != role.summary
-    {
-        set_keeping_decor(&mut front, "summary", Value::from(s));
-        changed.push("summary");
-    }
-    if let Some(g) = &req.grant
-        && g != role.grant.as_str()
-    {
-        set_keeping_decor(&mut front, "grant", Value::from(g.as_str()));
-        changed.push("grant");
-    }
-    let current = [
-        &role.scope,
-        &role.out_of_scope,
-        &role.shortcuts,
-        &role.escalate_to,
-    ];
-    for ((key, flag, new), old) in lists.iter().zip(current) {
-        if req.clear.iter().any(|c| c == flag) {
-            if !old.is_empty() || front.contains_key(key) {
-                front.remove(key);
-                changed.push(*key);
-            }
-        } else if !new.is_empty() && *new != old {
-            set_keeping_decor(&mut front, key, Value::Array(strings(new)));
-            changed.push(*key);
-        }
-    }
-    if let Some(w) = req.wip
-        && w != role.wip
-    {
-        set_keeping_decor(&mut front, "wip", Value::from(i64::from(w)));
-        changed.push("wip");
-    }
-    if changed.is_empty() {
-        return Ok(Outcome::Done(OneResponse {
-            role: RoleView::of(&role),
-            effect: "unchanged",
-            changed: Some(changed),
-        }));
-    }
-    set_keeping_decor(&mut front, "rev", Value::from(ctx.new_ulid().to_string()));
-    let doc = Document::new(front, doc.body);
-    let updated = Role::from_front(&doc.front, &req.name)
-        .map_err(|e| Error::internal(format!("dacli built an invalid role: {e}")))?;
-    roles::write(ws, &req.name, &doc)?;
+    // Checked before the transaction; not owning the role is still said first.
+    let checked = (|| {
+        let summary = req
+            .summary
+            .as_deref()
+            .map(|s| one_line("--summary", s))
+            .transpose()?;
+        check_lists(
+            ctx,
+            &req.name,
+            &[&req.scope, &req.out_of_scope],
+            &req.shortcuts,
+            &req.escalate_to,
+        )?;
+        Ok::<_, Error>(ops::roles::Edit {
+            summary,
+            grant: req.grant.as_deref(),
+            lists: lists.map(|(key, flag, list)| (key, flag, list.as_slice())),
+            clear: &req.clear,
+            wip: req.wip,
+            rev: ctx.new_ulid(),
+        })
+    })();
+    let edited = match ops::roles::edit(ws, &me, &req.name, checked)? {
+        Decided::Done(e) => e,
+        Decided::Refused(r) => return Ok(Outcome::Refused(r)),
+    };
+    let effect = if edited.changed.is_empty() {
+        "unchanged"
+    } else {
+        "applied"
+    };
     Ok(Outcome::Done(OneResponse {
-        role: RoleView::of(&updated),
-        effect: "applied",
-        changed: Some(changed),
+        role: RoleView::of(&edited.role),
+        effect,
+        changed: Some(edited.changed),
     }))
-}
-
-fn not_owner(role: &Role) -> Refusal {
-    Refusal::new(
-        "role.not_owner",
-        format!("role {} belongs to {}", role.name, role.owner),
-        format!("Ask {} to change role {}.", role.owner, role.name),
-    )
 }
 
 fn render_one(r: &OneResponse, ctx: &Ctx) -> String {
@@ -584,84 +534,16 @@ fn rm(ctx: &Ctx, req: RmRequest) -> Result<Outcome<RmResponse>, Error> {
     let ws = ctx.ws()?;
     let me = ctx.identity()?.agent.id.clone();
     roles::load(ws, &req.name)?;
-    let _lock = ws.fs.lock(&ws.lock_path(&roles::lock_name(&req.name)))?;
-    let role = roles::load(ws, &req.name)?;
-    if !agents::acts_as_owner(ws, &me, &role.owner)? {
-        return Ok(Outcome::Refused(not_owner(&role)));
+    let mut warnings = Vec::new();
+    let removed = ops::roles::remove(ws, &me, &req.name, &mut warnings);
+    ctx.warn_all(warnings);
+    match removed? {
+        Decided::Done(role) => Ok(Outcome::Done(RmResponse {
+            role,
+            effect: "applied",
+        })),
+        Decided::Refused(r) => Ok(Outcome::Refused(r)),
     }
-    if let Some(r) = in_use(ctx, &role.name)? {
-        return Ok(Outcome::Refused(r));
-    }
-    roles::remove(ws, &role.name)?;
-    Ok(Outcome::Done(RmResponse {
-        role: role.name,
-        effect: "applied",
-    }))
-}
-
-/// `role.in_use`: live agents hold the role, other roles escalate to it, or shortcuts name it
-/// in their `roles` (removing it would leave them runnable by root alone).
-fn in_use(ctx: &Ctx, name: &str) -> Result<Option<Refusal>, Error> {
-    let ws = ctx.ws()?;
-    let agents_listing = agents::list(ws)?;
-    ctx.warn_all(agents_listing.warnings);
-    let holders: Vec<String> = agents_listing
-        .items
-        .iter()
-        .filter(|a| a.status == AgentStatus::Live && a.role.as_deref() == Some(name))
-        .map(|a| a.id.clone())
-        .collect();
-    let role_listing = roles::list(ws)?;
-    ctx.warn_all(role_listing.warnings);
-    let escalating: Vec<String> = role_listing
-        .items
-        .iter()
-        .filter(|r| r.name != name && r.escalate_to.iter().any(|e| e == name))
-        .map(|r| r.name.clone())
-        .collect();
-    let shortcut_listing = shortcuts::list(ws)?;
-    ctx.warn_all(shortcut_listing.warnings);
-    let reserved: Vec<String> = shortcut_listing
-        .items
-        .iter()
-        .filter(|s| s.shortcut.roles.iter().any(|r| r == name))
-        .map(|s| s.shortcut.name.clone())
-        .collect();
-    if holders.is_empty() && escalating.is_empty() && reserved.is_empty() {
-        return Ok(None);
-    }
-    let mut why = Vec::new();
-    let mut steps = Vec::new();
-    if !holders.is_empty() {
-        why.push(format!("live agents hold it ({})", holders.join(", ")));
-        steps.push(format!("Retire {}", holders.join(", ")));
-    }
-    if !escalating.is_empty() {
-        why.push(format!("roles escalate to it ({})", escalating.join(", ")));
-        steps.push(format!(
-            "drop {name} from `escalate_to` of {}",
-            escalating.join(", ")
-        ));
-    }
-    if !reserved.is_empty() {
-        why.push(format!(
-            "shortcuts are reserved for it ({})",
-            reserved.join(", ")
-        ));
-        steps.push(format!(
-            "drop {name} from `roles` of shortcuts {}",
-            reserved.join(", ")
-        ));
-    }
-    let mut next = steps.join(" / ");
-    if let Some(first) = next.get(..1) {
-        next = format!("{}{}", first.to_uppercase(), &next[1..]);
-    }
-    Ok(Some(Refusal::new(
-        "role.in_use",
-        format!("role {name} is in use: {}", why.join("; ")),
-        format!("{next} first."),
-    )))
 }
 
 fn render_rm(r: &RmResponse, ctx: &Ctx) -> String {

@@ -2,16 +2,15 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome, Refusal};
-use crate::model::agent::{Agent, AgentStatus, AgentView, token_hash};
-use crate::model::id::{ROOT_AGENT, is_agent_id, ulid_time};
+use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome};
+use crate::model::Grant;
+use crate::model::agent::{AgentView, token_hash};
+use crate::model::id::is_agent_id;
 use crate::model::role::Role;
-use crate::model::{Grant, format_time};
-use crate::objects::{self, agents, roles};
+use crate::objects::{self, roles};
+use crate::ops::{self, Decided, agents::Spawned};
 use crate::workspace::Workspace;
 use crate::workspace::names::check_slug;
-
-use super::lineage::Roster;
 
 /// Create a child agent and print its token, once.
 ///
@@ -85,27 +84,35 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         )));
     }
 
-    // Holding the parent's lock orders this spawn against a retirement of the parent, which
-    // counts live children under the same lock.
-    let _lock = ws.fs.lock(&ws.lock_path(&agents::lock_name(&parent_id)))?;
-    let parent = agents::load(ws, &parent_id)?;
-    let listing = agents::list(ws)?;
-    ctx.warn_all(listing.warnings);
-    let roster = Roster::new(listing.items);
-    if let Some(refusal) = lineage_refusal(&roster, me, &parent) {
-        return Ok(Outcome::Refused(refusal));
-    }
-
-    let mut granted = requested;
-    let mut ceilings = Vec::new();
-    if parent.grant < requested {
-        granted = granted.min(parent.grant);
-        ceilings.push(format!("parent {} is {}", parent.id, parent.grant));
-    }
-    if let Some(r) = role.as_ref().filter(|r| r.grant < requested) {
-        granted = granted.min(r.grant);
-        ceilings.push(format!("role {} grants at most {}", r.name, r.grant));
-    }
+    let ulid = ctx.new_ulid();
+    let id = match &role {
+        Some(r) => format!("a-{}-{ulid}", r.name),
+        None => format!("a-{ulid}"),
+    };
+    let token = mint_token(ctx, &id);
+    let mut warnings = Vec::new();
+    let spawned = ops::agents::spawn(
+        ws,
+        me,
+        ops::agents::Spawn {
+            id: &id,
+            ulid,
+            parent: &parent_id,
+            requested,
+            role: role.as_ref(),
+            token_hash: token_hash(&token),
+        },
+        &mut warnings,
+    );
+    ctx.warn_all(warnings);
+    let Spawned {
+        agent,
+        granted,
+        ceilings,
+    } = match spawned? {
+        Decided::Done(s) => s,
+        Decided::Refused(r) => return Ok(Outcome::Refused(r)),
+    };
     let notices = if ceilings.is_empty() {
         Vec::new()
     } else {
@@ -117,27 +124,6 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
             ),
         }]
     };
-
-    let ulid = ctx.new_ulid();
-    let id = match &role {
-        Some(r) => format!("a-{}-{ulid}", r.name),
-        None => format!("a-{ulid}"),
-    };
-    let token = mint_token(ctx, &id);
-    let agent = Agent {
-        id,
-        created: ulid_time(ulid),
-        created_by: me.id.clone(),
-        owner: parent.id.clone(),
-        parent: Some(parent.id.clone()),
-        grant: granted,
-        role: role.map(|r| r.name),
-        token_hash: Some(token_hash(&token)),
-        status: AgentStatus::Live,
-        retired_at: None,
-        retired_by: None,
-    };
-    agents::create(ws, &agent, &ulid.to_string())?;
     Ok(Outcome::Done(Response {
         agent: agent.view(),
         requested,
@@ -167,29 +153,6 @@ fn load_role(ws: &Workspace, name: &str) -> Result<Role, Error> {
         }
         other => other.into(),
     })
-}
-
-/// `--parent` must be the caller or one of its live descendants; root may name any live agent.
-fn lineage_refusal(roster: &Roster, me: &Agent, parent: &Agent) -> Option<Refusal> {
-    if parent.id == me.id {
-        return None;
-    }
-    let reason = if parent.status == AgentStatus::Retired {
-        format!(
-            "{} was retired at {}; a new agent needs a live parent",
-            parent.id,
-            parent.retired_at.map(format_time).unwrap_or_default()
-        )
-    } else if me.id == ROOT_AGENT || roster.is_within(&parent.id, &me.id) {
-        return None;
-    } else {
-        format!("{} is not {} or one of its descendants", parent.id, me.id)
-    };
-    Some(Refusal::new(
-        "agent.not_descendant",
-        reason,
-        "Spawn under yourself or one of your descendants (`dacli agent tree`).",
-    ))
 }
 
 /// `dacli_<agent-id>_<64 lower-case hex>` from 32 random bytes (FORMAT §6).

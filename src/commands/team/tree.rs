@@ -9,7 +9,7 @@ use crate::model::agent::{Agent, AgentStatus, AgentView};
 use crate::model::id::ROOT_AGENT;
 use crate::objects::agents;
 
-use super::lineage::Roster;
+use crate::ops::lineage::Roster;
 
 /// Show the lineage of agents by parent, children sorted by id.
 ///

@@ -301,15 +301,10 @@ fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
     if let Some(t) = &source {
         files.extend(t.files.iter().filter(|(p, _)| p != "template.md").cloned());
     }
-    let mut written = Vec::new();
-    for (rel, bytes) in &files {
-        let mut path = dir.clone();
-        for seg in rel.split('/') {
-            path.push(seg);
-        }
-        ws.fs.create_new(&path, bytes)?;
-        written.push(ws.display(&path));
-    }
+    let written: Vec<String> = crate::ops::templates::create(ws, &dir, &files)?
+        .iter()
+        .map(|p| ws.display(p))
+        .collect();
     Ok(Outcome::Done(AddResponse {
         template: req.name,
         path: ws.display(&dir.join("template.md")),

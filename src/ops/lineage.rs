@@ -7,14 +7,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::model::agent::{Agent, AgentStatus};
 
 /// Every readable agent record, indexed by id and by parent.
-pub(super) struct Roster {
+pub struct Roster {
     by_id: BTreeMap<String, Agent>,
     children: BTreeMap<String, Vec<String>>,
 }
 
 impl Roster {
     /// Indexes `agents`; children lists are sorted by id.
-    pub(super) fn new(agents: Vec<Agent>) -> Roster {
+    pub fn new(agents: Vec<Agent>) -> Roster {
         let mut children: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for a in &agents {
             if let Some(p) = &a.parent
@@ -31,7 +31,7 @@ impl Roster {
     }
 
     /// The direct children of `id`, sorted by id.
-    pub(super) fn children(&self, id: &str) -> impl Iterator<Item = &Agent> {
+    pub fn children(&self, id: &str) -> impl Iterator<Item = &Agent> {
         self.children
             .get(id)
             .into_iter()
@@ -40,14 +40,14 @@ impl Roster {
     }
 
     /// The live direct children of `id`, sorted by id.
-    pub(super) fn live_children(&self, id: &str) -> Vec<&Agent> {
+    pub fn live_children(&self, id: &str) -> Vec<&Agent> {
         self.children(id)
             .filter(|a| a.status == AgentStatus::Live)
             .collect()
     }
 
     /// True when `ancestor` is `id` itself or appears on `id`'s chain of parents.
-    pub(super) fn is_within(&self, id: &str, ancestor: &str) -> bool {
+    pub fn is_within(&self, id: &str, ancestor: &str) -> bool {
         let mut seen = BTreeSet::new();
         let mut at = Some(id);
         while let Some(cur) = at {
@@ -65,7 +65,7 @@ impl Roster {
     /// The live descendants of `id` (not `id` itself), deepest first and by id within one
     /// depth: every agent comes before its parent, so retiring in this order never leaves a
     /// live child behind.
-    pub(super) fn live_descendants_deepest_first(&self, id: &str) -> Vec<String> {
+    pub fn live_descendants_deepest_first(&self, id: &str) -> Vec<String> {
         let mut found: Vec<(usize, String)> = Vec::new();
         let mut seen = BTreeSet::from([id.to_string()]);
         let mut level = vec![id.to_string()];
