@@ -298,6 +298,9 @@ mod char_table {
 
 fn classes(c: char) -> u16 {
     let c = u32::from(c);
+    if let Some(&ascii) = char_table::ASCII_CLASSES.get(c as usize) {
+        return ascii;
+    }
     let table = &char_table::CHAR_CLASSES;
     match table.binary_search_by(|&(lo, hi, _)| {
         if hi < c {
