@@ -61,6 +61,20 @@ impl Tokenizer {
             Tokenizer::Chars4 => text.chars().count().div_ceil(4),
         }
     }
+
+    /// The bytes of each token of `text`, in order (BPE tokenizers; empty for `chars4`): what
+    /// the tests compare with tiktoken's tokens, a stricter check than the counts.
+    #[doc(hidden)]
+    pub fn token_bytes(self, text: &str) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut push = |t: &[u8]| out.push(t.to_vec());
+        match self {
+            Tokenizer::O200kBase => bpe_tokens(text, &O200K, o200k_piece, &mut push),
+            Tokenizer::Cl100kBase => bpe_tokens(text, &CL100K, cl100k_piece, &mut push),
+            Tokenizer::Chars4 => {}
+        }
+        out
+    }
 }
 
 /// A vocabulary as `build.rs` lays it out: `n`, `n + 1` offsets, `n` ranks, 257 first-entry
@@ -123,6 +137,18 @@ impl Vocab {
 /// Counts the tokens of `text`: split into pieces by `piece` (the encoding's pattern), each
 /// piece one token when the vocabulary holds it whole, else merged by rank.
 fn bpe_count(text: &str, vocab: &Vocab, piece: fn(&[Ch], usize) -> usize) -> usize {
+    let mut total = 0;
+    bpe_tokens(text, vocab, piece, &mut |_| total += 1);
+    total
+}
+
+/// Hands each token of `text` to `token`, in order.
+fn bpe_tokens(
+    text: &str,
+    vocab: &Vocab,
+    piece: fn(&[Ch], usize) -> usize,
+    token: &mut impl FnMut(&[u8]),
+) {
     let chars: Vec<Ch> = text
         .char_indices()
         .map(|(at, c)| Ch {
@@ -131,36 +157,35 @@ fn bpe_count(text: &str, vocab: &Vocab, piece: fn(&[Ch], usize) -> usize) -> usi
             class: classes(c),
         })
         .collect();
-    let mut total = 0;
     let mut i = 0;
     while i < chars.len() {
         let end = piece(&chars, i).max(i + 1);
         let to = chars.get(end).map_or(text.len(), |c| c.at);
         let bytes = &text.as_bytes()[chars[i].at..to];
-        total += if vocab.rank(bytes).is_some() {
-            1
+        if vocab.rank(bytes).is_some() {
+            token(bytes);
         } else {
-            merged_len(vocab, bytes)
-        };
+            merge(vocab, bytes, token);
+        }
         i = end;
     }
-    total
 }
 
-/// The number of tokens byte-pair merging gives `piece`, with tiktoken's two merge loops: a
-/// linear scan below 100 bytes and a heap above (they agree; each is the faster there).
-fn merged_len(vocab: &Vocab, piece: &[u8]) -> usize {
+/// Hands each token byte-pair merging makes of `piece` to `token`, with tiktoken's two merge
+/// loops: a linear scan below 100 bytes and a heap above (they agree; each is the faster
+/// there).
+fn merge(vocab: &Vocab, piece: &[u8], token: &mut impl FnMut(&[u8])) {
     match piece.len() {
-        0 => 0,
-        1 => 1,
-        n if n < 100 => merge_small(vocab, piece),
-        _ => merge_large(vocab, piece),
+        0 => {}
+        1 => token(piece),
+        n if n < 100 => merge_small(vocab, piece, token),
+        _ => merge_large(vocab, piece, token),
     }
 }
 
 /// Repeatedly merges the adjacent pair whose joined bytes have the lowest rank (the leftmost
 /// of equal ranks) until no joined pair is a token.
-fn merge_small(vocab: &Vocab, piece: &[u8]) -> usize {
+fn merge_small(vocab: &Vocab, piece: &[u8], token: &mut impl FnMut(&[u8])) {
     // (start, rank of the pair starting here)
     let mut parts: Vec<(usize, u32)> = Vec::with_capacity(piece.len() + 1);
     let mut min = (u32::MAX, usize::MAX);
@@ -194,11 +219,13 @@ fn merge_small(vocab: &Vocab, piece: &[u8]) -> usize {
             }
         }
     }
-    parts.len() - 1
+    for w in parts.windows(2) {
+        token(&piece[w[0].0..w[1].0]);
+    }
 }
 
 /// The same merge as [`merge_small`] with a heap of candidate merges, for long pieces.
-fn merge_large(vocab: &Vocab, piece: &[u8]) -> usize {
+fn merge_large(vocab: &Vocab, piece: &[u8], token: &mut impl FnMut(&[u8])) {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
 
@@ -263,13 +290,11 @@ fn merge_large(vocab: &Vocab, piece: &[u8]) -> usize {
         }
         state[right].next_rank = u32::MAX;
     }
-    let mut count = 0;
     let mut i = 0;
     while i < state.len() {
-        count += 1;
+        token(&piece[i..state[i].end]);
         i = state[i].end;
     }
-    count
 }
 
 /// A character of the text being split, with its byte offset and its classes.

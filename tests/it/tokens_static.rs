@@ -19,12 +19,28 @@ fn both() -> [(Tokenizer, &'static CoreBPE); 2] {
     ]
 }
 
-/// Fails naming the text and the tokenizer when a count differs from tiktoken-rs's.
+/// tiktoken-rs's tokens of `text`, each as its bytes.
+fn reference_tokens(reference: &CoreBPE, text: &str) -> Vec<Vec<u8>> {
+    reference
+        .encode_ordinary(text)
+        .into_iter()
+        .map(|rank| reference.decode_bytes(&[rank]).unwrap())
+        .collect()
+}
+
+/// Fails naming the text and the tokenizer when a count, or a token, differs from
+/// tiktoken-rs's (equal counts alone could hide a split in the wrong place).
 fn assert_counts_match(text: &str) {
     for (ours, reference) in both() {
         assert_eq!(
             ours.count(text),
             reference.count_ordinary(text),
+            "{}: {text:?}",
+            ours.name()
+        );
+        assert_eq!(
+            ours.token_bytes(text),
+            reference_tokens(reference, text),
             "{}: {text:?}",
             ours.name()
         );
@@ -179,6 +195,7 @@ proptest! {
         let text: String = chars.into_iter().collect();
         for (ours, reference) in both() {
             prop_assert_eq!(ours.count(&text), reference.count_ordinary(&text), "{}: {:?}", ours.name(), text);
+            prop_assert_eq!(ours.token_bytes(&text), reference_tokens(reference, &text), "{}: {:?}", ours.name(), text);
         }
     }
 
@@ -186,6 +203,7 @@ proptest! {
     fn arbitrary_unicode_counts_as_tiktoken_counts_it(text in any::<String>()) {
         for (ours, reference) in both() {
             prop_assert_eq!(ours.count(&text), reference.count_ordinary(&text), "{}: {:?}", ours.name(), text);
+            prop_assert_eq!(ours.token_bytes(&text), reference_tokens(reference, &text), "{}: {:?}", ours.name(), text);
         }
     }
 
@@ -199,6 +217,7 @@ proptest! {
         let text: String = chars.into_iter().collect();
         for (ours, reference) in both() {
             prop_assert_eq!(ours.count(&text), reference.count_ordinary(&text), "{}: {:?}", ours.name(), text);
+            prop_assert_eq!(ours.token_bytes(&text), reference_tokens(reference, &text), "{}: {:?}", ours.name(), text);
         }
     }
 }
