@@ -1,18 +1,22 @@
 //! Token counting: real BPE vocabularies compiled into the binary (`o200k_base`,
 //! `cl100k_base`) and the cheap `chars4` estimate, plus a memo of counts kept in the derived
-//! index so that a repeated brief does not build an encoder at all.
+//! index so that a repeated brief counts nothing again.
 //!
-//! Building an encoder from the embedded vocabulary costs tens to hundreds of milliseconds
-//! (spec/BRIEF.md §2), more than a whole CLI call should take. So an encoder is built at most
-//! once per process, lazily, and only when a count is not in the memo; commands that never
-//! count tokens never touch it.
+//! The counters need no build at run time. `build.rs` writes each vocabulary as a static table
+//! of its tokens' bytes in sorted order with their ranks (taken byte for byte from tiktoken-rs),
+//! and the character classes of the split patterns as a static table of code-point ranges; a
+//! count splits the text the way tiktoken's pattern does, by hand, and merges each piece by
+//! binary search in the table. The BPE merge is written here rather than taken from
+//! tiktoken-rs because the crate's encoder exists only as hash maps it builds from the
+//! vocabulary on first use (150–450 ms and about 65 MiB per process, spec/BRIEF.md §2); its
+//! split patterns are written out by hand because compiling them is itself the next cost
+//! (`o200k_base`'s, with its large Unicode classes, takes 3–19 ms, more than a whole call).
+//! tests/it/tokens_static.rs checks every count against tiktoken-rs.
 
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use tiktoken_rs::CoreBPE;
 
 use crate::workspace::Workspace;
 
@@ -48,29 +52,472 @@ impl Tokenizer {
         }
     }
 
-    /// The exact token count of `text`, special-token lookalikes counted as ordinary text.
-    /// Builds the BPE encoder on first use in this process.
+    /// The exact token count of `text`, special-token lookalikes counted as ordinary text
+    /// (tiktoken's `encode_ordinary`).
     pub fn count(self, text: &str) -> usize {
         match self {
-            Tokenizer::O200kBase => encoder(self).count_ordinary(text),
-            Tokenizer::Cl100kBase => encoder(self).count_ordinary(text),
+            Tokenizer::O200kBase => bpe_count(text, &O200K, o200k_piece),
+            Tokenizer::Cl100kBase => bpe_count(text, &CL100K, cl100k_piece),
             Tokenizer::Chars4 => text.chars().count().div_ceil(4),
         }
     }
+
+    /// The bytes of each token of `text`, in order (BPE tokenizers; empty for `chars4`): what
+    /// the tests compare with tiktoken's tokens, a stricter check than the counts.
+    #[doc(hidden)]
+    pub fn token_bytes(self, text: &str) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut push = |t: &[u8]| out.push(t.to_vec());
+        match self {
+            Tokenizer::O200kBase => bpe_tokens(text, &O200K, o200k_piece, &mut push),
+            Tokenizer::Cl100kBase => bpe_tokens(text, &CL100K, cl100k_piece, &mut push),
+            Tokenizer::Chars4 => {}
+        }
+        out
+    }
 }
 
-/// The encoder of a BPE tokenizer, built once per process.
-fn encoder(t: Tokenizer) -> &'static CoreBPE {
-    static O200K: OnceLock<CoreBPE> = OnceLock::new();
-    static CL100K: OnceLock<CoreBPE> = OnceLock::new();
-    match t {
-        Tokenizer::Cl100kBase => CL100K.get_or_init(|| {
-            tiktoken_rs::cl100k_base().expect("the embedded cl100k_base vocabulary is valid")
-        }),
-        _ => O200K.get_or_init(|| {
-            tiktoken_rs::o200k_base().expect("the embedded o200k_base vocabulary is valid")
-        }),
+/// A vocabulary as `build.rs` lays it out: `n`, `n + 1` offsets, `n` ranks, 257 first-entry
+/// indices by leading byte, then the token bytes (all integers u32 little-endian), the entries
+/// sorted by their bytes.
+struct Vocab {
+    data: &'static [u8],
+}
+
+static O200K: Vocab = Vocab {
+    data: include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.bpe")),
+};
+static CL100K: Vocab = Vocab {
+    data: include_bytes!(concat!(env!("OUT_DIR"), "/cl100k_base.bpe")),
+};
+
+impl Vocab {
+    fn word(&self, index: usize) -> usize {
+        let at = 4 * index;
+        let d = self.data;
+        u32::from_le_bytes([d[at], d[at + 1], d[at + 2], d[at + 3]]) as usize
     }
+
+    fn len(&self) -> usize {
+        self.word(0)
+    }
+
+    fn token(&self, entry: usize) -> &'static [u8] {
+        let n = self.len();
+        let base = 4 * (1 + (n + 1) + n + 257);
+        let data: &'static [u8] = self.data;
+        &data[base + self.word(1 + entry)..base + self.word(2 + entry)]
+    }
+
+    /// The rank of the token whose bytes are `piece`, if it is one.
+    fn rank(&self, piece: &[u8]) -> Option<u32> {
+        let first = *piece.first()?;
+        let n = self.len();
+        let firsts = 1 + (n + 1) + n;
+        let (mut lo, mut hi) = (
+            self.word(firsts + usize::from(first)),
+            self.word(firsts + usize::from(first) + 1),
+        );
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.token(mid).cmp(piece) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(self.word(1 + (n + 1) + mid) as u32),
+            }
+        }
+        None
+    }
+
+    fn rank_or_max(&self, piece: &[u8]) -> u32 {
+        self.rank(piece).unwrap_or(u32::MAX)
+    }
+}
+
+/// Counts the tokens of `text`: split into pieces by `piece` (the encoding's pattern), each
+/// piece one token when the vocabulary holds it whole, else merged by rank.
+fn bpe_count(text: &str, vocab: &Vocab, piece: fn(&[Ch], usize) -> usize) -> usize {
+    let mut total = 0;
+    bpe_tokens(text, vocab, piece, &mut |_| total += 1);
+    total
+}
+
+/// Hands each token of `text` to `token`, in order.
+fn bpe_tokens(
+    text: &str,
+    vocab: &Vocab,
+    piece: fn(&[Ch], usize) -> usize,
+    token: &mut impl FnMut(&[u8]),
+) {
+    let chars: Vec<Ch> = text
+        .char_indices()
+        .map(|(at, c)| Ch {
+            at,
+            c,
+            class: classes(c),
+        })
+        .collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let end = piece(&chars, i).max(i + 1);
+        let to = chars.get(end).map_or(text.len(), |c| c.at);
+        let bytes = &text.as_bytes()[chars[i].at..to];
+        if vocab.rank(bytes).is_some() {
+            token(bytes);
+        } else {
+            merge(vocab, bytes, token);
+        }
+        i = end;
+    }
+}
+
+/// Hands each token byte-pair merging makes of `piece` to `token`, with tiktoken's two merge
+/// loops: a linear scan below 100 bytes and a heap above (they agree; each is the faster
+/// there).
+fn merge(vocab: &Vocab, piece: &[u8], token: &mut impl FnMut(&[u8])) {
+    match piece.len() {
+        0 => {}
+        1 => token(piece),
+        n if n < 100 => merge_small(vocab, piece, token),
+        _ => merge_large(vocab, piece, token),
+    }
+}
+
+/// Repeatedly merges the adjacent pair whose joined bytes have the lowest rank (the leftmost
+/// of equal ranks) until no joined pair is a token.
+fn merge_small(vocab: &Vocab, piece: &[u8], token: &mut impl FnMut(&[u8])) {
+    // (start, rank of the pair starting here)
+    let mut parts: Vec<(usize, u32)> = Vec::with_capacity(piece.len() + 1);
+    let mut min = (u32::MAX, usize::MAX);
+    for i in 0..piece.len() - 1 {
+        let rank = vocab.rank_or_max(&piece[i..i + 2]);
+        if rank < min.0 {
+            min = (rank, i);
+        }
+        parts.push((i, rank));
+    }
+    parts.push((piece.len() - 1, u32::MAX));
+    parts.push((piece.len(), u32::MAX));
+    let rank_at = |parts: &Vec<(usize, u32)>, i: usize| {
+        if i + 3 < parts.len() {
+            vocab.rank_or_max(&piece[parts[i].0..parts[i + 3].0])
+        } else {
+            u32::MAX
+        }
+    };
+    while min.0 != u32::MAX {
+        let i = min.1;
+        if i > 0 {
+            parts[i - 1].1 = rank_at(&parts, i - 1);
+        }
+        parts[i].1 = rank_at(&parts, i);
+        parts.remove(i + 1);
+        min = (u32::MAX, usize::MAX);
+        for (i, &(_, rank)) in parts[..parts.len() - 1].iter().enumerate() {
+            if rank < min.0 {
+                min = (rank, i);
+            }
+        }
+    }
+    for w in parts.windows(2) {
+        token(&piece[w[0].0..w[1].0]);
+    }
+}
+
+/// The same merge as [`merge_small`] with a heap of candidate merges, for long pieces.
+fn merge_large(vocab: &Vocab, piece: &[u8], token: &mut impl FnMut(&[u8])) {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+
+    struct State {
+        prev: usize,
+        end: usize,
+        next_end: usize,
+        next_rank: u32,
+    }
+    let mut state: Vec<State> = Vec::with_capacity(piece.len());
+    state.push(State {
+        prev: usize::MAX,
+        end: 1,
+        next_end: 2,
+        next_rank: u32::MAX,
+    });
+    // Lowest rank first, then lowest start.
+    let mut heap: BinaryHeap<Reverse<(u32, usize)>> = BinaryHeap::with_capacity(piece.len());
+    for i in 0..piece.len() - 1 {
+        if let Some(rank) = vocab.rank(&piece[i..i + 2]) {
+            heap.push(Reverse((rank, i)));
+            state[i].next_rank = rank;
+        }
+        state.push(State {
+            prev: i,
+            end: i + 2,
+            next_end: i + 3,
+            next_rank: u32::MAX,
+        });
+    }
+    let potential = |state: &mut Vec<State>,
+                     heap: &mut BinaryHeap<Reverse<(u32, usize)>>,
+                     start: usize,
+                     next_end: usize| {
+        state[start].next_end = next_end;
+        state[start].next_rank = u32::MAX;
+        if next_end <= piece.len()
+            && let Some(rank) = vocab.rank(&piece[start..next_end])
+        {
+            heap.push(Reverse((rank, start)));
+            state[start].next_rank = rank;
+        }
+    };
+    while let Some(Reverse((rank, left))) = heap.pop() {
+        if rank == u32::MAX {
+            break;
+        }
+        if rank != state[left].next_rank {
+            continue;
+        }
+        let right = state[left].end;
+        let right_end = state[left].next_end;
+        let right_next_end = state[right].next_end;
+        state[left].end = right_end;
+        potential(&mut state, &mut heap, left, right_next_end);
+        if right_end < state.len() {
+            state[right_end].prev = left;
+        }
+        if left > 0 {
+            let prev = state[left].prev;
+            potential(&mut state, &mut heap, prev, right_end);
+        }
+        state[right].next_rank = u32::MAX;
+    }
+    let mut i = 0;
+    while i < state.len() {
+        token(&piece[i..state[i].end]);
+        i = state[i].end;
+    }
+}
+
+/// A character of the text being split, with its byte offset and its classes.
+#[derive(Clone, Copy)]
+struct Ch {
+    at: usize,
+    c: char,
+    class: u16,
+}
+
+// The classes of `CHAR_CLASSES`, in build.rs's bit order.
+const L: u16 = 1;
+const N: u16 = 1 << 1;
+/// `\s`: Unicode White_Space.
+const S: u16 = 1 << 2;
+const LU: u16 = 1 << 3;
+const LT: u16 = 1 << 4;
+const LM: u16 = 1 << 5;
+const LO: u16 = 1 << 6;
+const LL: u16 = 1 << 7;
+const M: u16 = 1 << 8;
+
+mod char_table {
+    include!(concat!(env!("OUT_DIR"), "/char_classes.rs"));
+}
+
+fn classes(c: char) -> u16 {
+    let c = u32::from(c);
+    if let Some(&ascii) = char_table::ASCII_CLASSES.get(c as usize) {
+        return ascii;
+    }
+    let table = &char_table::CHAR_CLASSES;
+    match table.binary_search_by(|&(lo, hi, _)| {
+        if hi < c {
+            std::cmp::Ordering::Less
+        } else if lo > c {
+            std::cmp::Ordering::Greater
+        } else {
+            std::cmp::Ordering::Equal
+        }
+    }) {
+        Ok(i) => table[i].2,
+        Err(_) => 0,
+    }
+}
+
+/// Reads a split pattern's match by hand: `chars` and the classes of each.
+struct Text<'a>(&'a [Ch]);
+
+impl Text<'_> {
+    fn class(&self, i: usize) -> u16 {
+        self.0.get(i).map_or(0, |c| c.class)
+    }
+    fn has(&self, i: usize, class: u16) -> bool {
+        self.class(i) & class != 0
+    }
+    fn char(&self, i: usize) -> Option<char> {
+        self.0.get(i).map(|c| c.c)
+    }
+    fn is(&self, i: usize, set: &[char]) -> bool {
+        self.char(i).is_some_and(|c| set.contains(&c))
+    }
+    /// The end of the run of characters in `class` from `i`.
+    fn run(&self, mut i: usize, class: u16) -> usize {
+        while self.has(i, class) {
+            i += 1;
+        }
+        i
+    }
+    /// `[^\s\p{L}\p{N}]`: a character that is none of whitespace, letter or number.
+    fn other(&self, i: usize) -> bool {
+        i < self.0.len() && !self.has(i, S | L | N)
+    }
+    fn other_run(&self, mut i: usize) -> usize {
+        while self.other(i) {
+            i += 1;
+        }
+        i
+    }
+    /// `[^\r\n\p{L}\p{N}]`: the optional character before a word.
+    fn before_word(&self, i: usize) -> bool {
+        i < self.0.len() && !self.has(i, L | N) && !self.is(i, &['\r', '\n'])
+    }
+    /// `\s*[\r\n]` and `\s*[\r\n]+` alike: up to the last line break of the whitespace run
+    /// `i..ws_end`, greedy `\s*` giving back characters until a break follows.
+    fn through_last_break(&self, i: usize, ws_end: usize) -> Option<usize> {
+        (i..ws_end)
+            .rev()
+            .find(|&k| self.is(k, &['\r', '\n']))
+            .map(|k| k + 1)
+    }
+    /// The case-insensitive contraction (`'s`, `'t`, `'re`, `'ve`, `'m`, `'ll`, `'d`) at `i`,
+    /// if any: its end. `s` matches `ſ` too under Unicode case folding.
+    fn contraction(&self, i: usize, one: &[char], two: &[[char; 2]]) -> Option<usize> {
+        if self.char(i) != Some('\'') {
+            return None;
+        }
+        let c1 = self.char(i + 1)?.to_ascii_lowercase();
+        let c1 = if c1 == 'ſ' { 's' } else { c1 };
+        if one.contains(&c1) {
+            return Some(i + 2);
+        }
+        let c2 = self.char(i + 2)?.to_ascii_lowercase();
+        two.contains(&[c1, c2]).then_some(i + 3)
+    }
+}
+
+/// The end of the `o200k_base` pattern's match at `i` (every position starts one):
+///
+/// ```text
+/// [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?
+/// |[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?
+/// |\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+/// ```
+///
+/// read with a backtracking engine's leftmost-first priorities, as fancy-regex matches it.
+fn o200k_piece(chars: &[Ch], i: usize) -> usize {
+    const UPPER: u16 = LU | LT | LM | LO | M;
+    const LOWER: u16 = LL | LM | LO | M;
+    let t = Text(chars);
+    let suffix = |end: usize| {
+        t.contraction(
+            end,
+            &['s', 't', 'm', 'd'],
+            &[['r', 'e'], ['v', 'e'], ['l', 'l']],
+        )
+        .unwrap_or(end)
+    };
+    let starts: &[usize] = if t.before_word(i) { &[i + 1, i] } else { &[i] };
+    // Upper* Lower+: greedy Upper* gives back characters until a Lower follows.
+    for &j in starts {
+        let upper_end = t.run(j, UPPER);
+        if let Some(k) = (j..=upper_end).rev().find(|&k| t.has(k, LOWER)) {
+            return suffix(t.run(k, LOWER));
+        }
+    }
+    // Upper+ Lower*.
+    for &j in starts {
+        if t.has(j, UPPER) {
+            return suffix(t.run(t.run(j, UPPER), LOWER));
+        }
+    }
+    if t.has(i, N) {
+        return t.run(i, N).min(i + 3);
+    }
+    let punct = if t.is(i, &[' ']) && t.other(i + 1) {
+        Some(i + 1)
+    } else if t.other(i) {
+        Some(i)
+    } else {
+        None
+    };
+    if let Some(j) = punct {
+        let mut end = t.other_run(j);
+        while t.is(end, &['\r', '\n', '/']) {
+            end += 1;
+        }
+        return end;
+    }
+    let ws_end = t.run(i, S);
+    if let Some(end) = t.through_last_break(i, ws_end) {
+        return end;
+    }
+    if ws_end == chars.len() || ws_end - i < 2 {
+        // `\s+(?!\S)` takes a run at the end whole; else `\s+` does.
+        return ws_end;
+    }
+    // `\s+(?!\S)` leaves the last whitespace character to the word after the run.
+    ws_end - 1
+}
+
+/// The end of the `cl100k_base` pattern's match at `i` (every position starts one):
+///
+/// ```text
+/// '(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+
+/// |\s++$|\s*[\r\n]|\s+(?!\S)|\s
+/// ```
+fn cl100k_piece(chars: &[Ch], i: usize) -> usize {
+    let t = Text(chars);
+    if let Some(end) = t.contraction(
+        i,
+        &['s', 'd', 'm', 't'],
+        &[['l', 'l'], ['v', 'e'], ['r', 'e']],
+    ) {
+        return end;
+    }
+    // The possessive prefix never gives its character back, and without it the character
+    // would have to be a letter, which it is not.
+    if t.before_word(i) {
+        if t.has(i + 1, L) {
+            return t.run(i + 1, L);
+        }
+    } else if t.has(i, L) {
+        return t.run(i, L);
+    }
+    if t.has(i, N) {
+        return t.run(i, N).min(i + 3);
+    }
+    let punct = if t.is(i, &[' ']) && t.other(i + 1) {
+        Some(i + 1)
+    } else if t.other(i) {
+        Some(i)
+    } else {
+        None
+    };
+    if let Some(j) = punct {
+        let mut end = t.other_run(j);
+        while t.is(end, &['\r', '\n']) {
+            end += 1;
+        }
+        return end;
+    }
+    let ws_end = t.run(i, S);
+    if ws_end == chars.len() {
+        return ws_end;
+    }
+    if let Some(end) = t.through_last_break(i, ws_end) {
+        return end;
+    }
+    if ws_end - i >= 2 {
+        return ws_end - 1;
+    }
+    i + 1
 }
 
 /// Names the vocabulary build in the memo's file, so a dependency upgrade that changed the

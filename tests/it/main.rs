@@ -36,6 +36,7 @@ mod store;
 mod support;
 mod team;
 mod templates;
+mod tokens_static;
 mod trust_exec;
 mod trust_misc;
 mod trust_text;
