@@ -86,6 +86,8 @@ pub fn main(args: &[String]) -> Result<(), String> {
         sections,
         out,
     };
+    // The machine is shared: the load around the run says how far to trust its figures.
+    let load_start = load_average();
     let scratch = tempfile::Builder::new()
         .prefix("dacli-bench-")
         .tempdir()
@@ -112,6 +114,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
         "date": date,
         "dacli": version(&opts.dacli),
         "machine": machine(),
+        "load_average": {"start": load_start, "end": load_average()},
         "timer": timer,
         "runs": opts.runs,
         "events_per_task": opts.events_per_task,
@@ -509,6 +512,20 @@ fn version(dacli: &Path) -> Value {
         .map_or(Value::Null, |v| v["data"].clone())
 }
 
+/// The 1-, 5- and 15-minute load averages (Linux), if readable.
+fn load_average() -> Value {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .map_or(Value::Null, |l| {
+            json!(
+                l.split_whitespace()
+                    .take(3)
+                    .filter_map(|x| x.parse::<f64>().ok())
+                    .collect::<Vec<_>>()
+            )
+        })
+}
+
 fn machine() -> Value {
     let cpus = std::thread::available_parallelism().map_or(0, usize::from);
     let model = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|c| {
@@ -770,6 +787,10 @@ fn print_table(results: &Value) {
     let Some(sizes) = results["sizes"].as_object() else {
         return;
     };
+    println!(
+        "\nload average (1, 5, 15 min): {} at the start, {} at the end",
+        results["load_average"]["start"], results["load_average"]["end"]
+    );
     let names: Vec<&String> = sizes.keys().collect();
     let any = |section: &str| {
         names
