@@ -4,12 +4,15 @@
 //! its counts through the CLI; `bench run [--sizes ...]` builds one workspace per size in a
 //! temporary directory, times the §1 figures against the `--version` floor and writes
 //! `bench/results/<date>.json`. Both take the dacli binary to measure from `--dacli PATH`
-//! (the wrappers pass the release build).
+//! (the wrappers pass the release build). `bench rss PROG ARGS...` runs one command and prints
+//! its exit code and peak resident set size; `run` measures memory through it.
 
 // A harness spawns processes, writes files and reads the clock: that is its whole job.
 #![allow(clippy::disallowed_methods)]
 
+mod mixed;
 mod mkws;
+mod rss;
 mod run;
 
 use std::path::PathBuf;
@@ -20,6 +23,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("mkws") => mkws_main(&args[1..]),
         Some("run") => run::main(&args[1..]),
+        Some("rss") => rss::main(&args[1..]),
         _ => Err(USAGE.to_string()),
     };
     match result {
@@ -31,7 +35,7 @@ fn main() -> ExitCode {
     }
 }
 
-const USAGE: &str = "usage: bench mkws [--dacli PATH] [--events E] N DIR | bench run [--dacli PATH] [--sizes 100,1000,10000] [--events-per-task K] [--runs R] [--mcp-calls C] [--out FILE]";
+const USAGE: &str = "usage: bench mkws [--dacli PATH] [--events E] N DIR | bench run [--dacli PATH] [--sizes 100,1000,10000] [--events E | --events-per-task K] [--runs R] [--sections cli,mcp,mixed,cold] [--mcp-calls C] [--out FILE] | bench rss PROG [ARGS...]";
 
 /// The value after flag `name`, removed from `args`.
 fn take_flag(args: &mut Vec<String>, name: &str) -> Option<String> {

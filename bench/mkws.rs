@@ -735,7 +735,8 @@ fn verify(dacli: &Path, dir: &Path, want: &Counts) -> Result<(), String> {
     let c = &status["projects"][0]["counts"];
     let n = |v: &Value| v.as_u64().unwrap_or(u64::MAX) as usize;
     let notes = run(&["note", "list", "--limit", "1"])?;
-    let events = run(&["events", "list", "--limit", "100000"])?;
+    let limit = (want.events + 1).to_string();
+    let events = run(&["events", "list", "--limit", &limit])?;
     let got = Counts {
         open: n(&c["open"]),
         active: n(&c["active"]),
