@@ -68,7 +68,9 @@ pub fn format_of<T: Extract>() -> String {
 /// kind covers one whole scanned set (the tasks of one project, the notes, the event log).
 pub struct FileCache<T> {
     kind: String,
-    old: HashMap<String, DirRows>,
+    old: Arc<HashMap<String, DirRows>>,
+    /// The directories of `old` scanned so far.
+    seen: std::collections::HashSet<String>,
     updates: Vec<DirUpdate>,
     /// Each directory scanned: its path, its stamp before it was looked at, the names it was
     /// found to hold, and whether it was served from settled rows without listing it.
@@ -85,6 +87,7 @@ impl<T: Extract> FileCache<T> {
         let kind = format!("{name}@{}", format_of::<T>());
         FileCache {
             old: ws.index.load(&kind),
+            seen: std::collections::HashSet::new(),
             kind,
             updates: Vec::new(),
             scanned: Vec::new(),
@@ -109,7 +112,10 @@ impl<T: Extract> FileCache<T> {
         mut parse: impl FnMut(&str, &Path, Option<Stamp>, &Document, &[u8]) -> Result<T, Problem>,
     ) -> Result<Vec<Arc<T>>, Error> {
         let key = key_of(ws, dir);
-        let old = self.old.remove(&key).unwrap_or_default();
+        self.seen.insert(key.clone());
+        let rows_of = Arc::clone(&self.old);
+        let empty = DirRows::default();
+        let old = rows_of.get(&key).unwrap_or(&empty);
         let mut stamp = Stamp::of_dir(dir);
         let trusted_dir = stamp.is_some()
             && old
@@ -259,7 +265,7 @@ impl<T: Extract> FileCache<T> {
     /// workspace must still be readable.
     pub fn save(mut self, ws: &Workspace) {
         // Directories indexed before but not scanned now are gone from the set.
-        for dir in self.old.keys() {
+        for dir in self.old.keys().filter(|d| !self.seen.contains(*d)) {
             self.updates.push(DirUpdate {
                 dir: dir.clone(),
                 stamp: None,

@@ -16,6 +16,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, params};
@@ -67,6 +68,10 @@ pub struct Index {
     dev: Option<u64>,
     conn: RefCell<Option<Option<Connection>>>,
     clock_ns: Cell<Option<Option<i128>>>,
+    /// The rows of each kind this call has read, until it records that kind: a command
+    /// lists a project's tasks several times (to resolve, to fold, to show), and every
+    /// row is validated against its file where it is served anyway.
+    loaded: RefCell<HashMap<String, Arc<HashMap<String, DirRows>>>>,
     /// Off for a call that must not touch the cache (tests of a cold read).
     enabled: bool,
 }
@@ -86,6 +91,7 @@ impl Index {
             dev: device(dir),
             conn: RefCell::new(None),
             clock_ns: Cell::new(None),
+            loaded: RefCell::new(HashMap::new()),
             enabled,
         }
     }
@@ -135,7 +141,18 @@ impl Index {
     }
 
     /// Every row of `kind`, by directory. Empty when the index is unusable.
-    pub fn load(&self, kind: &str) -> HashMap<String, DirRows> {
+    pub fn load(&self, kind: &str) -> Arc<HashMap<String, DirRows>> {
+        if let Some(rows) = self.loaded.borrow().get(kind) {
+            return Arc::clone(rows);
+        }
+        let rows = Arc::new(self.query(kind));
+        self.loaded
+            .borrow_mut()
+            .insert(kind.to_string(), Arc::clone(&rows));
+        rows
+    }
+
+    fn query(&self, kind: &str) -> HashMap<String, DirRows> {
         self.with(|c| {
             let mut out: HashMap<String, DirRows> = HashMap::new();
             let mut dirs = c.prepare_cached(
@@ -206,6 +223,7 @@ impl Index {
     /// Applies `updates` to the rows of `kind` in one transaction. Best effort: a busy or
     /// read-only index records nothing, which costs the next call a parse.
     pub fn store(&self, kind: &str, updates: &[DirUpdate]) {
+        self.loaded.borrow_mut().remove(kind);
         self.with(|c| {
             c.execute_batch("BEGIN IMMEDIATE")?;
             match write_dirs(c, kind, updates) {
