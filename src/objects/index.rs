@@ -138,7 +138,14 @@ impl<T: Extract> FileCache<T> {
             names
         };
         let paths: Vec<PathBuf> = names.iter().map(|n| dir.join(n)).collect();
-        let stamps = stamp_all(&paths);
+        // In two threads for a directory of thousands, where the `lstat`s are most of a
+        // warm read. Not through a directory that is no real directory now: its files are
+        // read, and the read enforces where files may be.
+        let stamps = if stamp.is_some() {
+            crate::store::stamp::of_all(dir, &names, if names.len() >= 512 { 2 } else { 1 })
+        } else {
+            paths.iter().map(|p| Stamp::of(p)).collect()
+        };
         // Not when it is no real directory now (a symlink, perhaps leading out of `.dacli/`):
         // every file is then read, and the read enforces where files may be.
         let rows: HashMap<&str, &FileRow> = old
@@ -286,25 +293,6 @@ fn decode<T: Extract>(bytes: &[u8]) -> Option<T> {
     let mut input = Input::new(buf.as_bytes());
     let value = T::decode(&buf, &mut input)?;
     input.at_end().then_some(value)
-}
-
-/// The stamps of `paths`, in order; in two threads for a directory of thousands, where the
-/// `lstat`s are most of a warm read.
-fn stamp_all(paths: &[PathBuf]) -> Vec<Option<Stamp>> {
-    const SPLIT_AT: usize = 512;
-    if paths.len() < SPLIT_AT {
-        return paths.iter().map(|p| Stamp::of(p)).collect();
-    }
-    let (a, b) = paths.split_at(paths.len() / 2);
-    std::thread::scope(|s| {
-        let other = s.spawn(|| b.iter().map(|p| Stamp::of(p)).collect::<Vec<_>>());
-        let mut out: Vec<Option<Stamp>> = a.iter().map(|p| Stamp::of(p)).collect();
-        match other.join() {
-            Ok(rest) => out.extend(rest),
-            Err(_) => out.extend(b.iter().map(|p| Stamp::of(p))),
-        }
-        out
-    })
 }
 
 /// Reads and parses one file into an extract; a bad file becomes a warning and `None`.

@@ -11,7 +11,7 @@ mod error;
 mod fs;
 pub mod index;
 mod lock;
-mod stamp;
+pub mod stamp;
 
 pub use canon::{canonicalize, is_canonical, noncanonical_reasons};
 pub use doc::{Document, TomlRecord};

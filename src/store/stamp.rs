@@ -113,3 +113,62 @@ impl Stamp {
         })
     }
 }
+
+/// The stamps of the files `names` of directory `dir`, in order (`None` for one that is
+/// absent or no regular file), in `threads` threads. On Linux each is an `fstatat` relative to
+/// the directory, which skips walking the directory's path again for every file: at ten
+/// thousand tasks those walks were a third of a warm read.
+pub fn of_all(dir: &Path, names: &[String], threads: usize) -> Vec<Option<Stamp>> {
+    let chunk = names.len().div_ceil(threads.max(1)).max(1);
+    let stat_chunk = |part: &[String]| -> Vec<Option<Stamp>> { in_dir(dir, part) };
+    if threads <= 1 || names.len() <= chunk {
+        return stat_chunk(names);
+    }
+    std::thread::scope(|s| {
+        let parts: Vec<_> = names
+            .chunks(chunk)
+            .map(|part| s.spawn(move || stat_chunk(part)))
+            .collect();
+        let mut out = Vec::with_capacity(names.len());
+        for (part, handle) in names.chunks(chunk).zip(parts) {
+            match handle.join() {
+                Ok(found) => out.extend(found),
+                Err(_) => out.extend(part.iter().map(|_| None)),
+            }
+        }
+        out
+    })
+}
+
+#[cfg(target_os = "linux")]
+fn in_dir(dir: &Path, names: &[String]) -> Vec<Option<Stamp>> {
+    use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+    let Ok(fd) = rustix::fs::open(
+        dir,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+        Mode::empty(),
+    ) else {
+        return names.iter().map(|n| Stamp::of(&dir.join(n))).collect();
+    };
+    let ns = |s: i128, n: i128| s * 1_000_000_000 + n;
+    names
+        .iter()
+        .map(|name| {
+            let st = rustix::fs::statat(&fd, name.as_str(), AtFlags::SYMLINK_NOFOLLOW).ok()?;
+            if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+                return None;
+            }
+            Some(Stamp {
+                size: u64::try_from(st.st_size).ok()?,
+                mtime_ns: ns(i128::from(st.st_mtime), i128::from(st.st_mtime_nsec)),
+                ctime_ns: ns(i128::from(st.st_ctime), i128::from(st.st_ctime_nsec)),
+                ino: st.st_ino,
+            })
+        })
+        .collect()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn in_dir(dir: &Path, names: &[String]) -> Vec<Option<Stamp>> {
+    names.iter().map(|n| Stamp::of(&dir.join(n))).collect()
+}
