@@ -137,27 +137,25 @@ impl<T: Extract> FileCache<T> {
             });
             names
         };
-        let paths: Vec<PathBuf> = names.iter().map(|n| dir.join(n)).collect();
-        // In two threads for a directory of thousands, where the `lstat`s are most of a
-        // warm read. Not through a directory that is no real directory now: its files are
-        // read, and the read enforces where files may be.
-        let stamps = if stamp.is_some() {
-            crate::store::stamp::of_all(dir, &names, if names.len() >= 512 { 2 } else { 1 })
+        // Not through a directory that is no real directory now (a symlink, perhaps leading
+        // out of `.dacli/`): no row is served, every file is read, and the read enforces
+        // where files may be. In two threads for a directory of thousands, where the
+        // `lstat`s are most of a warm read.
+        let (stamps, rows): (Vec<Option<Stamp>>, HashMap<&str, &FileRow>) = if stamp.is_some() {
+            (
+                crate::store::stamp::of_all(dir, &names, if names.len() >= 512 { 2 } else { 1 }),
+                old.files.iter().map(|f| (f.name.as_str(), f)).collect(),
+            )
         } else {
-            paths.iter().map(|p| Stamp::of(p)).collect()
+            (
+                names.iter().map(|n| Stamp::of(&dir.join(n))).collect(),
+                HashMap::new(),
+            )
         };
-        // Not when it is no real directory now (a symlink, perhaps leading out of `.dacli/`):
-        // every file is then read, and the read enforces where files may be.
-        let rows: HashMap<&str, &FileRow> = old
-            .files
-            .iter()
-            .filter(|_| stamp.is_some())
-            .map(|f| (f.name.as_str(), f))
-            .collect();
         let mut upsert = Vec::new();
         let mut out = Vec::with_capacity(names.len());
-        let mut kept: Vec<String> = Vec::with_capacity(names.len());
-        for ((name, path), file_stamp) in names.iter().zip(&paths).zip(stamps) {
+        let mut vanished: Vec<&str> = Vec::new();
+        for (name, file_stamp) in names.iter().zip(stamps) {
             let row = rows.get(name.as_str());
             if let (Some(row), Some(s)) = (row, file_stamp)
                 && row.settled
@@ -166,19 +164,20 @@ impl<T: Extract> FileCache<T> {
                 && let Some(value) = decode::<T>(&row.extract)
             {
                 out.push(Arc::new(value));
-                kept.push(name.clone());
                 continue;
             }
             // Read: the stamp recorded with the bytes is taken after the clock, before them.
             let clock = ws.index.clock_ns();
-            let file_stamp = Stamp::of(path);
-            let value = match extract(ws, path, warnings, |doc, bytes| {
-                parse(name, path, file_stamp, doc, bytes)
+            let path = dir.join(name);
+            let file_stamp = Stamp::of(&path);
+            let value = match extract(ws, &path, warnings, |doc, bytes| {
+                parse(name, &path, file_stamp, doc, bytes)
             }) {
                 // Listed, then moved or removed by a writer before it was read: not an error
                 // of the workspace; the caller decides whether to look again.
                 Err(e) if e.is_vanished() => {
                     self.vanished = true;
+                    vanished.push(name);
                     continue;
                 }
                 other => other?,
@@ -203,16 +202,24 @@ impl<T: Extract> FileCache<T> {
                     extract: extract_bytes,
                 });
             }
-            kept.push(name.clone());
             if let Some(v) = value {
                 out.push(Arc::new(v));
             }
         }
-        let kept: std::collections::HashSet<&str> = kept.iter().map(String::as_str).collect();
+        // Rows of names the directory no longer holds, or whose file vanished meanwhile. A
+        // directory served from its rows holds exactly their names.
+        let listed: std::collections::HashSet<&str> = if trusted_dir {
+            std::collections::HashSet::new()
+        } else {
+            names.iter().map(String::as_str).collect()
+        };
         let remove: Vec<String> = old
             .files
             .iter()
-            .filter(|f| !kept.contains(f.name.as_str()))
+            .filter(|f| {
+                (!trusted_dir && !listed.contains(f.name.as_str()))
+                    || vanished.contains(&f.name.as_str())
+            })
             .map(|f| f.name.clone())
             .collect();
         if !upsert.is_empty() || !remove.is_empty() {

@@ -23,20 +23,6 @@ pub struct Item<'a> {
 }
 
 impl<'a> Item<'a> {
-    /// The status folder the file is in.
-    pub fn folder(&self) -> &'a str {
-        self.entry.folder()
-    }
-
-    pub fn assignee(&self) -> Option<&'a str> {
-        self.entry.assignee()
-    }
-
-    /// A hash of the id ([`id_hash`]).
-    pub fn id_hash(&self) -> u32 {
-        id_hash(self.entry.id())
-    }
-
     pub fn entry(&self) -> Option<Arc<TaskEntry>> {
         Some(Arc::clone(self.entry))
     }
@@ -76,11 +62,6 @@ impl ProjectTasks {
     /// The entries at positions `ats`, in that order.
     pub fn entries(&self, ats: &[usize]) -> Option<Vec<Arc<TaskEntry>>> {
         ats.iter().map(|&at| self.0.get(at).cloned()).collect()
-    }
-
-    /// Every task.
-    pub fn all(&self, _ws: &Workspace) -> Result<Vec<Arc<TaskEntry>>, Error> {
-        Ok(self.0.clone())
     }
 
     /// The entries whose number, folder and assignee `keep` accepts, in listing order.
