@@ -21,9 +21,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::codec::{
-    Buf, Extent, Input, Output, Record, RecordBuilder, buf_of, offset_at, offset_width,
-};
+use super::codec::{Buf, Extent, Input, Output, Record, RecordBuilder, offset_at, offset_width};
 
 use crate::model::task::{TaskHead, parse_task_filename};
 use crate::model::taskdoc::strip_wikilink;
@@ -141,22 +139,30 @@ impl<T: Extract> FileCache<T> {
         // out of `.dacli/`): no row is served, every file is read, and the read enforces
         // where files may be. In two threads for a directory of thousands, where the
         // `lstat`s are most of a warm read.
-        let (stamps, rows): (Vec<Option<Stamp>>, HashMap<&str, &FileRow>) = if stamp.is_some() {
+        let (stamps, rows): (Vec<Option<Stamp>>, &[FileRow]) = if stamp.is_some() {
             (
                 crate::store::stamp::of_all(dir, &names, if names.len() >= 512 { 2 } else { 1 }),
-                old.files.iter().map(|f| (f.name.as_str(), f)).collect(),
+                &old.files,
             )
         } else {
-            (
-                names.iter().map(|n| Stamp::of(&dir.join(n))).collect(),
-                HashMap::new(),
-            )
+            (names.iter().map(|n| Stamp::of(&dir.join(n))).collect(), &[])
+        };
+        // Rows are in name order, and so (almost always) are the names: the row after the
+        // last one found is tried before a binary search.
+        let mut next_row = 0;
+        let mut row_of = |name: &str| -> Option<&FileRow> {
+            let at = match rows.get(next_row) {
+                Some(r) if r.name == name => next_row,
+                _ => rows.binary_search_by(|r| r.name.as_str().cmp(name)).ok()?,
+            };
+            next_row = at + 1;
+            rows.get(at)
         };
         let mut upsert = Vec::new();
         let mut out = Vec::with_capacity(names.len());
         let mut vanished: Vec<&str> = Vec::new();
         for (name, file_stamp) in names.iter().zip(stamps) {
-            let row = rows.get(name.as_str());
+            let row = row_of(name);
             if let (Some(row), Some(s)) = (row, file_stamp)
                 && row.settled
                 && row.stamp == s
@@ -185,21 +191,27 @@ impl<T: Extract> FileCache<T> {
             let settled = file_stamp
                 .zip(clock)
                 .is_some_and(|(s, c)| s.settled_before(c));
-            let extract_bytes = value.as_ref().map_or_else(Vec::new, |v| {
+            // The codec writes UTF-8 only; bytes that were not would be no row to keep.
+            let Some(extract_text) = value.as_ref().map_or(Some(String::new()), |v| {
                 let mut o = Output::default();
                 v.encode(&mut o);
-                o.0
-            });
+                String::from_utf8(o.0).ok()
+            }) else {
+                if let Some(v) = value {
+                    out.push(Arc::new(v));
+                }
+                continue;
+            };
             if let Some(s) = file_stamp
                 && !(row.is_some_and(|r| {
-                    r.stamp == s && r.settled == settled && r.extract == extract_bytes
+                    r.stamp == s && r.settled == settled && *r.extract == extract_text
                 }))
             {
                 upsert.push(FileRow {
                     name: name.clone(),
                     stamp: s,
                     settled,
-                    extract: extract_bytes,
+                    extract: Arc::new(extract_text),
                 });
             }
             if let Some(v) = value {
@@ -295,10 +307,9 @@ impl<T: Extract> FileCache<T> {
 }
 
 /// A row's bytes decoded; `None` for bytes this layout did not write.
-fn decode<T: Extract>(bytes: &[u8]) -> Option<T> {
-    let buf = buf_of(bytes.to_vec())?;
+fn decode<T: Extract>(buf: &Buf) -> Option<T> {
     let mut input = Input::new(buf.as_bytes());
-    let value = T::decode(&buf, &mut input)?;
+    let value = T::decode(buf, &mut input)?;
     input.at_end().then_some(value)
 }
 
@@ -1136,11 +1147,17 @@ mod tests {
         out.0
     }
 
+    /// Bytes as the index hands them over: UTF-8 text, or no row at all.
+    fn decode_bytes<T: Extract>(bytes: &[u8]) -> Option<T> {
+        let text = String::from_utf8(bytes.to_vec()).ok()?;
+        decode::<T>(&Arc::new(text))
+    }
+
     #[test]
     fn a_row_reads_back_what_was_written() {
         for n in 0..12 {
             let bytes = row_of(&TaskEntry::new(&fields(n)));
-            let read = decode::<TaskEntry>(&bytes).expect("decodes");
+            let read = decode_bytes::<TaskEntry>(&bytes).expect("decodes");
             assert_eq!(read.fields(), fields(n), "task {n}");
         }
     }
@@ -1152,10 +1169,10 @@ mod tests {
         assert_ne!(format_of::<NoteEntry>(), format_of::<TaskEntry>());
         let bytes = row_of(&TaskEntry::new(&fields(7)));
         for cut in 0..bytes.len() {
-            assert!(decode::<TaskEntry>(&bytes[..cut]).is_none(), "cut at {cut}");
+            assert!(decode_bytes::<TaskEntry>(&bytes[..cut]).is_none(), "cut at {cut}");
         }
         let mut longer = bytes.clone();
         longer.push(0);
-        assert!(decode::<TaskEntry>(&longer).is_none());
+        assert!(decode_bytes::<TaskEntry>(&longer).is_none());
     }
 }

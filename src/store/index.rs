@@ -25,7 +25,7 @@ use super::Stamp;
 
 /// The schema's version (`PRAGMA user_version`); a database of another version is dropped
 /// and rebuilt.
-const SCHEMA: i64 = 3;
+const SCHEMA: i64 = 4;
 
 /// How long a write waits for another process's write transaction before giving up on
 /// recording (reads never wait: WAL readers see the last commit).
@@ -33,12 +33,16 @@ const BUSY: Duration = Duration::from_millis(200);
 
 /// One indexed file of a directory: its name, its stamp when its bytes were read, whether
 /// that stamp was settled, and its extract.
+///
+/// An extract is UTF-8 text (the codec of `objects` writes nothing else), held shared so a
+/// decoded value can borrow it without copying; a stored row whose bytes are not UTF-8 is no
+/// row.
 #[derive(Debug, Clone)]
 pub struct FileRow {
     pub name: String,
     pub stamp: Stamp,
     pub settled: bool,
-    pub extract: Vec<u8>,
+    pub extract: Arc<String>,
 }
 
 /// One indexed directory: its stamp when listed, whether settled, and its files by name.
@@ -156,64 +160,66 @@ impl Index {
         self.with(|c| {
             let mut out: HashMap<String, DirRows> = HashMap::new();
             let mut dirs = c.prepare_cached(
-                "SELECT dir, size, mtime, ctime, ino, settled, names, sum FROM dirs WHERE kind = ?1",
+                "SELECT id, dir, size, mtime, ctime, ino, settled, names, sum FROM dirs WHERE kind = ?1",
             )?;
-            let rows = dirs.query_map(params![kind], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    [r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?],
-                    r.get::<_, bool>(5)?,
-                    r.get::<_, i64>(6)?,
-                    r.get::<_, i64>(7)?,
-                ))
-            })?;
-            let mut names_of: HashMap<String, i64> = HashMap::new();
-            for row in rows {
-                let (dir, ints, settled, names, sum) = row?;
+            let found = dirs
+                .query_map(params![kind], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, String>(1)?,
+                        [r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?],
+                        r.get::<_, bool>(6)?,
+                        r.get::<_, i64>(7)?,
+                        r.get::<_, i64>(8)?,
+                    ))
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            // In primary-key order, which is name order: callers find a name by binary search.
+            let mut files = c.prepare_cached(
+                "SELECT name, size, mtime, ctime, ino, settled, extract, sum FROM files \
+                 WHERE dir_id = ?1 ORDER BY name",
+            )?;
+            for (id, dir, ints, settled, names, sum) in found {
                 if sum != checksum(&dir, "", ints, settled, &names.to_le_bytes()) {
                     continue;
                 }
-                if let Some(stamp) = Stamp::from_ints(ints) {
-                    names_of.insert(dir.clone(), names);
-                    out.entry(dir).or_default().stamp = Some((stamp, settled));
-                }
-            }
-            let mut files = c.prepare_cached(
-                "SELECT dir, name, size, mtime, ctime, ino, settled, extract, sum FROM files \
-                 WHERE kind = ?1 ORDER BY dir, name",
-            )?;
-            let rows = files.query_map(params![kind], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    [r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?],
-                    r.get::<_, bool>(6)?,
-                    r.get::<_, Vec<u8>>(7)?,
-                    r.get::<_, i64>(8)?,
-                ))
-            })?;
-            for row in rows {
-                let (dir, name, ints, settled, extract, sum) = row?;
-                // A row damaged on disk (SQLite checks its pages' structure, not their
-                // bytes) is no row: its file is read again.
-                if sum != checksum(&dir, &name, ints, settled, &extract) {
+                let Some(stamp) = Stamp::from_ints(ints) else {
                     continue;
-                }
-                if let Some(stamp) = Stamp::from_ints(ints) {
-                    out.entry(dir).or_default().files.push(FileRow {
-                        name,
+                };
+                let mut rows = DirRows {
+                    stamp: Some((stamp, settled)),
+                    files: Vec::new(),
+                };
+                let mut q = files.query(params![id])?;
+                while let Some(r) = q.next()? {
+                    let name = r.get_ref(0)?.as_str()?;
+                    let ints = [r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?];
+                    let settled: bool = r.get(5)?;
+                    let extract = r.get_ref(6)?.as_blob()?;
+                    let sum: i64 = r.get(7)?;
+                    // A row damaged on disk (SQLite checks its pages' structure, not their
+                    // bytes) is no row: its file is read again.
+                    if sum != checksum(&dir, name, ints, settled, extract) {
+                        continue;
+                    }
+                    let (Some(stamp), Ok(extract)) =
+                        (Stamp::from_ints(ints), std::str::from_utf8(extract))
+                    else {
+                        continue;
+                    };
+                    rows.files.push(FileRow {
+                        name: name.to_string(),
                         stamp,
                         settled,
-                        extract,
+                        extract: Arc::new(extract.to_string()),
                     });
                 }
-            }
-            // A directory's names are its file rows': when they are not all there (a row
-            // dropped above), the directory is listed again.
-            for (dir, rows) in out.iter_mut() {
-                if names_of.get(dir) != Some(&names_sum(rows.files.iter().map(|f| f.name.as_str()))) {
+                // A directory's names are its file rows': when they are not all there (a row
+                // dropped above), the directory is listed again.
+                if names != names_sum(rows.files.iter().map(|f| f.name.as_str())) {
                     rows.stamp = None;
                 }
+                out.insert(dir, rows);
             }
             Ok(out)
         })
@@ -329,21 +335,24 @@ fn open(path: &Path) -> rusqlite::Result<Connection> {
     conn.busy_timeout(BUSY)?;
     // The index is derived: a crash may lose its last transactions (never tear one), which
     // the next call rebuilds from the files; so no fsync.
-    conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF;")?;
+    // Pages are read through a mapping of the file rather than copied out by `pread`.
+    conn.execute_batch(
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF; PRAGMA mmap_size = 268435456;",
+    )?;
     let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     if version != SCHEMA {
         conn.execute_batch(&format!(
             "BEGIN IMMEDIATE;
              DROP TABLE IF EXISTS dirs;
              DROP TABLE IF EXISTS files;
-             CREATE TABLE dirs(kind TEXT NOT NULL, dir TEXT NOT NULL,
+             CREATE TABLE dirs(id INTEGER PRIMARY KEY, kind TEXT NOT NULL, dir TEXT NOT NULL,
                  size INTEGER NOT NULL, mtime INTEGER NOT NULL, ctime INTEGER NOT NULL,
                  ino INTEGER NOT NULL, settled INTEGER NOT NULL, names INTEGER NOT NULL,
-                 sum INTEGER NOT NULL, PRIMARY KEY (kind, dir)) WITHOUT ROWID;
-             CREATE TABLE files(kind TEXT NOT NULL, dir TEXT NOT NULL, name TEXT NOT NULL,
+                 sum INTEGER NOT NULL, UNIQUE (kind, dir));
+             CREATE TABLE files(dir_id INTEGER NOT NULL, name TEXT NOT NULL,
                  size INTEGER NOT NULL, mtime INTEGER NOT NULL, ctime INTEGER NOT NULL,
                  ino INTEGER NOT NULL, settled INTEGER NOT NULL, extract BLOB NOT NULL,
-                 sum INTEGER NOT NULL, PRIMARY KEY (kind, dir, name)) WITHOUT ROWID;
+                 sum INTEGER NOT NULL, PRIMARY KEY (dir_id, name)) WITHOUT ROWID;
              PRAGMA user_version = {SCHEMA};
              COMMIT;"
         ))?;
@@ -352,50 +361,64 @@ fn open(path: &Path) -> rusqlite::Result<Connection> {
 }
 
 fn write_dirs(c: &Connection, kind: &str, updates: &[DirUpdate]) -> rusqlite::Result<()> {
+    // The directory's row is made (or its stamp set) first, for its id; its names' checksum
+    // is set last, over the file rows as the update leaves them.
     let mut put_dir = c.prepare_cached(
-        "INSERT OR REPLACE INTO dirs(kind, dir, size, mtime, ctime, ino, settled, names, sum) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        "INSERT INTO dirs(kind, dir, size, mtime, ctime, ino, settled, names, sum) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, 0) \
+         ON CONFLICT (kind, dir) DO UPDATE SET size = excluded.size, mtime = excluded.mtime, \
+         ctime = excluded.ctime, ino = excluded.ino, settled = excluded.settled RETURNING id",
     )?;
-    let mut del_dir = c.prepare_cached("DELETE FROM dirs WHERE kind = ?1 AND dir = ?2")?;
-    let mut del_files = c.prepare_cached("DELETE FROM files WHERE kind = ?1 AND dir = ?2")?;
+    let mut set_sum = c.prepare_cached("UPDATE dirs SET names = ?2, sum = ?3 WHERE id = ?1")?;
+    let mut del_dir =
+        c.prepare_cached("DELETE FROM dirs WHERE kind = ?1 AND dir = ?2 RETURNING id")?;
+    let mut del_files = c.prepare_cached("DELETE FROM files WHERE dir_id = ?1")?;
     let mut names_in =
-        c.prepare_cached("SELECT name FROM files WHERE kind = ?1 AND dir = ?2 ORDER BY name")?;
-    let mut del =
-        c.prepare_cached("DELETE FROM files WHERE kind = ?1 AND dir = ?2 AND name = ?3")?;
+        c.prepare_cached("SELECT name FROM files WHERE dir_id = ?1 ORDER BY name")?;
+    let mut del = c.prepare_cached("DELETE FROM files WHERE dir_id = ?1 AND name = ?2")?;
     let mut put = c.prepare_cached(
-        "INSERT OR REPLACE INTO files(kind, dir, name, size, mtime, ctime, ino, settled, extract, sum) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        "INSERT OR REPLACE INTO files(dir_id, name, size, mtime, ctime, ino, settled, extract, sum) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )?;
     for u in updates {
         let Some(([size, mtime, ctime, ino], settled)) = u
             .stamp
             .and_then(|(s, settled)| Some((s.to_ints()?, settled)))
         else {
-            del_dir.execute(params![kind, u.dir])?;
-            del_files.execute(params![kind, u.dir])?;
+            let ids: Vec<i64> = del_dir
+                .query_map(params![kind, u.dir], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            for id in ids {
+                del_files.execute(params![id])?;
+            }
             continue;
         };
+        let id: i64 = put_dir.query_row(
+            params![kind, u.dir, size, mtime, ctime, ino, settled],
+            |r| r.get(0),
+        )?;
         for name in &u.remove {
-            del.execute(params![kind, u.dir, name])?;
+            del.execute(params![id, name])?;
         }
         for f in &u.upsert {
             let Some([size, mtime, ctime, ino]) = f.stamp.to_ints() else {
-                del.execute(params![kind, u.dir, f.name])?;
+                del.execute(params![id, f.name])?;
                 continue;
             };
+            let extract = f.extract.as_bytes();
             let sum = checksum(
                 &u.dir,
                 &f.name,
                 [size, mtime, ctime, ino],
                 f.settled,
-                &f.extract,
+                extract,
             );
             put.execute(params![
-                kind, u.dir, f.name, size, mtime, ctime, ino, f.settled, f.extract, sum
+                id, f.name, size, mtime, ctime, ino, f.settled, extract, sum
             ])?;
         }
         let names: Vec<String> = names_in
-            .query_map(params![kind, u.dir], |r| r.get(0))?
+            .query_map(params![id], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
         let names = names_sum(names.iter().map(String::as_str));
         let sum = checksum(
@@ -405,9 +428,7 @@ fn write_dirs(c: &Connection, kind: &str, updates: &[DirUpdate]) -> rusqlite::Re
             settled,
             &names.to_le_bytes(),
         );
-        put_dir.execute(params![
-            kind, u.dir, size, mtime, ctime, ino, settled, names, sum
-        ])?;
+        set_sum.execute(params![id, names, sum])?;
     }
     Ok(())
 }
