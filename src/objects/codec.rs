@@ -210,6 +210,16 @@ impl<'a> Input<'a> {
         Input { buf, pos: 0 }
     }
 
+    /// The bytes `range` of `buf`, read at their offsets in `buf` (so extents decoded from
+    /// them point into `buf`); `None` when `range` is not inside it.
+    pub fn within(buf: &'a [u8], range: std::ops::Range<usize>) -> Option<Input<'a>> {
+        let buf = buf.get(..range.end)?;
+        (range.start <= range.end).then_some(Input {
+            buf,
+            pos: range.start,
+        })
+    }
+
     /// The offset of the next byte to read.
     pub fn pos(&self) -> usize {
         self.pos

@@ -25,7 +25,7 @@ use super::codec::{Buf, Extent, Input, Output, Record, RecordBuilder, offset_at,
 
 use crate::model::task::{TaskHead, parse_task_filename};
 use crate::model::taskdoc::strip_wikilink;
-use crate::store::index::{DirRows, DirUpdate, FileRow};
+use crate::store::index::{DirRows, DirUpdate, FileRow, Row};
 use crate::store::{Document, Problem, Reason, TEMP_PREFIX};
 use crate::workspace::{STATUS_FOLDERS, Workspace};
 
@@ -120,7 +120,7 @@ impl<T: Extract> FileCache<T> {
                 .stamp
                 .is_some_and(|(s, settled)| settled && Some(s) == stamp);
         let names: Vec<String> = if trusted_dir {
-            old.files.iter().map(|f| f.name.clone()).collect()
+            old.files.iter().map(|f| old.name(f).to_string()).collect()
         } else {
             // Listed again: the stamp that describes the listing is taken after the clock.
             let clock = ws.index.clock_ns();
@@ -139,7 +139,7 @@ impl<T: Extract> FileCache<T> {
         // out of `.dacli/`): no row is served, every file is read, and the read enforces
         // where files may be. In two threads for a directory of thousands, where the
         // `lstat`s are most of a warm read.
-        let (stamps, rows): (Vec<Option<Stamp>>, &[FileRow]) = if stamp.is_some() {
+        let (stamps, rows): (Vec<Option<Stamp>>, &[Row]) = if stamp.is_some() {
             (
                 crate::store::stamp::of_all(dir, &names, if names.len() >= 512 { 2 } else { 1 }),
                 &old.files,
@@ -150,10 +150,10 @@ impl<T: Extract> FileCache<T> {
         // Rows are in name order, and so (almost always) are the names: the row after the
         // last one found is tried before a binary search.
         let mut next_row = 0;
-        let mut row_of = |name: &str| -> Option<&FileRow> {
+        let mut row_of = |name: &str| -> Option<&Row> {
             let at = match rows.get(next_row) {
-                Some(r) if r.name == name => next_row,
-                _ => rows.binary_search_by(|r| r.name.as_str().cmp(name)).ok()?,
+                Some(r) if old.name(r) == name => next_row,
+                _ => rows.binary_search_by(|r| old.name(r).cmp(name)).ok()?,
             };
             next_row = at + 1;
             rows.get(at)
@@ -166,8 +166,8 @@ impl<T: Extract> FileCache<T> {
             if let (Some(row), Some(s)) = (row, file_stamp)
                 && row.settled
                 && row.stamp == s
-                && !row.extract.is_empty()
-                && let Some(value) = decode::<T>(&row.extract)
+                && !old.extract(row).is_empty()
+                && let Some(value) = decode::<T>(&old.text, old.extract_range(row))
             {
                 out.push(Arc::new(value));
                 continue;
@@ -204,7 +204,7 @@ impl<T: Extract> FileCache<T> {
             };
             if let Some(s) = file_stamp
                 && !(row.is_some_and(|r| {
-                    r.stamp == s && r.settled == settled && *r.extract == extract_text
+                    r.stamp == s && r.settled == settled && old.extract(r) == extract_text
                 }))
             {
                 upsert.push(FileRow {
@@ -228,11 +228,9 @@ impl<T: Extract> FileCache<T> {
         let remove: Vec<String> = old
             .files
             .iter()
-            .filter(|f| {
-                (!trusted_dir && !listed.contains(f.name.as_str()))
-                    || vanished.contains(&f.name.as_str())
-            })
-            .map(|f| f.name.clone())
+            .map(|f| old.name(f))
+            .filter(|name| (!trusted_dir && !listed.contains(name)) || vanished.contains(name))
+            .map(str::to_string)
             .collect();
         if !upsert.is_empty() || !remove.is_empty() {
             match self.updates.iter_mut().find(|u| u.dir == key) {
@@ -307,8 +305,8 @@ impl<T: Extract> FileCache<T> {
 }
 
 /// A row's bytes decoded; `None` for bytes this layout did not write.
-fn decode<T: Extract>(buf: &Buf) -> Option<T> {
-    let mut input = Input::new(buf.as_bytes());
+fn decode<T: Extract>(buf: &Buf, range: std::ops::Range<usize>) -> Option<T> {
+    let mut input = Input::within(buf.as_bytes(), range)?;
     let value = T::decode(buf, &mut input)?;
     input.at_end().then_some(value)
 }
@@ -1150,7 +1148,7 @@ mod tests {
     /// Bytes as the index hands them over: UTF-8 text, or no row at all.
     fn decode_bytes<T: Extract>(bytes: &[u8]) -> Option<T> {
         let text = String::from_utf8(bytes.to_vec()).ok()?;
-        decode::<T>(&Arc::new(text))
+        decode::<T>(&Arc::new(text), 0..bytes.len())
     }
 
     #[test]
@@ -1169,7 +1167,10 @@ mod tests {
         assert_ne!(format_of::<NoteEntry>(), format_of::<TaskEntry>());
         let bytes = row_of(&TaskEntry::new(&fields(7)));
         for cut in 0..bytes.len() {
-            assert!(decode_bytes::<TaskEntry>(&bytes[..cut]).is_none(), "cut at {cut}");
+            assert!(
+                decode_bytes::<TaskEntry>(&bytes[..cut]).is_none(),
+                "cut at {cut}"
+            );
         }
         let mut longer = bytes.clone();
         longer.push(0);

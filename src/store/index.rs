@@ -25,18 +25,15 @@ use super::Stamp;
 
 /// The schema's version (`PRAGMA user_version`); a database of another version is dropped
 /// and rebuilt.
-const SCHEMA: i64 = 4;
+const SCHEMA: i64 = 5;
 
 /// How long a write waits for another process's write transaction before giving up on
 /// recording (reads never wait: WAL readers see the last commit).
 const BUSY: Duration = Duration::from_millis(200);
 
-/// One indexed file of a directory: its name, its stamp when its bytes were read, whether
-/// that stamp was settled, and its extract.
-///
-/// An extract is UTF-8 text (the codec of `objects` writes nothing else), held shared so a
-/// decoded value can borrow it without copying; a stored row whose bytes are not UTF-8 is no
-/// row.
+/// A file's row as a pass records it: its name, its stamp when its bytes were read, whether
+/// that stamp was settled, and its extract (UTF-8 text: the codec of `objects` writes
+/// nothing else).
 #[derive(Debug, Clone)]
 pub struct FileRow {
     pub name: String,
@@ -45,12 +42,45 @@ pub struct FileRow {
     pub extract: Arc<String>,
 }
 
-/// One indexed directory: its stamp when listed, whether settled, and its files by name.
+/// A file's row as read back: its stamp and settledness, and where its name and extract lie
+/// in the directory's text ([`DirRows::name`], [`DirRows::extract`]).
+#[derive(Debug, Clone)]
+pub struct Row {
+    name: std::ops::Range<usize>,
+    extract: std::ops::Range<usize>,
+    pub stamp: Stamp,
+    pub settled: bool,
+}
+
+/// One indexed directory: its stamp when listed, whether settled, and its files' rows in
+/// name order. Every name and extract is a slice of one shared text, read in one piece, so
+/// decoded extracts borrow it instead of copying.
 #[derive(Debug, Clone, Default)]
 pub struct DirRows {
     /// `None` for a directory never listed.
     pub stamp: Option<(Stamp, bool)>,
-    pub files: Vec<FileRow>,
+    pub text: Arc<String>,
+    pub files: Vec<Row>,
+}
+
+impl DirRows {
+    pub fn name(&self, row: &Row) -> &str {
+        self.text.get(row.name.clone()).unwrap_or_default()
+    }
+
+    pub fn extract(&self, row: &Row) -> &str {
+        self.text.get(row.extract.clone()).unwrap_or_default()
+    }
+
+    /// Where `row`'s extract lies in [`DirRows::text`].
+    pub fn extract_range(&self, row: &Row) -> std::ops::Range<usize> {
+        row.extract.clone()
+    }
+
+    /// The row of `name`, by binary search (rows are in name order).
+    pub fn find(&self, name: &str) -> Option<usize> {
+        self.files.binary_search_by(|r| self.name(r).cmp(name)).ok()
+    }
 }
 
 /// What a pass changed in one directory's rows: its stamp and settledness (`None` for a
@@ -158,68 +188,16 @@ impl Index {
 
     fn query(&self, kind: &str) -> HashMap<String, DirRows> {
         self.with(|c| {
-            let mut out: HashMap<String, DirRows> = HashMap::new();
+            let mut out = HashMap::new();
             let mut dirs = c.prepare_cached(
-                "SELECT id, dir, size, mtime, ctime, ino, settled, names, sum FROM dirs WHERE kind = ?1",
+                "SELECT dir, size, mtime, ctime, ino, settled, meta, text, sum FROM dirs \
+                 WHERE kind = ?1",
             )?;
-            let found = dirs
-                .query_map(params![kind], |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?,
-                        r.get::<_, String>(1)?,
-                        [r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?],
-                        r.get::<_, bool>(6)?,
-                        r.get::<_, i64>(7)?,
-                        r.get::<_, i64>(8)?,
-                    ))
-                })?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
-            // In primary-key order, which is name order: callers find a name by binary search.
-            let mut files = c.prepare_cached(
-                "SELECT name, size, mtime, ctime, ino, settled, extract, sum FROM files \
-                 WHERE dir_id = ?1 ORDER BY name",
-            )?;
-            for (id, dir, ints, settled, names, sum) in found {
-                if sum != checksum(&dir, "", ints, settled, &names.to_le_bytes()) {
-                    continue;
+            let mut q = dirs.query(params![kind])?;
+            while let Some(r) = q.next()? {
+                if let Some((dir, rows)) = dir_of(r)? {
+                    out.insert(dir, rows);
                 }
-                let Some(stamp) = Stamp::from_ints(ints) else {
-                    continue;
-                };
-                let mut rows = DirRows {
-                    stamp: Some((stamp, settled)),
-                    files: Vec::new(),
-                };
-                let mut q = files.query(params![id])?;
-                while let Some(r) = q.next()? {
-                    let name = r.get_ref(0)?.as_str()?;
-                    let ints = [r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?];
-                    let settled: bool = r.get(5)?;
-                    let extract = r.get_ref(6)?.as_blob()?;
-                    let sum: i64 = r.get(7)?;
-                    // A row damaged on disk (SQLite checks its pages' structure, not their
-                    // bytes) is no row: its file is read again.
-                    if sum != checksum(&dir, name, ints, settled, extract) {
-                        continue;
-                    }
-                    let (Some(stamp), Ok(extract)) =
-                        (Stamp::from_ints(ints), std::str::from_utf8(extract))
-                    else {
-                        continue;
-                    };
-                    rows.files.push(FileRow {
-                        name: name.to_string(),
-                        stamp,
-                        settled,
-                        extract: Arc::new(extract.to_string()),
-                    });
-                }
-                // A directory's names are its file rows': when they are not all there (a row
-                // dropped above), the directory is listed again.
-                if names != names_sum(rows.files.iter().map(|f| f.name.as_str())) {
-                    rows.stamp = None;
-                }
-                out.insert(dir, rows);
             }
             Ok(out)
         })
@@ -345,14 +323,11 @@ fn open(path: &Path) -> rusqlite::Result<Connection> {
             "BEGIN IMMEDIATE;
              DROP TABLE IF EXISTS dirs;
              DROP TABLE IF EXISTS files;
-             CREATE TABLE dirs(id INTEGER PRIMARY KEY, kind TEXT NOT NULL, dir TEXT NOT NULL,
+             DROP TABLE IF EXISTS packs;
+             CREATE TABLE dirs(kind TEXT NOT NULL, dir TEXT NOT NULL,
                  size INTEGER NOT NULL, mtime INTEGER NOT NULL, ctime INTEGER NOT NULL,
-                 ino INTEGER NOT NULL, settled INTEGER NOT NULL, names INTEGER NOT NULL,
-                 sum INTEGER NOT NULL, UNIQUE (kind, dir));
-             CREATE TABLE files(dir_id INTEGER NOT NULL, name TEXT NOT NULL,
-                 size INTEGER NOT NULL, mtime INTEGER NOT NULL, ctime INTEGER NOT NULL,
-                 ino INTEGER NOT NULL, settled INTEGER NOT NULL, extract BLOB NOT NULL,
-                 sum INTEGER NOT NULL, PRIMARY KEY (dir_id, name)) WITHOUT ROWID;
+                 ino INTEGER NOT NULL, settled INTEGER NOT NULL, meta BLOB NOT NULL,
+                 text TEXT NOT NULL, sum INTEGER NOT NULL, PRIMARY KEY (kind, dir));
              PRAGMA user_version = {SCHEMA};
              COMMIT;"
         ))?;
@@ -360,100 +335,159 @@ fn open(path: &Path) -> rusqlite::Result<Connection> {
     Ok(conn)
 }
 
+/// The bytes of one file's row in a directory's `meta`: where its name and extract lie in
+/// the directory's `text` (four u32), its stamp (four i64) and settledness (one byte).
+const META: usize = 4 * 4 + 4 * 8 + 1;
+
+/// A directory's row read back; `None` when its checksum or layout does not hold (it is
+/// then listed and its files read again).
+fn dir_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<Option<(String, DirRows)>> {
+    let dir: String = r.get(0)?;
+    let ints = [r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?];
+    let settled: bool = r.get(5)?;
+    let meta = r.get_ref(6)?.as_blob()?;
+    let text = r.get_ref(7)?.as_str()?;
+    let sum: i64 = r.get(8)?;
+    // SQLite checks its pages' structure, not their bytes: a row damaged on disk fails here.
+    if sum != checksum(&dir, ints, settled, meta, text) || meta.len() % META != 0 {
+        return Ok(None);
+    }
+    let Some(stamp) = Stamp::from_ints(ints) else {
+        return Ok(None);
+    };
+    let mut files = Vec::with_capacity(meta.len() / META);
+    for m in meta.chunks_exact(META) {
+        let u = |at: usize| {
+            let mut b = [0; 4];
+            b.copy_from_slice(&m[at..at + 4]);
+            u32::from_le_bytes(b) as usize
+        };
+        let i = |at: usize| {
+            let mut b = [0; 8];
+            b.copy_from_slice(&m[at..at + 8]);
+            i64::from_le_bytes(b)
+        };
+        let name = u(0)..u(0) + u(4);
+        let extract = u(8)..u(8) + u(12);
+        let (Some(stamp), true, true) = (
+            Stamp::from_ints([i(16), i(24), i(32), i(40)]),
+            text.get(name.clone()).is_some(),
+            text.get(extract.clone()).is_some(),
+        ) else {
+            return Ok(None);
+        };
+        files.push(Row {
+            name,
+            extract,
+            stamp,
+            settled: m[48] == 1,
+        });
+    }
+    let rows = DirRows {
+        stamp: Some((stamp, settled)),
+        text: Arc::new(text.to_string()),
+        files,
+    };
+    // Names in strict order, as they were written: a binary search relies on it.
+    if rows
+        .files
+        .windows(2)
+        .any(|w| rows.name(&w[0]) >= rows.name(&w[1]))
+    {
+        return Ok(None);
+    }
+    Ok(Some((dir, rows)))
+}
+
+/// Replaces each updated directory's row with its current rows (read again inside the
+/// transaction, so a concurrent writer's rows are kept) plus what the update read.
 fn write_dirs(c: &Connection, kind: &str, updates: &[DirUpdate]) -> rusqlite::Result<()> {
-    // The directory's row is made (or its stamp set) first, for its id; its names' checksum
-    // is set last, over the file rows as the update leaves them.
-    let mut put_dir = c.prepare_cached(
-        "INSERT INTO dirs(kind, dir, size, mtime, ctime, ino, settled, names, sum) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, 0) \
-         ON CONFLICT (kind, dir) DO UPDATE SET size = excluded.size, mtime = excluded.mtime, \
-         ctime = excluded.ctime, ino = excluded.ino, settled = excluded.settled RETURNING id",
+    let mut get = c.prepare_cached(
+        "SELECT dir, size, mtime, ctime, ino, settled, meta, text, sum FROM dirs \
+         WHERE kind = ?1 AND dir = ?2",
     )?;
-    let mut set_sum = c.prepare_cached("UPDATE dirs SET names = ?2, sum = ?3 WHERE id = ?1")?;
-    let mut del_dir =
-        c.prepare_cached("DELETE FROM dirs WHERE kind = ?1 AND dir = ?2 RETURNING id")?;
-    let mut del_files = c.prepare_cached("DELETE FROM files WHERE dir_id = ?1")?;
-    let mut names_in =
-        c.prepare_cached("SELECT name FROM files WHERE dir_id = ?1 ORDER BY name")?;
-    let mut del = c.prepare_cached("DELETE FROM files WHERE dir_id = ?1 AND name = ?2")?;
+    let mut del = c.prepare_cached("DELETE FROM dirs WHERE kind = ?1 AND dir = ?2")?;
     let mut put = c.prepare_cached(
-        "INSERT OR REPLACE INTO files(dir_id, name, size, mtime, ctime, ino, settled, extract, sum) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        "INSERT OR REPLACE INTO dirs(kind, dir, size, mtime, ctime, ino, settled, meta, text, sum) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     )?;
     for u in updates {
         let Some(([size, mtime, ctime, ino], settled)) = u
             .stamp
             .and_then(|(s, settled)| Some((s.to_ints()?, settled)))
         else {
-            let ids: Vec<i64> = del_dir
-                .query_map(params![kind, u.dir], |r| r.get(0))?
-                .collect::<rusqlite::Result<_>>()?;
-            for id in ids {
-                del_files.execute(params![id])?;
-            }
+            del.execute(params![kind, u.dir])?;
             continue;
         };
-        let id: i64 = put_dir.query_row(
-            params![kind, u.dir, size, mtime, ctime, ino, settled],
-            |r| r.get(0),
-        )?;
+        let current = {
+            let mut q = get.query(params![kind, u.dir])?;
+            match q.next()? {
+                Some(r) => dir_of(r)?.map(|(_, rows)| rows).unwrap_or_default(),
+                None => DirRows::default(),
+            }
+        };
+        // Name → (stamp, settled, extract), in name order.
+        let mut rows: std::collections::BTreeMap<&str, (Stamp, bool, &str)> = current
+            .files
+            .iter()
+            .map(|r| (current.name(r), (r.stamp, r.settled, current.extract(r))))
+            .collect();
         for name in &u.remove {
-            del.execute(params![id, name])?;
+            rows.remove(name.as_str());
         }
         for f in &u.upsert {
-            let Some([size, mtime, ctime, ino]) = f.stamp.to_ints() else {
-                del.execute(params![id, f.name])?;
-                continue;
-            };
-            let extract = f.extract.as_bytes();
-            let sum = checksum(
-                &u.dir,
-                &f.name,
-                [size, mtime, ctime, ino],
-                f.settled,
-                extract,
-            );
-            put.execute(params![
-                id, f.name, size, mtime, ctime, ino, f.settled, extract, sum
-            ])?;
+            rows.insert(&f.name, (f.stamp, f.settled, f.extract.as_str()));
         }
-        let names: Vec<String> = names_in
-            .query_map(params![id], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
-        let names = names_sum(names.iter().map(String::as_str));
-        let sum = checksum(
-            &u.dir,
-            "",
-            [size, mtime, ctime, ino],
-            settled,
-            &names.to_le_bytes(),
-        );
-        set_sum.execute(params![id, names, sum])?;
+        let Some((meta, text)) = pack(&rows) else {
+            // Past 4 GiB of text: not indexed.
+            del.execute(params![kind, u.dir])?;
+            continue;
+        };
+        let ints = [size, mtime, ctime, ino];
+        let sum = checksum(&u.dir, ints, settled, &meta, &text);
+        put.execute(params![
+            kind, u.dir, size, mtime, ctime, ino, settled, meta, text, sum
+        ])?;
     }
     Ok(())
 }
 
-/// The checksum a row carries over everything it says of its file.
-fn checksum(dir: &str, name: &str, stamp: [i64; 4], settled: bool, extract: &[u8]) -> i64 {
+/// A directory's `meta` and `text` for `rows` (by name, in name order); `None` when the
+/// text would not fit 32-bit offsets.
+fn pack(rows: &std::collections::BTreeMap<&str, (Stamp, bool, &str)>) -> Option<(Vec<u8>, String)> {
+    let mut meta = Vec::with_capacity(rows.len() * META);
+    let mut text = String::new();
+    for (name, (stamp, settled, extract)) in rows {
+        let Some(ints) = stamp.to_ints() else {
+            continue;
+        };
+        let name_at = u32::try_from(text.len()).ok()?;
+        text.push_str(name);
+        let at = u32::try_from(text.len()).ok()?;
+        text.push_str(extract);
+        let end = u32::try_from(text.len()).ok()?;
+        for n in [name_at, at - name_at, at, end - at] {
+            meta.extend_from_slice(&n.to_le_bytes());
+        }
+        for i in ints {
+            meta.extend_from_slice(&i.to_le_bytes());
+        }
+        meta.push(u8::from(*settled));
+    }
+    Some((meta, text))
+}
+
+/// The checksum a directory's row carries over everything it says.
+fn checksum(dir: &str, stamp: [i64; 4], settled: bool, meta: &[u8], text: &str) -> i64 {
     let mut h = crc32fast::Hasher::new();
     h.update(dir.as_bytes());
-    h.update(&[0]);
-    h.update(name.as_bytes());
     h.update(&[0]);
     for i in stamp {
         h.update(&i.to_le_bytes());
     }
     h.update(&[u8::from(settled)]);
-    h.update(extract);
-    i64::from(h.finalize())
-}
-
-/// A checksum of a directory's file names, in name order.
-fn names_sum<'a>(names: impl Iterator<Item = &'a str>) -> i64 {
-    let mut h = crc32fast::Hasher::new();
-    for n in names {
-        h.update(n.as_bytes());
-        h.update(&[0]);
-    }
+    h.update(&(meta.len() as u64).to_le_bytes());
+    h.update(meta);
+    h.update(text.as_bytes());
     i64::from(h.finalize())
 }
