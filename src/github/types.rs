@@ -285,3 +285,48 @@ pub struct ReviewDecisionPr {
     #[serde(default)]
     pub review_decision: Option<String>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::de::DeserializeOwned;
+    use serde_json::Value;
+
+    fn fixture(name: &str) -> Value {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/github")
+            .join(format!("{name}.json"));
+        serde_json::from_str(&std::fs::read_to_string(&p).expect("fixture")).expect("json")
+    }
+
+    fn decodes<T: DeserializeOwned>(v: Value) -> bool {
+        serde_json::from_value::<T>(v).is_ok()
+    }
+
+    #[test]
+    fn every_fixture_decodes_and_a_renamed_field_does_not() {
+        assert!(decodes::<PullRequest>(fixture("pull")));
+        assert!(decodes::<Vec<PullSummary>>(fixture("pulls_by_head")));
+        assert!(decodes::<Vec<CheckRun>>(
+            fixture("check_runs_failing")["check_runs"].clone()
+        ));
+        assert!(decodes::<CombinedStatus>(fixture("status_empty")));
+        assert!(decodes::<Vec<WorkflowRun>>(
+            fixture("runs_failing")["workflow_runs"].clone()
+        ));
+        assert!(decodes::<Vec<Job>>(fixture("jobs_failing")["jobs"].clone()));
+        assert!(decodes::<Vec<CheckAnnotation>>(fixture("annotations_test")));
+        assert!(decodes::<Vec<Review>>(fixture("reviews_approved")));
+        assert!(decodes::<Vec<BranchRule>>(fixture("rules_main")));
+        assert!(decodes::<BranchProtection>(fixture("protection_main")));
+        assert!(decodes::<Workflows>(fixture("workflows_one")));
+        let mut renamed = fixture("pull");
+        let head = renamed["head"].take();
+        renamed["head_branch"] = head;
+        assert!(!decodes::<PullRequest>(renamed));
+        let mut renamed = fixture("check_runs_failing")["check_runs"].clone();
+        let status = renamed[0]["status"].take();
+        renamed[0]["state"] = status;
+        assert!(!decodes::<Vec<CheckRun>>(renamed));
+    }
+}
