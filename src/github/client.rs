@@ -200,6 +200,8 @@ pub struct Client {
     octo: Octocrab,
     /// Scheme and authority of the API base: the only origin a `Link` may lead to.
     origin: (String, String),
+    /// The path of the API base (`/api/v3` on GitHub Enterprise Server, else empty).
+    base_path: String,
     timeout: Duration,
     started: Instant,
     deadline: Duration,
@@ -226,10 +228,13 @@ impl Client {
     pub fn connect(c: Connect<'_>) -> Result<Client, ConnectError> {
         let url = c.api_url.trim_end_matches('/');
         let parsed: Result<http::Uri, _> = url.parse();
-        let origin = match parsed {
+        let (origin, base_path) = match parsed {
             Ok(u) if matches!(u.scheme_str(), Some("http" | "https")) && u.host().is_some() => (
-                u.scheme_str().unwrap_or_default().to_string(),
-                u.authority().map(|a| a.to_string()).unwrap_or_default(),
+                (
+                    u.scheme_str().unwrap_or_default().to_string(),
+                    u.authority().map(|a| a.to_string()).unwrap_or_default(),
+                ),
+                u.path().trim_end_matches('/').to_string(),
             ),
             _ => {
                 return Err(ConnectError::BadUrl(format!(
@@ -269,6 +274,7 @@ impl Client {
             rt: Some(rt),
             octo,
             origin,
+            base_path,
             timeout,
             started,
             deadline: c.deadline,
@@ -536,6 +542,31 @@ impl Client {
             return None;
         }
         Some(u.path_and_query()?.as_str().to_string())
+    }
+
+    /// One GraphQL query (a read, though it is a POST), at `/graphql` of the API base, or
+    /// `/api/graphql` for GitHub Enterprise Server's `/api/v3` base. GraphQL reports its own
+    /// errors inside a 200; they are a [`CallError::Decode`].
+    pub fn graphql(&self, query: &str, variables: Value) -> Result<Value, CallError> {
+        let route = if self.base_path.ends_with("/api/v3") {
+            format!(
+                "{}://{}{}/graphql",
+                self.origin.0,
+                self.origin.1,
+                self.base_path.trim_end_matches("/v3")
+            )
+        } else {
+            "/graphql".to_string()
+        };
+        let body = serde_json::json!({ "query": query, "variables": variables });
+        let answer = self.call(Method::Post, &route, Some(&body))?;
+        if let Some(errors) = answer.get("errors").filter(|e| !e.is_null()) {
+            return Err(CallError::Decode {
+                route: "POST /graphql".into(),
+                detail: format!("GraphQL errors: {errors}"),
+            });
+        }
+        Ok(answer)
     }
 
     /// The rate limit that stopped this client, if one did.

@@ -446,9 +446,19 @@ fn unreadable_branch_protection_is_reported_never_read_as_none() {
         404,
         fixture("error_not_found"),
     );
+    // Without branch protection, GitHub's own review decision (GraphQL) is asked.
+    fake.mount(
+        Mock::given(method("POST"))
+            .and(path("/graphql"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+                "data": {"repository": {"pullRequest": {"reviewDecision": "APPROVED"}}}
+            })))
+            .expect(1),
+    );
     failing_pr(&fake);
     let r = run(&repo, &fake, &["pr", "diagnose", "--pr", "7"]);
     assert_eq!(r.code, 0, "{}", r.doc);
+    assert_eq!(r.doc["data"]["pr"]["review_decision"], "approved");
     let req = &r.doc["data"]["requirements"];
     assert_eq!(req["source"], "unreadable");
     assert!(

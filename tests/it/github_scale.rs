@@ -386,3 +386,71 @@ fn a_run_stops_at_its_overall_deadline() {
     assert_eq!(d["missing_required"], json!([]));
     fake.verify();
 }
+
+#[test]
+fn reviews_required_by_unreadable_branch_protection_are_review_required() {
+    let repo = linked();
+    let fake = Fake::start();
+    // The rulesets require only the check; branch protection (admin only) is unreadable.
+    let rules = fixture("rules_main");
+    fake.get(
+        &format!("{R}/rules/branches/main"),
+        200,
+        json!([rules[0].clone()]),
+    );
+    fake.get(
+        &format!("{R}/branches/main/protection"),
+        403,
+        fixture("error_forbidden"),
+    );
+    fake.get(&format!("{R}/pulls/7/reviews"), 200, json!([]));
+    fake.mount(
+        Mock::given(method("POST"))
+            .and(path("/graphql"))
+            .and(wiremock::matchers::body_partial_json(
+                json!({"variables": {"owner": "acme", "name": "widget", "number": 7}}),
+            ))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+                "data": {"repository": {"pullRequest": {"reviewDecision": "REVIEW_REQUIRED"}}}
+            })))
+            .expect(1),
+    );
+    green_pr(&fake, fixture("pull"));
+    let r = run(&repo, &fake, &["pr", "diagnose", "--pr", "7"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.doc, r.stderr);
+    let d = &r.doc["data"];
+    assert_eq!(d["requirements"]["source"], "unreadable");
+    assert_eq!(d["pr"]["review_decision"], "review_required");
+    assert_eq!(d["verdict"]["class"], "needs_review", "{}", d["verdict"]);
+    assert!(reasons_text(&r.doc).contains("REVIEW_REQUIRED"));
+    assert_eq!(actions(&r.doc), ["request_review"]);
+    fake.verify();
+}
+
+#[test]
+fn mergeability_still_computing_says_retry_in_a_few_seconds() {
+    let repo = linked();
+    let fake = Fake::start();
+    green_pr(
+        &fake,
+        patched(
+            "pull",
+            &[
+                ("/mergeable", Value::Null),
+                ("/mergeable_state", json!("unknown")),
+            ],
+        ),
+    );
+    let r = run(&repo, &fake, &["pr", "diagnose", "--pr", "7"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.doc, r.stderr);
+    let v = &r.doc["data"]["verdict"];
+    assert_eq!(v["class"], "computing_mergeability", "{v}");
+    assert_eq!(v["next_actions"][0]["action"], "retry_later");
+    assert!(
+        v["next_actions"][0]["detail"]
+            .as_str()
+            .expect("detail")
+            .contains("a few seconds")
+    );
+    fake.verify();
+}

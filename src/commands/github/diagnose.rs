@@ -472,6 +472,9 @@ pub(super) struct Diagnosis {
     pub reviews_read: bool,
     /// The parts that could not be read, each with its cause.
     pub unknown: Vec<Unknown>,
+    /// GitHub's own review decision (GraphQL `reviewDecision`), read when branch protection
+    /// is not readable with this token: `APPROVED`, `CHANGES_REQUESTED`, `REVIEW_REQUIRED`.
+    pub github_review_decision: Option<String>,
     /// The first access problem of a part that matters for the verdict.
     pub problem: Option<AccessProblem>,
     pub notices: Vec<Notice>,
@@ -645,6 +648,7 @@ pub(super) fn observe(
         checks_read: false,
         reviews_read: false,
         unknown: Vec::new(),
+        github_review_decision: None,
         problem: None,
         notices: Vec::new(),
     };
@@ -815,7 +819,52 @@ pub(super) fn observe(
     }
     let required_approvals = d.requirements.as_ref().map_or(0, |r| r.required_approvals);
     d.pr.review_decision = review_decision(&d.reviews, required_approvals).into();
+    // Classic branch protection is readable only by admins, so the approvals it requires may
+    // be unknown here; GitHub's own decision says whether a review is still required.
+    let protection_unread = d
+        .requirements
+        .as_ref()
+        .is_some_and(|r| r.protection_problem.is_some());
+    if protection_unread && include.contains("reviews") && d.pr.state == "open" {
+        match github_review_decision(client, repo, d.pr.number) {
+            Ok(Some(decision)) => {
+                d.pr.review_decision = match decision.as_str() {
+                    "APPROVED" => "approved",
+                    "CHANGES_REQUESTED" => "changes_requested",
+                    "REVIEW_REQUIRED" => "review_required",
+                    _ => "none",
+                }
+                .into();
+                d.github_review_decision = Some(decision);
+            }
+            Ok(None) => {}
+            Err(e) => d.notices.push(Notice::new(
+                "review_decision_unread",
+                format!("GitHub's review decision could not be read: {e}"),
+            )),
+        }
+    }
     d
+}
+
+/// GitHub's review decision for a pull request (GraphQL; needs only read access to pull
+/// requests), `None` when no review is required.
+fn github_review_decision(
+    client: &Client,
+    repo: &str,
+    number: u64,
+) -> Result<Option<String>, CallError> {
+    let (owner, name) = repo.split_once('/').unwrap_or((repo, ""));
+    let answer = client.graphql(
+        "query($owner: String!, $name: String!, $number: Int!) { repository(owner: $owner, name: $name) { pullRequest(number: $number) { reviewDecision } } }",
+        serde_json::json!({"owner": owner, "name": name, "number": number}),
+    )?;
+    let typed: gh::ReviewDecisionAnswer = decode(answer, "POST /graphql")?;
+    Ok(typed
+        .data
+        .and_then(|d| d.repository)
+        .and_then(|r| r.pull_request)
+        .and_then(|p| p.review_decision))
 }
 
 impl Diagnosis {
@@ -1394,7 +1443,18 @@ pub(super) fn verdict(d: &Diagnosis) -> Verdict {
     }
     let required = d.requirements.as_ref().map_or(0, |r| r.required_approvals);
     let approvals = latest.values().filter(|r| r.state == "approved").count() as u64;
-    if d.reviews_read && approvals < required {
+    if d.github_review_decision.as_deref() == Some("REVIEW_REQUIRED") && approvals >= required {
+        b.add(
+            "needs_review",
+            format!(
+                "GitHub reports a review is required (REVIEW_REQUIRED); {approvals} approvals on record, and the branch protection that sets how many is not readable with this token"
+            ),
+            Some((
+                "request_review",
+                "request a review from someone who may approve".to_string(),
+            )),
+        );
+    } else if d.reviews_read && approvals < required {
         b.add(
             "needs_review",
             format!("{approvals} of {required} required approvals"),
@@ -1409,6 +1469,16 @@ pub(super) fn verdict(d: &Diagnosis) -> Verdict {
             "merge_queue",
             format!("`{}` requires a merge queue", pr.base_ref),
             None,
+        );
+    }
+    if b.classes.is_empty() && pr.mergeable.is_none() && pr.merge_state == "unknown" {
+        b.add(
+            "computing_mergeability",
+            "GitHub is still computing whether the PR can merge (`mergeable: null`)".to_string(),
+            Some((
+                "retry_later",
+                "run the diagnosis again in a few seconds".to_string(),
+            )),
         );
     }
     if b.classes.is_empty() && matches!(pr.merge_state.as_str(), "blocked" | "unknown") {
@@ -1609,6 +1679,7 @@ mod tests {
             checks_read: true,
             reviews_read: true,
             unknown: Vec::new(),
+            github_review_decision: None,
             problem: None,
             notices: Vec::new(),
         }
