@@ -13,8 +13,16 @@ use wiremock::{Mock, ResponseTemplate};
 use crate::github::{Fake, HEAD, R, TOKEN, fixture, green_pr, linked, patched, run, run_with};
 
 /// Serves `items` at `route` the way GitHub paginates: `per_page` items a page, each page but
-/// the last naming the next in `Link`. `key` wraps each page (`{"total_count", key: [...]}`).
-pub(crate) fn paged(fake: &Fake, route: &str, key: Option<&str>, items: &[Value], per_page: usize) {
+/// the last naming the next in `Link`. `key` wraps each page (`{"total_count", key: [...]}`);
+/// `times`, when given, is how often each page must be read.
+pub(crate) fn paged(
+    fake: &Fake,
+    route: &str,
+    key: Option<&str>,
+    items: &[Value],
+    per_page: usize,
+    times: Option<u64>,
+) {
     let pages: Vec<&[Value]> = items.chunks(per_page).collect();
     let total = items.len();
     for (i, page) in pages.iter().enumerate() {
@@ -43,7 +51,11 @@ pub(crate) fn paged(fake: &Fake, route: &str, key: Option<&str>, items: &[Value]
         } else {
             mock.and(query_param("page", n.to_string().as_str()))
         };
-        fake.mount(mock.respond_with(answer).expect(1));
+        let mock = mock.respond_with(answer);
+        fake.mount(match times {
+            Some(n) => mock.expect(n),
+            None => mock,
+        });
     }
 }
 
@@ -120,6 +132,7 @@ fn a_failing_required_check_on_page_two_of_152_is_found() {
         Some("check_runs"),
         &matrix_runs(),
         100,
+        Some(1),
     );
     green_pr(&fake, fixture("pull"));
     let r = run(&repo, &fake, &["pr", "diagnose", "--pr", "7"]);

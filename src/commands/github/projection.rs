@@ -616,16 +616,10 @@ fn observe(
     };
     let candidates = candidates(ctx, slug, req)?;
     let issues = if gap.is_none() && !candidates.is_empty() {
-        match client.get_pages(&format!("/repos/{repo}/issues?state=all"), None, 10) {
-            Ok((issues, more)) => {
-                if more {
-                    notices.push(Notice::new(
-                        "issues_truncated",
-                        "more than 1000 issues: markers beyond them are not seen, so nothing is created",
-                    ));
-                }
-                Some(issues)
-            }
+        // Every page: an issue carrying a marker may be anywhere, and one not seen would be
+        // created twice. A list cut short (budget, deadline, rate limit) creates nothing.
+        match all_issues(client, repo) {
+            Ok(issues) => Some(issues),
             Err(e) => return call_failure(&e, &format!("listing the issues of {repo}")).map(Err),
         }
     } else {
@@ -1264,12 +1258,22 @@ fn find_marker(
     repo: &str,
     id: &str,
 ) -> Result<Option<u64>, crate::github::CallError> {
-    let (issues, _) = client.get_pages(&format!("/repos/{repo}/issues?state=all"), None, 10)?;
+    let issues = all_issues(client, repo)?;
     Ok(issues
         .iter()
         .filter(|i| i.get("pull_request").is_none())
         .find(|i| str_at(i, &["body"]).is_some_and(|b| b.contains(&format!("<!-- dacli:{id} "))))
         .and_then(|i| u64_at(i, &["number"])))
+}
+
+/// Every issue (and pull request) of `repo`, all pages along `Link`, or why not all could be
+/// read: a partial list would hide markers.
+fn all_issues(client: &Client, repo: &str) -> Result<Vec<Value>, crate::github::CallError> {
+    let listing = client.list(&format!("/repos/{repo}/issues?state=all"), None, u32::MAX)?;
+    match listing.cut {
+        None => Ok(listing.items),
+        Some(e) => Err(e),
+    }
 }
 
 /// Writes the issue number back to the task (`github = {issue, synced_at}`) when the caller
