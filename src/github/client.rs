@@ -532,6 +532,24 @@ impl Client {
         Ok(listing)
     }
 
+    /// The page after `reply`, when its `Link` names one: `None` on the last page. A next
+    /// page on another origin is a [`CallError::Decode`]; a non-success answer is its
+    /// [`failure`].
+    pub fn next_page(&self, reply: &Reply) -> Option<Result<Reply, CallError>> {
+        let url = next_link(&reply.headers)?;
+        let Some(route) = self.same_origin(&url) else {
+            return Some(Err(CallError::Decode {
+                route: "a Link header".into(),
+                detail: "its next page lies outside the API's host".into(),
+            }));
+        };
+        Some(match self.send(Method::Get, &route, None) {
+            Ok(r) if r.is_success() => Ok(r),
+            Ok(r) => Err(failure(&r, &format!("GET {route}"))),
+            Err(e) => Err(e),
+        })
+    }
+
     /// The path and query of `url` when it is on the API's own origin: the token goes nowhere
     /// else, whatever a `Link` header says.
     fn same_origin(&self, url: &str) -> Option<String> {

@@ -1212,7 +1212,7 @@ fn an_apply_cut_by_a_timeout_resumes_without_a_duplicate_issue() {
     fake.verify();
 }
 
-const S: &str = "77330bdbd7210dff076ce2ef87b0b125ec1d7da0";
+pub(crate) const S: &str = "77330bdbd7210dff076ce2ef87b0b125ec1d7da0";
 const MERGED: &str = "e5bd3914e2e596debea16f433f57875b5b90bcd6";
 
 /// A linked workspace whose project `checkout` lands by PR, a-root holding merge authority

@@ -13,6 +13,7 @@ mod engine_prop;
 mod example;
 mod git;
 mod github;
+mod github_details;
 mod github_projection_scale;
 mod github_scale;
 mod hostile;

@@ -1302,7 +1302,14 @@ pub(super) fn verdict(d: &Diagnosis) -> Verdict {
             .annotations
             .iter()
             .filter(|a| a.check == c.name && a.level == "failure")
-            .map(|a| format!("{}:{}: {}", a.path, a.start_line, first_line(&a.message)))
+            .map(|a| {
+                format!(
+                    "{}:{}: {}",
+                    a.path,
+                    a.start_line,
+                    failing_lines(&a.message).join(" / ")
+                )
+            })
             .collect();
         if !places.is_empty() {
             reason.push_str(&format!(" at {}", places.join("; ")));
@@ -1512,8 +1519,22 @@ fn access_action(p: &AccessProblem) -> Option<(&'static str, String)> {
     Some((action, p.remedy()))
 }
 
-fn first_line(s: &str) -> &str {
-    s.lines().next().unwrap_or_default()
+/// The lines of an annotation that say what failed: a Rust panic's `thread '…' panicked at
+/// …:` header and its backtrace hint carry nothing, the assertion lines after them do.
+fn failing_lines(message: &str) -> Vec<&str> {
+    let lines: Vec<&str> = message
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.trim().is_empty())
+        .filter(|l| !(l.starts_with("thread '") && l.contains("panicked at")))
+        .filter(|l| !l.starts_with("note: run with `RUST_BACKTRACE"))
+        .take(6)
+        .collect();
+    if lines.is_empty() {
+        message.lines().take(1).collect()
+    } else {
+        lines
+    }
 }
 
 pub(super) fn short(sha: &str) -> &str {
@@ -1618,12 +1639,33 @@ fn render(r: &Response, _ctx: &Ctx) -> String {
         pr.review_decision,
     );
     for c in &r.checks {
+        let failing = matches!(c.class, "fail" | "infra");
         out.push_str(&format!(
-            "  {:<8}  {}{}\n",
+            "  {:<8}  {}{}{}\n",
             c.class,
             c.name,
-            if c.required { "  (required)" } else { "" }
+            if c.required { "  (required)" } else { "" },
+            match (&c.details_url, failing) {
+                (Some(url), true) => format!("  {url}"),
+                _ => String::new(),
+            }
         ));
+        if !failing {
+            continue;
+        }
+        for a in r.annotations.iter().filter(|a| a.check == c.name) {
+            let mut lines = failing_lines(&a.message).into_iter();
+            out.push_str(&format!(
+                "            {}:{}  {}  {}\n",
+                a.path,
+                a.start_line,
+                a.level,
+                lines.next().unwrap_or_default()
+            ));
+            for more in lines {
+                out.push_str(&format!("              {}\n", more.trim()));
+            }
+        }
     }
     for m in &r.missing_required {
         out.push_str(&format!("  {:<8}  {m}  (required)\n", "missing"));
@@ -1634,13 +1676,18 @@ fn render(r: &Response, _ctx: &Ctx) -> String {
         }
         out.push_str(&format!("  unknown: {} ({})\n", u.reason, u.cause));
     }
-    for a in &r.annotations {
+    // Annotations of checks that did not fail (warnings on a passing check), on their own.
+    for a in r.annotations.iter().filter(|a| {
+        !r.checks
+            .iter()
+            .any(|c| c.name == a.check && matches!(c.class, "fail" | "infra"))
+    }) {
         out.push_str(&format!(
             "  {}:{}  {}  {}\n",
             a.path,
             a.start_line,
             a.level,
-            first_line(&a.message)
+            failing_lines(&a.message).join(" / ")
         ));
     }
     out.push_str(&format!("verdict: {}\n", r.verdict.class));
@@ -1690,6 +1737,20 @@ mod tests {
                "state": "open", "draft": false, "mergeable": true,
                "mergeable_state": state, "head": {"sha": "a".repeat(40), "ref": "feat"},
                "base": {"sha": "b".repeat(40), "ref": "main"}})
+    }
+
+    #[test]
+    fn a_panic_annotation_keeps_its_assertion_lines() {
+        let msg = "thread 'money::tests::rounds_once' panicked at src/money.rs:42:5:\nassertion `left == right` failed\n  left: 101\n right: 100\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace";
+        assert_eq!(
+            failing_lines(msg),
+            [
+                "assertion `left == right` failed",
+                "  left: 101",
+                " right: 100"
+            ]
+        );
+        assert_eq!(failing_lines("one line"), ["one line"]);
     }
 
     #[test]

@@ -217,6 +217,8 @@ pub(super) fn run_push(ctx: &Ctx, req: PushRequest) -> Result<Outcome<Response>,
     if req.dry_run || !writes {
         announce(ctx, &observed.notices);
         let mut r = preview(observed, digest);
+        // `github push` applies without a digest; `--apply --digest` is `projection`'s.
+        r.apply_with = Some(format!("dacli github push {slug}"));
         if !req.dry_run {
             r.mode = "apply";
             r.outcome = Some("completed".into());
@@ -342,6 +344,9 @@ pub struct Response {
     evidence: Vec<String>,
     refusals: Vec<ItemRefusal>,
     notices: Vec<Notice>,
+    /// The command that applies this preview, when it is not `--apply --digest`.
+    #[serde(skip)]
+    apply_with: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -523,6 +528,7 @@ fn preview(o: Observed, digest: String) -> Response {
         evidence: Vec::new(),
         refusals: Vec::new(),
         notices: o.notices,
+        apply_with: None,
     }
 }
 
@@ -1203,6 +1209,7 @@ fn apply_plan(
         evidence: evidence_paths,
         refusals,
         notices: observed.notices.clone(),
+        apply_with: None,
     }))
 }
 
@@ -1371,6 +1378,7 @@ fn completed(ctx: &Ctx, txn: &Txn, already: bool) -> Result<Response, Error> {
         evidence,
         refusals: Vec::new(),
         notices: Vec::new(),
+        apply_with: None,
     })
 }
 
@@ -1404,10 +1412,16 @@ pub(super) fn render(r: &Response, _ctx: &Ctx) -> String {
         ));
     }
     match &r.outcome {
-        None => out.push_str(&format!(
-            "plan_digest: {}\napply with --apply --digest {}\n",
-            r.plan_digest, r.plan_digest
-        )),
+        None => match &r.apply_with {
+            Some(command) => out.push_str(&format!(
+                "plan_digest: {}\napply with `{command}`\n",
+                r.plan_digest
+            )),
+            None => out.push_str(&format!(
+                "plan_digest: {}\napply with --apply --digest {}\n",
+                r.plan_digest, r.plan_digest
+            )),
+        },
         Some(o) => out.push_str(&format!("outcome: {o}\n")),
     }
     out
