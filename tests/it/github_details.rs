@@ -209,3 +209,67 @@ fn diagnose_text_shows_each_failing_check_with_its_link_and_assertion() {
     assert!(!reason.contains("panicked at"), "{reason}");
     fake.verify();
 }
+
+/// Check runs at the head: `test` in progress for the first `pending` looks, then green.
+struct Finishing {
+    looks: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    pending: usize,
+}
+
+impl wiremock::Respond for Finishing {
+    fn respond(&self, _: &wiremock::Request) -> ResponseTemplate {
+        let n = self.looks.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let mut body = fixture("check_runs_green");
+        if n < self.pending {
+            body["check_runs"][0]["status"] = json!("in_progress");
+            body["check_runs"][0]["conclusion"] = Value::Null;
+        }
+        ResponseTemplate::new(200).set_body_json(body)
+    }
+}
+
+#[test]
+fn watch_follows_the_checks_until_they_finish() {
+    let repo = crate::github::linked();
+    let fake = Fake::start();
+    let looks = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    fake.mount(
+        Mock::given(method("GET"))
+            .and(path(format!(
+                "{R}/commits/{}/check-runs",
+                crate::github::HEAD
+            )))
+            .respond_with(Finishing {
+                looks: looks.clone(),
+                pending: 2,
+            })
+            .expect(3),
+    );
+    crate::github::green_pr(
+        &fake,
+        crate::github::patched("pull", &[("/mergeable_state", json!("clean"))]),
+    );
+    // Without --watch: one look, still waiting.
+    let r = run(&repo, &fake, &["pr", "diagnose", "--pr", "7"]);
+    assert_eq!(
+        r.doc["data"]["verdict"]["class"], "waiting_on_checks",
+        "{}",
+        r.doc
+    );
+    assert!(r.doc["data"]["watch"].is_null());
+    let r = crate::github::run_with(
+        &repo,
+        &fake.url(),
+        &["pr", "diagnose", "--pr", "7", "--watch"],
+        &[("GH_TOKEN", TOKEN), ("DACLI_TEST_WATCH_POLL_MS", "50")],
+        None,
+    );
+    assert_eq!(r.code, 0, "{}\n{}", r.doc, r.stderr);
+    let d = &r.doc["data"];
+    assert_eq!(d["watch"]["polls"], 1, "{d}");
+    assert_eq!(d["watch"]["finished"], true);
+    assert_eq!(d["verdict"]["class"], "mergeable_now", "{}", d["verdict"]);
+    assert!(r.stderr.contains("1 check(s) pending"), "{}", r.stderr);
+    assert_eq!(looks.load(std::sync::atomic::Ordering::SeqCst), 3);
+    fake.verify();
+}

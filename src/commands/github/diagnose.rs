@@ -7,6 +7,7 @@
 //! checks or reviews makes the verdict `access_problem`. Absent checks are never green.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -77,6 +78,12 @@ pub struct Request {
     #[arg(long)]
     #[serde(default)]
     record: bool,
+    /// Follow the checks until none is pending: look again after 10 s, then half as long
+    /// again each time up to 60 s, waiting for the rate limit's reset when it runs low;
+    /// stops at an access problem. Each look has its own --max-api-calls.
+    #[arg(long)]
+    #[serde(default)]
+    watch: bool,
 }
 
 fn default_annotations() -> u32 {
@@ -119,8 +126,34 @@ pub struct Response {
     annotations: Vec<Annotation>,
     reviews: Vec<Review>,
     verdict: Verdict,
+    /// With `--watch`: how the watch ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    watch: Option<Watch>,
     evidence: Vec<String>,
     notices: Vec<Notice>,
+}
+
+/// How `--watch` ended: after how many further looks, and whether every check finished.
+#[derive(Debug, Clone, Serialize)]
+pub(super) struct Watch {
+    pub polls: u32,
+    pub finished: bool,
+    /// Why it stopped with checks still pending (an access problem, the poll limit).
+    pub stopped_by: Option<String>,
+}
+
+/// The first pause of `--watch`; each next one is half as long again, up to
+/// [`MAX_POLL_INTERVAL`]. The test hook `DACLI_TEST_WATCH_POLL_MS` shortens it.
+const POLL_INTERVAL: Duration = Duration::from_secs(10);
+const MAX_POLL_INTERVAL: Duration = Duration::from_secs(60);
+/// Looks after the first before `--watch` gives up (at least an hour at the longest pause).
+const MAX_POLLS: u32 = 90;
+
+fn poll_interval(ctx: &Ctx) -> Duration {
+    ctx.env()
+        .get("DACLI_TEST_WATCH_POLL_MS")
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(POLL_INTERVAL, Duration::from_millis)
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -304,18 +337,70 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         }
         Err(e) => return call_failure(&e, &format!("finding the pull request in {repo}")),
     };
-    let pr_json = match client.get(&format!("/repos/{repo}/pulls/{number}")) {
-        Ok(v) => v,
-        Err(e) => return call_failure(&e, &format!("reading pull request #{number} of {repo}")),
-    };
     let include: BTreeSet<&'static str> = if req.include.is_empty() {
         ALL.iter().copied().collect()
     } else {
         req.include.iter().map(|i| include_name(*i)).collect()
     };
-    let mut d = observe(&client, &repo, &pr_json, &include, req.annotation_limit);
-    let verdict = verdict(&d);
-    let access = Access::of(Some(&client), source, d.problem.clone());
+    let mut client = client;
+    let mut polls: u32 = 0;
+    let mut wait = poll_interval(ctx);
+    let (mut d, verdict, access, watch) = loop {
+        let pr_json = match client.get(&format!("/repos/{repo}/pulls/{number}")) {
+            Ok(v) => v,
+            Err(e) => {
+                return call_failure(&e, &format!("reading pull request #{number} of {repo}"));
+            }
+        };
+        let d = observe(&client, &repo, &pr_json, &include, req.annotation_limit);
+        let verdict = verdict(&d);
+        let access = Access::of(Some(&client), source, d.problem.clone());
+        let pending = d.checks.iter().filter(|c| c.class == "pending").count();
+        let open = d.pr.state == "open";
+        if !req.watch || pending == 0 || !open || d.problem.is_some() || polls >= MAX_POLLS {
+            let watch = req.watch.then(|| Watch {
+                polls,
+                finished: pending == 0 || !open,
+                stopped_by: if pending == 0 || !open {
+                    None
+                } else if let Some(p) = &d.problem {
+                    Some(p.kind().to_string())
+                } else {
+                    Some(format!("{MAX_POLLS} polls"))
+                },
+            });
+            break (d, verdict, access, watch);
+        }
+        // Never faster than the rate limit allows: with fewer requests left than one look
+        // takes, wait for the reset instead.
+        let spent = client.calls();
+        let rate = client.rate();
+        let pause = match (rate.remaining, rate.reset_at.as_deref()) {
+            (Some(left), Some(reset)) if left < i64::from(spent) => reset
+                .parse::<jiff::Timestamp>()
+                .ok()
+                .and_then(|r| {
+                    let ms = r.as_millisecond() - ctx.now().as_millisecond();
+                    u64::try_from(ms).ok()
+                })
+                .map_or(wait, |ms| wait.max(Duration::from_millis(ms))),
+            _ => wait,
+        };
+        ctx.notice(format!(
+            "watching #{number}: {pending} check(s) pending; looking again in {} s",
+            pause.as_millis().div_ceil(1000)
+        ));
+        drop(client);
+        std::thread::sleep(pause);
+        wait = (wait * 3 / 2).min(MAX_POLL_INTERVAL);
+        polls += 1;
+        client = match connect(ctx, &link.api_url, req.max_api_calls.max(1))?.0 {
+            Ok(c) => c,
+            Err(problem) => {
+                return access_failure(&problem, &format!("diagnosing a PR of {repo}"));
+            }
+        };
+    };
     let mut notices = std::mem::take(&mut d.notices);
     if !client.sso_partial().is_empty() {
         notices.push(Notice::new(
@@ -336,6 +421,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         annotations: d.annotations,
         reviews: d.reviews,
         verdict,
+        watch,
         evidence: Vec::new(),
         notices,
     };
@@ -1696,6 +1782,18 @@ fn render(r: &Response, _ctx: &Ctx) -> String {
     }
     for n in &r.verdict.next_actions {
         out.push_str(&format!("next: {}: {}\n", n.action, n.detail));
+    }
+    if let Some(w) = &r.watch {
+        out.push_str(&match &w.stopped_by {
+            None => format!(
+                "watch: every check finished after {} more look(s)\n",
+                w.polls
+            ),
+            Some(why) => format!(
+                "watch: stopped after {} more look(s) with checks pending: {why}\n",
+                w.polls
+            ),
+        });
     }
     for e in &r.evidence {
         out.push_str(&format!("evidence: {e}\n"));
