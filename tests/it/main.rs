@@ -14,6 +14,7 @@ mod example;
 mod git;
 mod github;
 mod github_details;
+mod github_openapi;
 mod github_projection_scale;
 mod github_scale;
 mod hostile;
