@@ -65,18 +65,26 @@ fn push_dry_run_advises_push_not_flags_push_rejects() {
     fake.verify();
 }
 
-fn commit(i: usize) -> Value {
-    json!({"sha": format!("{i:040x}"), "commit": {"message": format!("change {i}\n\nbody")}})
+/// Commit `i` of the comparison, from the validated fixture's commit.
+fn commit(template: &Value, i: usize) -> Value {
+    let mut c = template.clone();
+    c["sha"] = json!(format!("{i:040x}"));
+    c["commit"]["message"] = json!(format!("change {i}\n\nbody"));
+    c
 }
 
-/// `compare/release...S`: 300 commits ahead, 100 a page along `Link`.
+/// `compare/release...S`: 300 commits ahead (the fixture `compare_ahead`), 100 a page along
+/// `Link`.
 fn three_hundred(fake: &Fake) {
     let route = format!("{R}/compare/release...{S}");
     for page in 1..=3usize {
-        let commits: Vec<Value> = ((page - 1) * 100..page * 100).map(commit).collect();
-        let mut answer = ResponseTemplate::new(200).set_body_json(json!({
-            "status": "ahead", "ahead_by": 300, "behind_by": 0,
-            "merge_base_commit": {"sha": BASE}, "total_commits": 300, "commits": commits}));
+        let mut body = fixture("compare_ahead");
+        let template = body["commits"][0].clone();
+        body["commits"] = ((page - 1) * 100..page * 100)
+            .map(|i| commit(&template, i))
+            .collect();
+        body["merge_base_commit"]["sha"] = json!(BASE);
+        let mut answer = ResponseTemplate::new(200).set_body_json(body);
         if page < 3 {
             answer = answer.insert_header(
                 "link",

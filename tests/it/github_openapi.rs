@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use crate::support::repo_root;
 
 /// Each fixture's operation (path template) and status. Every fixture must be listed.
-const OPERATIONS: [(&str, &str, &str); 22] = [
+const OPERATIONS: [(&str, &str, &str); 24] = [
     ("pull", "/repos/{owner}/{repo}/pulls/{pull_number}", "200"),
     ("pulls_by_head", "/repos/{owner}/{repo}/pulls", "200"),
     (
@@ -73,6 +73,12 @@ const OPERATIONS: [(&str, &str, &str); 22] = [
         "200",
     ),
     ("repo", "/repos/{owner}/{repo}", "200"),
+    ("issues_page", "/repos/{owner}/{repo}/issues", "200"),
+    (
+        "compare_ahead",
+        "/repos/{owner}/{repo}/compare/{basehead}",
+        "200",
+    ),
     (
         "issue_comments",
         "/repos/{owner}/{repo}/issues/{issue_number}/comments",

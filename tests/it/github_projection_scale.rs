@@ -33,10 +33,19 @@ fn consent(repo: &crate::support::Repo, fake: &Fake) {
     assert_eq!(r.code, 0, "{}", r.doc);
 }
 
+/// Issue `number` as GitHub lists it (the validated fixture `issues_page`, renumbered).
 fn issue(number: u64, body: String, state: &str) -> Value {
-    json!({"number": number, "state": state, "title": format!("issue {number}"),
-           "html_url": format!("https://github.com/acme/widget/issues/{number}"),
-           "body": body})
+    let mut i = fixture("issues_page")[0].clone();
+    i["number"] = json!(number);
+    i["id"] = json!(10_000 + number);
+    i["state"] = json!(state);
+    i["title"] = json!(format!("issue {number}"));
+    i["html_url"] = json!(format!("https://github.com/acme/widget/issues/{number}"));
+    i["url"] = json!(format!(
+        "https://api.github.com/repos/acme/widget/issues/{number}"
+    ));
+    i["body"] = json!(body);
+    i
 }
 
 #[test]
