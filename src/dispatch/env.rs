@@ -8,7 +8,7 @@ use std::path::PathBuf;
 /// Only a build with debug assertions obeys them (see [`TEST_HOOKS`]).
 /// `PATH` and `HOME` locate runtime binaries for `runtime doctor` (and shorten where one was
 /// found to `~/…` in its report).
-pub const READ_VARS: [&str; 17] = [
+pub const READ_VARS: [&str; 19] = [
     "DACLI_AGENT",
     "NO_COLOR",
     "TERM",
@@ -24,6 +24,8 @@ pub const READ_VARS: [&str; 17] = [
     "GH_HOST",
     "DACLI_GITHUB_API_URL",
     "DACLI_GITHUB_TIMEOUT_MS",
+    "DACLI_GITHUB_DEADLINE_MS",
+    "DACLI_TEST_WATCH_POLL_MS",
     "PATH",
     "HOME",
 ];

@@ -40,6 +40,11 @@ pub enum AccessProblem {
     ServerError { status: u16 },
     /// Transport or timeout errors: GitHub was not reached or did not answer in time.
     NetworkUnreachable { detail: String },
+    /// The run's own limit (`--max-api-calls`) stopped reading: GitHub answered everything it
+    /// was asked, and more was left to ask.
+    BudgetSpent { limit: u32 },
+    /// The run's overall deadline passed before everything was read.
+    DeadlinePassed { after_ms: u64 },
 }
 
 /// Which rate limit was hit.
@@ -63,6 +68,8 @@ impl AccessProblem {
             AccessProblem::NotFoundOrNoAccess => "not_found_or_no_access",
             AccessProblem::ServerError { .. } => "server_error",
             AccessProblem::NetworkUnreachable { .. } => "network_unreachable",
+            AccessProblem::BudgetSpent { .. } => "budget_spent",
+            AccessProblem::DeadlinePassed { .. } => "deadline_passed",
         }
     }
 
@@ -74,6 +81,8 @@ impl AccessProblem {
             AccessProblem::RateLimited { .. }
                 | AccessProblem::ServerError { .. }
                 | AccessProblem::NetworkUnreachable { .. }
+                | AccessProblem::BudgetSpent { .. }
+                | AccessProblem::DeadlinePassed { .. }
         )
     }
 
@@ -131,6 +140,13 @@ impl AccessProblem {
             AccessProblem::NetworkUnreachable { detail } => {
                 format!("GitHub was not reached ({detail})")
             }
+            AccessProblem::BudgetSpent { limit } => format!(
+                "the budget of {limit} API calls was spent before everything was read"
+            ),
+            AccessProblem::DeadlinePassed { after_ms } => format!(
+                "the run's deadline of {} s passed before everything was read",
+                after_ms.div_ceil(1000)
+            ),
         }
     }
 
@@ -167,19 +183,29 @@ impl AccessProblem {
                 "Use a token with read access to the repository's pull requests, checks and actions."
                     .into()
             }
-            AccessProblem::RateLimited { reset_at, .. } => format!(
-                "Wait for the rate limit to reset{}, then run again.",
-                reset_at
-                    .as_deref()
-                    .map(|r| format!(" ({r})"))
-                    .unwrap_or_default()
-            ),
+            AccessProblem::RateLimited {
+                reset_at,
+                retry_after_s,
+                ..
+            } => match (reset_at, retry_after_s) {
+                (Some(r), _) => format!("Wait for the rate limit to reset ({r}), then run again."),
+                (None, Some(s)) => format!("Wait {s} s, then run again."),
+                (None, None) => {
+                    "Wait at least a minute for the rate limit, then run again.".into()
+                }
+            },
             AccessProblem::NotFoundOrNoAccess => {
                 "Check the repository and number; the repo may be invisible to this token (fine-grained tokens see only the repositories they list)."
                     .into()
             }
             AccessProblem::ServerError { .. } | AccessProblem::NetworkUnreachable { .. } => {
                 "Run again when GitHub is reachable.".into()
+            }
+            AccessProblem::BudgetSpent { limit } => {
+                format!("Run again with `--max-api-calls` above {limit}.")
+            }
+            AccessProblem::DeadlinePassed { .. } => {
+                "Run again, or raise DACLI_GITHUB_DEADLINE_MS.".into()
             }
         }
     }

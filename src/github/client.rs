@@ -3,7 +3,7 @@
 //! every non-success is classified by [`super::access::classify`] before a caller sees it.
 
 use std::cell::{Cell, RefCell};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use octocrab::Octocrab;
 use serde::Serialize;
@@ -111,6 +111,10 @@ pub enum CallError {
     Status { status: u16, route: String },
     /// A success whose body does not have the documented shape.
     Decode { route: String, detail: String },
+    /// The run's overall deadline passed; the call was not made or was cut.
+    Deadline { after_ms: u64, route: String },
+    /// A list had more pages than its caller reads (`max_pages`).
+    PageLimit { pages: u32, route: String },
 }
 
 impl CallError {
@@ -142,6 +146,14 @@ impl std::fmt::Display for CallError {
                     "GitHub's answer to {route} is not what its documentation says: {detail}"
                 )
             }
+            CallError::Deadline { after_ms, route } => write!(
+                f,
+                "the run's deadline of {} s passed (next call would have been {route})",
+                after_ms.div_ceil(1000)
+            ),
+            CallError::PageLimit { pages, route } => {
+                write!(f, "only the first {pages} pages of {route} are read")
+            }
         }
     }
 }
@@ -159,10 +171,24 @@ pub struct Connect<'a> {
     /// The REST base (`https://api.github.com`, `https://ghe.example/api/v3`).
     pub api_url: &'a str,
     pub token: &'a Token,
-    /// The read timeout of one request; the connect timeout is a fifth of it, at least 1 s.
+    /// How long one whole request may take, answer body included; the connect timeout is a
+    /// fifth of it, at least 1 s.
     pub timeout: Duration,
     /// Requests allowed in this client's life (`max_api_calls`).
     pub max_calls: u32,
+    /// How long the whole run may talk to GitHub; no request starts or runs past it.
+    pub deadline: Duration,
+}
+
+/// Every item of a paginated list that was read, and why it ends early when it does.
+#[derive(Debug, Clone)]
+pub struct Listing {
+    pub items: Vec<Value>,
+    /// `total_count` of a wrapped list's first page, when GitHub gave one.
+    pub total_count: Option<u64>,
+    /// Why pages that exist were not read (budget, deadline, rate limit, page limit, a failed
+    /// later page); `None` when the list is complete.
+    pub cut: Option<CallError>,
 }
 
 /// A client for one command run.
@@ -172,6 +198,15 @@ pub struct Client {
     /// Always `Some` until dropped.
     rt: Option<tokio::runtime::Runtime>,
     octo: Octocrab,
+    /// Scheme and authority of the API base: the only origin a `Link` may lead to.
+    origin: (String, String),
+    /// The path of the API base (`/api/v3` on GitHub Enterprise Server, else empty).
+    base_path: String,
+    timeout: Duration,
+    started: Instant,
+    deadline: Duration,
+    /// The rate limit that stopped this client: no further request is sent.
+    halted: RefCell<Option<AccessProblem>>,
     calls: Cell<u32>,
     max_calls: u32,
     rate: RefCell<Rate>,
@@ -193,14 +228,20 @@ impl Client {
     pub fn connect(c: Connect<'_>) -> Result<Client, ConnectError> {
         let url = c.api_url.trim_end_matches('/');
         let parsed: Result<http::Uri, _> = url.parse();
-        match parsed {
-            Ok(u) if matches!(u.scheme_str(), Some("http" | "https")) && u.host().is_some() => {}
+        let (origin, base_path) = match parsed {
+            Ok(u) if matches!(u.scheme_str(), Some("http" | "https")) && u.host().is_some() => (
+                (
+                    u.scheme_str().unwrap_or_default().to_string(),
+                    u.authority().map(|a| a.to_string()).unwrap_or_default(),
+                ),
+                u.path().trim_end_matches('/').to_string(),
+            ),
             _ => {
                 return Err(ConnectError::BadUrl(format!(
                     "`{url}` is not an http(s) URL"
                 )));
             }
-        }
+        };
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -224,9 +265,20 @@ impl Client {
                 .build()
                 .map_err(|e| ConnectError::Setup(e.to_string()))
         })?;
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "a deadline needs a monotonic clock"
+        )]
+        let started = Instant::now();
         Ok(Client {
             rt: Some(rt),
             octo,
+            origin,
+            base_path,
+            timeout,
+            started,
+            deadline: c.deadline,
+            halted: RefCell::new(None),
             calls: Cell::new(0),
             max_calls: c.max_calls,
             rate: RefCell::new(Rate::default()),
@@ -264,12 +316,29 @@ impl Client {
         body: Option<&Value>,
     ) -> Result<Reply, CallError> {
         let shown = format!("{} {route}", method.as_str());
+        if let Some(problem) = self.halted.borrow().clone() {
+            return Err(CallError::Access {
+                problem,
+                route: shown,
+            });
+        }
         if self.calls.get() >= self.max_calls {
             return Err(CallError::Budget {
                 limit: self.max_calls,
                 route: shown,
             });
         }
+        let left = self.deadline.saturating_sub(self.started.elapsed());
+        if left.is_zero() {
+            return Err(CallError::Deadline {
+                after_ms: self.deadline.as_millis() as u64,
+                route: shown,
+            });
+        }
+        // The timeout bounds the whole exchange, body included: a server dripping its answer
+        // cannot hold a request open past it, nor the run past its deadline.
+        let limit = self.timeout.min(left);
+        let cut_by_deadline = left < self.timeout;
         self.calls.set(self.calls.get() + 1);
         let octo = &self.octo;
         let rt = self
@@ -278,32 +347,62 @@ impl Client {
             .expect("the runtime lives as long as the client");
         let result = off_runtime(|| {
             rt.block_on(async {
-                let resp = match method {
-                    Method::Get => octo._get(route).await,
-                    Method::Post => octo._post(route, body).await,
-                    Method::Put => octo._put(route, body).await,
-                    Method::Patch => octo._patch(route, body).await,
-                    Method::Delete => octo._delete(route, body).await,
-                }?;
-                let status = resp.status().as_u16();
-                let headers: Vec<(String, String)> = resp
-                    .headers()
-                    .iter()
-                    .filter_map(|(k, v)| {
-                        Some((k.as_str().to_string(), v.to_str().ok()?.to_string()))
-                    })
-                    .collect();
-                let text = octo.body_to_string(resp).await?;
-                Ok::<_, octocrab::Error>((status, headers, text))
+                tokio::time::timeout(limit, async {
+                    let resp = match method {
+                        Method::Get => octo._get(route).await,
+                        Method::Post => octo._post(route, body).await,
+                        Method::Put => octo._put(route, body).await,
+                        Method::Patch => octo._patch(route, body).await,
+                        Method::Delete => octo._delete(route, body).await,
+                    }?;
+                    let status = resp.status().as_u16();
+                    let headers: Vec<(String, String)> = resp
+                        .headers()
+                        .iter()
+                        .filter_map(|(k, v)| {
+                            Some((k.as_str().to_string(), v.to_str().ok()?.to_string()))
+                        })
+                        .collect();
+                    let text = octo.body_to_string(resp).await?;
+                    Ok::<_, octocrab::Error>((status, headers, text))
+                })
+                .await
             })
         });
-        let (status, headers, text) = result.map_err(|e| CallError::Access {
-            problem: AccessProblem::NetworkUnreachable {
-                detail: transport_detail(&e),
-            },
-            route: shown.clone(),
-        })?;
+        let (status, headers, text) = match result {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(e)) => {
+                return Err(CallError::Access {
+                    problem: AccessProblem::NetworkUnreachable {
+                        detail: transport_detail(&e),
+                    },
+                    route: shown,
+                });
+            }
+            Err(_) if cut_by_deadline => {
+                return Err(CallError::Deadline {
+                    after_ms: self.deadline.as_millis() as u64,
+                    route: shown,
+                });
+            }
+            Err(_) => {
+                return Err(CallError::Access {
+                    problem: AccessProblem::NetworkUnreachable {
+                        detail: format!(
+                            "timed out: no complete answer within {} ms",
+                            limit.as_millis()
+                        ),
+                    },
+                    route: shown,
+                });
+            }
+        };
         self.observe(&headers);
+        // A rate limit stops the run: every further request would be refused too and would
+        // only count against the limit (GitHub bans clients that keep calling).
+        if let Some(p @ AccessProblem::RateLimited { .. }) = access::classify(status, &headers) {
+            *self.halted.borrow_mut() = Some(p);
+        }
         let body = if text.trim().is_empty() {
             Value::Null
         } else {
@@ -340,22 +439,67 @@ impl Client {
         decode(self.get(route)?, route)
     }
 
-    /// Every element of a paginated list endpoint (`per_page=100`), up to `max_pages` pages.
-    /// `key` names the array inside a wrapper object (`check_runs`, `workflow_runs`), `None`
-    /// for endpoints that answer a bare array. Returns the items and whether pages remain.
+    /// Every element of a paginated list endpoint (`per_page=100`), up to `max_pages` pages,
+    /// following GitHub's `Link: rel="next"`. `key` names the array inside a wrapper object
+    /// (`check_runs`, `workflow_runs`), `None` for endpoints that answer a bare array. Returns
+    /// the items and whether pages remain; a failed later page fails the whole list.
     pub fn get_pages(
         &self,
         route: &str,
         key: Option<&str>,
         max_pages: u32,
     ) -> Result<(Vec<Value>, bool), CallError> {
+        let listing = self.list(route, key, max_pages)?;
+        match listing.cut {
+            None => Ok((listing.items, false)),
+            Some(CallError::PageLimit { .. }) => Ok((listing.items, true)),
+            Some(e) => Err(e),
+        }
+    }
+
+    /// A paginated list read page by page along `Link: rel="next"` until the last page, the
+    /// call budget, the deadline, a rate limit or `max_pages`. Only a failed first page is an
+    /// error; a list cut later keeps what was read and says why in [`Listing::cut`].
+    pub fn list(
+        &self,
+        route: &str,
+        key: Option<&str>,
+        max_pages: u32,
+    ) -> Result<Listing, CallError> {
         let sep = if route.contains('?') { '&' } else { '?' };
-        let mut out = Vec::new();
-        for page in 1..=max_pages {
-            let body = self.get(&format!("{route}{sep}per_page=100&page={page}"))?;
-            let items = match key {
-                Some(k) => body.get(k).cloned().unwrap_or(Value::Null),
-                None => body,
+        let mut next = if route.contains("per_page=") {
+            route.to_string()
+        } else {
+            format!("{route}{sep}per_page=100")
+        };
+        let mut listing = Listing {
+            items: Vec::new(),
+            total_count: None,
+            cut: None,
+        };
+        for page in 1..=max_pages.max(1) {
+            let reply = match self.send(Method::Get, &next, None) {
+                Ok(r) if r.is_success() => r,
+                Ok(r) => {
+                    let e = failure(&r, &format!("GET {next}"));
+                    if page == 1 {
+                        return Err(e);
+                    }
+                    listing.cut = Some(e);
+                    return Ok(listing);
+                }
+                Err(e) if page == 1 => return Err(e),
+                Err(e) => {
+                    listing.cut = Some(e);
+                    return Ok(listing);
+                }
+            };
+            let (items, total) = match key {
+                Some(k) => (
+                    reply.body.get(k).cloned().unwrap_or(Value::Null),
+                    reply.body.get("total_count").and_then(Value::as_u64),
+                ),
+                None => (reply.body, None),
             };
             let Value::Array(items) = items else {
                 return Err(CallError::Decode {
@@ -363,13 +507,89 @@ impl Client {
                     detail: "expected a list".into(),
                 });
             };
-            let n = items.len();
-            out.extend(items);
-            if n < 100 {
-                return Ok((out, false));
+            if page == 1 {
+                listing.total_count = total;
+            }
+            listing.items.extend(items);
+            match next_link(&reply.headers) {
+                None => return Ok(listing),
+                Some(url) => match self.same_origin(&url) {
+                    Some(path) => next = path,
+                    None => {
+                        listing.cut = Some(CallError::Decode {
+                            route: route.to_string(),
+                            detail: "its next page lies outside the API's host".into(),
+                        });
+                        return Ok(listing);
+                    }
+                },
             }
         }
-        Ok((out, true))
+        listing.cut = Some(CallError::PageLimit {
+            pages: max_pages,
+            route: route.to_string(),
+        });
+        Ok(listing)
+    }
+
+    /// The page after `reply`, when its `Link` names one: `None` on the last page. A next
+    /// page on another origin is a [`CallError::Decode`]; a non-success answer is its
+    /// [`failure`].
+    pub fn next_page(&self, reply: &Reply) -> Option<Result<Reply, CallError>> {
+        let url = next_link(&reply.headers)?;
+        let Some(route) = self.same_origin(&url) else {
+            return Some(Err(CallError::Decode {
+                route: "a Link header".into(),
+                detail: "its next page lies outside the API's host".into(),
+            }));
+        };
+        Some(match self.send(Method::Get, &route, None) {
+            Ok(r) if r.is_success() => Ok(r),
+            Ok(r) => Err(failure(&r, &format!("GET {route}"))),
+            Err(e) => Err(e),
+        })
+    }
+
+    /// The path and query of `url` when it is on the API's own origin: the token goes nowhere
+    /// else, whatever a `Link` header says.
+    fn same_origin(&self, url: &str) -> Option<String> {
+        let u: http::Uri = url.parse().ok()?;
+        let scheme = u.scheme_str()?;
+        let authority = u.authority()?.as_str();
+        if scheme != self.origin.0 || !authority.eq_ignore_ascii_case(&self.origin.1) {
+            return None;
+        }
+        Some(u.path_and_query()?.as_str().to_string())
+    }
+
+    /// One GraphQL query (a read, though it is a POST), at `/graphql` of the API base, or
+    /// `/api/graphql` for GitHub Enterprise Server's `/api/v3` base. GraphQL reports its own
+    /// errors inside a 200; they are a [`CallError::Decode`].
+    pub fn graphql(&self, query: &str, variables: Value) -> Result<Value, CallError> {
+        let route = if self.base_path.ends_with("/api/v3") {
+            format!(
+                "{}://{}{}/graphql",
+                self.origin.0,
+                self.origin.1,
+                self.base_path.trim_end_matches("/v3")
+            )
+        } else {
+            "/graphql".to_string()
+        };
+        let body = serde_json::json!({ "query": query, "variables": variables });
+        let answer = self.call(Method::Post, &route, Some(&body))?;
+        if let Some(errors) = answer.get("errors").filter(|e| !e.is_null()) {
+            return Err(CallError::Decode {
+                route: "POST /graphql".into(),
+                detail: format!("GraphQL errors: {errors}"),
+            });
+        }
+        Ok(answer)
+    }
+
+    /// The rate limit that stopped this client, if one did.
+    pub fn halted(&self) -> Option<AccessProblem> {
+        self.halted.borrow().clone()
     }
 
     fn observe(&self, headers: &[(String, String)]) {
@@ -425,6 +645,28 @@ impl Drop for Client {
     }
 }
 
+/// The `rel="next"` target of a `Link` header (RFC 8288), as GitHub paginates.
+pub fn next_link(headers: &[(String, String)]) -> Option<String> {
+    let value = access::header(headers, "link")?;
+    let mut rest = value;
+    while let Some(open) = rest.find('<') {
+        let after = &rest[open + 1..];
+        let close = after.find('>')?;
+        let url = &after[..close];
+        let params_end = after[close..].find('<').map_or(after.len(), |i| close + i);
+        let params = &after[close + 1..params_end];
+        if params
+            .split(';')
+            .map(|p| p.trim_matches(|c: char| c == ',' || c.is_whitespace()))
+            .any(|p| p.eq_ignore_ascii_case("rel=\"next\"") || p.eq_ignore_ascii_case("rel=next"))
+        {
+            return Some(url.to_string());
+        }
+        rest = &after[params_end..];
+    }
+    None
+}
+
 /// The error for a non-success reply.
 pub fn failure(reply: &Reply, route: &str) -> CallError {
     match access::classify(reply.status, &reply.headers) {
@@ -470,4 +712,26 @@ fn transport_detail(e: &octocrab::Error) -> String {
         source = err.source();
     }
     "transport error".into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::next_link;
+
+    #[test]
+    fn the_next_link_is_found_among_the_others() {
+        let h = |v: &str| vec![("Link".to_string(), v.to_string())];
+        assert_eq!(
+            next_link(&h(
+                r#"<https://api.github.com/x?labels=a,b&page=2>; rel="next", <https://api.github.com/x?page=5>; rel="last""#
+            ))
+            .as_deref(),
+            Some("https://api.github.com/x?labels=a,b&page=2")
+        );
+        assert_eq!(
+            next_link(&h(r#"<https://api.github.com/x?page=1>; rel="prev""#)),
+            None
+        );
+        assert_eq!(next_link(&[]), None);
+    }
 }

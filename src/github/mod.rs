@@ -4,11 +4,12 @@
 
 pub mod access;
 mod client;
+pub mod types;
 
 pub use access::{AccessProblem, RateKind};
 pub use client::{
-    API_VERSION, CallError, Client, Connect, ConnectError, Method, Rate, Reply, Token, TokenSource,
-    decode, failure,
+    API_VERSION, CallError, Client, Connect, ConnectError, Listing, Method, Rate, Reply, Token,
+    TokenSource, decode, failure, next_link,
 };
 
 /// The REST base used when none is configured.

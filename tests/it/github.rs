@@ -11,20 +11,20 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use wiremock::matchers::{any, method, path, query_param};
+use wiremock::matchers::{any, method, path, query_param, query_param_is_missing};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::lifecycle::agent;
 use crate::support::{Repo, repo_root};
 
 /// The token every test hands dacli; it must never show up anywhere dacli writes.
-const TOKEN: &str = "ghp_dacliCanaryToken0123456789abcdefXYZ";
-const HEAD: &str = "8a1b2c3d4e5f60718293a4b5c6d7e8f901234567";
-const BASE: &str = "0d464138a62332553fc1ea36f17fd374c6a53877";
-const R: &str = "/repos/acme/widget";
+pub(crate) const TOKEN: &str = "ghp_dacliCanaryToken0123456789abcdefXYZ";
+pub(crate) const HEAD: &str = "8a1b2c3d4e5f60718293a4b5c6d7e8f901234567";
+pub(crate) const BASE: &str = "0d464138a62332553fc1ea36f17fd374c6a53877";
+pub(crate) const R: &str = "/repos/acme/widget";
 
 /// A fixture of `fixtures/github/`.
-fn fixture(name: &str) -> Value {
+pub(crate) fn fixture(name: &str) -> Value {
     let p = repo_root()
         .join("fixtures/github")
         .join(format!("{name}.json"));
@@ -33,7 +33,7 @@ fn fixture(name: &str) -> Value {
 }
 
 /// A fixture with some fields replaced (`/`-separated JSON pointers).
-fn patched(name: &str, fields: &[(&str, Value)]) -> Value {
+pub(crate) fn patched(name: &str, fields: &[(&str, Value)]) -> Value {
     let mut v = fixture(name);
     for (pointer, value) in fields {
         *v.pointer_mut(pointer)
@@ -43,13 +43,13 @@ fn patched(name: &str, fields: &[(&str, Value)]) -> Value {
 }
 
 /// The fake GitHub: a wiremock server on its own runtime, with a catch-all that answers 500.
-struct Fake {
-    rt: tokio::runtime::Runtime,
-    server: MockServer,
+pub(crate) struct Fake {
+    pub(crate) rt: tokio::runtime::Runtime,
+    pub(crate) server: MockServer,
 }
 
 impl Fake {
-    fn start() -> Fake {
+    pub(crate) fn start() -> Fake {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -69,16 +69,16 @@ impl Fake {
         fake
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         self.server.uri()
     }
 
-    fn mount(&self, mock: Mock) {
+    pub(crate) fn mount(&self, mock: Mock) {
         self.rt.block_on(mock.mount(&self.server));
     }
 
     /// GET `route` answers `status` with `body`.
-    fn get(&self, route: &str, status: u16, body: Value) {
+    pub(crate) fn get(&self, route: &str, status: u16, body: Value) {
         self.mount(
             Mock::given(method("GET"))
                 .and(path(route))
@@ -86,14 +86,14 @@ impl Fake {
         );
     }
 
-    fn requests(&self) -> Vec<wiremock::Request> {
+    pub(crate) fn requests(&self) -> Vec<wiremock::Request> {
         self.rt
             .block_on(self.server.received_requests())
             .unwrap_or_default()
     }
 
     /// Requests that could write (anything but GET).
-    fn writes(&self) -> Vec<String> {
+    pub(crate) fn writes(&self) -> Vec<String> {
         self.requests()
             .iter()
             .filter(|r| r.method.as_str() != "GET")
@@ -102,13 +102,13 @@ impl Fake {
     }
 
     /// Panics if an expectation failed, the catch-all's `expect(0)` included.
-    fn verify(&self) {
+    pub(crate) fn verify(&self) {
         self.rt.block_on(self.server.verify());
     }
 }
 
 /// A workspace linked to `acme/widget` by hand (the link command has its own tests).
-fn linked() -> Repo {
+pub(crate) fn linked() -> Repo {
     let repo = Repo::initialized();
     let config = repo.ws("config.toml");
     let mut text = std::fs::read_to_string(&config).expect("config");
@@ -118,19 +118,19 @@ fn linked() -> Repo {
 }
 
 /// What one run printed.
-struct Ran {
-    code: i32,
-    doc: Value,
-    stderr: String,
+pub(crate) struct Ran {
+    pub(crate) code: i32,
+    pub(crate) doc: Value,
+    pub(crate) stderr: String,
 }
 
 /// Runs dacli with `--json` against the fake, the canary token in GH_TOKEN, and `gh` shadowed
 /// by a stub that fails (so no real credential is ever picked up).
-fn run(repo: &Repo, fake: &Fake, args: &[&str]) -> Ran {
+pub(crate) fn run(repo: &Repo, fake: &Fake, args: &[&str]) -> Ran {
     run_with(repo, &fake.url(), args, &[("GH_TOKEN", TOKEN)], None)
 }
 
-fn run_with(
+pub(crate) fn run_with(
     repo: &Repo,
     api: &str,
     args: &[&str],
@@ -164,7 +164,7 @@ fn run_with(
 }
 
 /// A PATH whose first entry holds a `gh` stub running `script`, then the system's.
-fn stub_path(root: &Path, script: &str) -> String {
+pub(crate) fn stub_path(root: &Path, script: &str) -> String {
     let dir = root.join(".git").join("stub-bin");
     std::fs::create_dir_all(&dir).expect("stub dir");
     let gh = dir.join("gh");
@@ -182,7 +182,7 @@ fn stub_path(root: &Path, script: &str) -> String {
 }
 
 /// Every file under the work tree (the `.git` directory aside) that contains `needle`.
-fn files_containing(root: &Path, needle: &str) -> Vec<PathBuf> {
+pub(crate) fn files_containing(root: &Path, needle: &str) -> Vec<PathBuf> {
     let mut hits = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
@@ -207,7 +207,7 @@ fn files_containing(root: &Path, needle: &str) -> Vec<PathBuf> {
 /// Mounts a whole PR scenario: PR 7 with the failing `test` check, its run, job and
 /// annotation, an approval, the rulesets and branch protection of `main`. Tests mount
 /// overrides first (mocks mounted earlier win among equal priorities).
-fn failing_pr(fake: &Fake) {
+pub(crate) fn failing_pr(fake: &Fake) {
     fake.get(&format!("{R}/pulls/7"), 200, fixture("pull"));
     fake.get(
         &format!("{R}/rules/branches/main"),
@@ -248,7 +248,7 @@ fn failing_pr(fake: &Fake) {
 }
 
 /// The same PR, green: one passing required check and an approval.
-fn green_pr(fake: &Fake, pull: Value) {
+pub(crate) fn green_pr(fake: &Fake, pull: Value) {
     fake.get(&format!("{R}/pulls/7"), 200, pull);
     fake.get(
         &format!("{R}/rules/branches/main"),
@@ -446,9 +446,19 @@ fn unreadable_branch_protection_is_reported_never_read_as_none() {
         404,
         fixture("error_not_found"),
     );
+    // Without branch protection, GitHub's own review decision (GraphQL) is asked.
+    fake.mount(
+        Mock::given(method("POST"))
+            .and(path("/graphql"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+                "data": {"repository": {"pullRequest": {"reviewDecision": "APPROVED"}}}
+            })))
+            .expect(1),
+    );
     failing_pr(&fake);
     let r = run(&repo, &fake, &["pr", "diagnose", "--pr", "7"]);
     assert_eq!(r.code, 0, "{}", r.doc);
+    assert_eq!(r.doc["data"]["pr"]["review_decision"], "approved");
     let req = &r.doc["data"]["requirements"];
     assert_eq!(req["source"], "unreadable");
     assert!(
@@ -858,7 +868,7 @@ fn link_reads_the_visibility_and_consent_is_roots_append_only_record() {
 /// A linked workspace with project `checkout` (tasks and decisions may be projected), two
 /// tasks (one with a token in its title), a decision and a private finding. Returns the id of
 /// the plain task.
-fn projection_workspace() -> (Repo, String) {
+pub(crate) fn projection_workspace() -> (Repo, String) {
     let repo = linked();
     let ok = |args: &[&str]| {
         let (code, doc) = repo.json(args);
@@ -923,7 +933,7 @@ fn projection_workspace() -> (Repo, String) {
     (repo, id)
 }
 
-fn item<'a>(doc: &'a Value, id: &str) -> &'a Value {
+pub(crate) fn item<'a>(doc: &'a Value, id: &str) -> &'a Value {
     doc["data"]["items"]
         .as_array()
         .expect("items")
@@ -932,7 +942,7 @@ fn item<'a>(doc: &'a Value, id: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no item {id} in {doc}"))
 }
 
-fn reasons(item: &Value) -> Vec<String> {
+pub(crate) fn reasons(item: &Value) -> Vec<String> {
     item["withheld"]
         .as_array()
         .expect("withheld")
@@ -1202,12 +1212,12 @@ fn an_apply_cut_by_a_timeout_resumes_without_a_duplicate_issue() {
     fake.verify();
 }
 
-const S: &str = "77330bdbd7210dff076ce2ef87b0b125ec1d7da0";
+pub(crate) const S: &str = "77330bdbd7210dff076ce2ef87b0b125ec1d7da0";
 const MERGED: &str = "e5bd3914e2e596debea16f433f57875b5b90bcd6";
 
 /// A linked workspace whose project `checkout` lands by PR, a-root holding merge authority
 /// and consent recorded for the public repository.
-fn train_workspace() -> Repo {
+pub(crate) fn train_workspace() -> Repo {
     let repo = linked();
     let ok = |args: &[&str]| {
         let (code, doc) = repo.json(args);
@@ -1251,7 +1261,7 @@ fn train_workspace() -> Repo {
 }
 
 /// The apply step of a preview: `args --apply --digest <the preview's plan digest>`.
-fn apply_previewed(repo: &Repo, fake: &Fake, preview: &Ran, args: &[&str]) -> Ran {
+pub(crate) fn apply_previewed(repo: &Repo, fake: &Fake, preview: &Ran, args: &[&str]) -> Ran {
     let digest = preview.doc["data"]["plan_digest"]
         .as_str()
         .expect("digest")
@@ -1261,12 +1271,12 @@ fn apply_previewed(repo: &Repo, fake: &Fake, preview: &Ran, args: &[&str]) -> Ra
     run(repo, fake, &all)
 }
 
-fn branch(sha: &str) -> Value {
+pub(crate) fn branch(sha: &str) -> Value {
     json!({"name": "x", "commit": {"sha": sha}})
 }
 
 /// What `plan` and `open` read: S is main's tip, release is BASE, two commits ahead.
-fn promotion(fake: &Fake) {
+pub(crate) fn promotion(fake: &Fake) {
     fake.get(
         &format!("{R}/compare/main...{S}"),
         200,
@@ -1285,7 +1295,7 @@ fn promotion(fake: &Fake) {
 }
 
 /// What `land` reads for PR 31 with head `head`: green checks and an approval of S.
-fn landing(fake: &Fake, head: &str) {
+pub(crate) fn landing(fake: &Fake, head: &str) {
     let pull = patched(
         "pull",
         &[
@@ -1330,7 +1340,7 @@ fn landing(fake: &Fake, head: &str) {
 }
 
 /// A train record with PR 31 open, written the way `open` writes it.
-fn write_train(repo: &Repo) -> String {
+pub(crate) fn write_train(repo: &Repo) -> String {
     let id = "tr-01KKBC511GDR08DRQGVNXCA1RA";
     repo.write(
         &format!(".dacli/trains/{id}.toml"),
@@ -1945,7 +1955,7 @@ fn push_previews_and_applies_in_one_step_and_a_second_push_changes_nothing() {
 }
 
 /// The workspace id (markers carry it).
-fn ws_id(repo: &Repo) -> String {
+pub(crate) fn ws_id(repo: &Repo) -> String {
     std::fs::read_to_string(repo.ws("config.toml"))
         .expect("config")
         .lines()
@@ -2787,11 +2797,19 @@ fn pull_pages_through_the_comments_of_an_issue() {
     fake.mount(
         Mock::given(method("GET"))
             .and(path(format!("{R}/issues/12/comments")))
-            .and(query_param("page", "1"))
+            .and(query_param_is_missing("page"))
             .and(query_param("per_page", "100"))
             .respond_with(
                 ResponseTemplate::new(200)
-                    .set_body_json(Value::Array((1..=100).map(comment).collect())),
+                    .set_body_json(Value::Array((1..=100).map(comment).collect()))
+                    .insert_header(
+                        "link",
+                        format!(
+                            "<{}{R}/issues/12/comments?per_page=100&page=2>; rel=\"next\"",
+                            fake.url()
+                        )
+                        .as_str(),
+                    ),
             )
             .expect(1),
     );

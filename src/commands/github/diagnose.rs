@@ -7,6 +7,7 @@
 //! checks or reviews makes the verdict `access_problem`. Absent checks are never green.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -15,7 +16,8 @@ use super::{
     Access, Notice, access_failure, announce, as_problem, call_failure, connect, link_of, unlinked,
 };
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome};
-use crate::github::{AccessProblem, CallError, Client, RateKind, encode};
+use crate::github::types as gh;
+use crate::github::{AccessProblem, CallError, Client, RateKind, decode, encode};
 use crate::journal::evidence::{Evidence, EvidenceItem};
 use crate::objects::tasks;
 
@@ -76,6 +78,12 @@ pub struct Request {
     #[arg(long)]
     #[serde(default)]
     record: bool,
+    /// Follow the checks until none is pending: look again after 10 s, then half as long
+    /// again each time up to 60 s, waiting for the rate limit's reset when it runs low;
+    /// stops at an access problem. Each look has its own --max-api-calls.
+    #[arg(long)]
+    #[serde(default)]
+    watch: bool,
 }
 
 fn default_annotations() -> u32 {
@@ -112,12 +120,40 @@ pub struct Response {
     requirements: Option<Requirements>,
     checks: Vec<Check>,
     missing_required: Vec<String>,
+    /// Parts that could not be read, each with its cause: unknown, never empty.
+    unknown: Vec<Unknown>,
     workflows: Vec<Workflow>,
     annotations: Vec<Annotation>,
     reviews: Vec<Review>,
     verdict: Verdict,
+    /// With `--watch`: how the watch ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    watch: Option<Watch>,
     evidence: Vec<String>,
     notices: Vec<Notice>,
+}
+
+/// How `--watch` ended: after how many further looks, and whether every check finished.
+#[derive(Debug, Clone, Serialize)]
+pub(super) struct Watch {
+    pub polls: u32,
+    pub finished: bool,
+    /// Why it stopped with checks still pending (an access problem, the poll limit).
+    pub stopped_by: Option<String>,
+}
+
+/// The first pause of `--watch`; each next one is half as long again, up to
+/// [`MAX_POLL_INTERVAL`]. The test hook `DACLI_TEST_WATCH_POLL_MS` shortens it.
+const POLL_INTERVAL: Duration = Duration::from_secs(10);
+const MAX_POLL_INTERVAL: Duration = Duration::from_secs(60);
+/// Looks after the first before `--watch` gives up (at least an hour at the longest pause).
+const MAX_POLLS: u32 = 90;
+
+fn poll_interval(ctx: &Ctx) -> Duration {
+    ctx.env()
+        .get("DACLI_TEST_WATCH_POLL_MS")
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(POLL_INTERVAL, Duration::from_millis)
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -162,6 +198,9 @@ pub(super) struct Requirements {
     /// access problem: a landing gate that depends on them is `unknown`, never `pass`.
     #[serde(skip)]
     pub rulesets_problem: Option<AccessProblem>,
+    /// Why branch protection could not be read (most often: the token is not an admin's).
+    #[serde(skip)]
+    pub protection_problem: Option<AccessProblem>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -298,18 +337,70 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         }
         Err(e) => return call_failure(&e, &format!("finding the pull request in {repo}")),
     };
-    let pr_json = match client.get(&format!("/repos/{repo}/pulls/{number}")) {
-        Ok(v) => v,
-        Err(e) => return call_failure(&e, &format!("reading pull request #{number} of {repo}")),
-    };
     let include: BTreeSet<&'static str> = if req.include.is_empty() {
         ALL.iter().copied().collect()
     } else {
         req.include.iter().map(|i| include_name(*i)).collect()
     };
-    let mut d = observe(&client, &repo, &pr_json, &include, req.annotation_limit);
-    let verdict = verdict(&d);
-    let access = Access::of(Some(&client), source, d.problem.clone());
+    let mut client = client;
+    let mut polls: u32 = 0;
+    let mut wait = poll_interval(ctx);
+    let (mut d, verdict, access, watch) = loop {
+        let pr_json = match client.get(&format!("/repos/{repo}/pulls/{number}")) {
+            Ok(v) => v,
+            Err(e) => {
+                return call_failure(&e, &format!("reading pull request #{number} of {repo}"));
+            }
+        };
+        let d = observe(&client, &repo, &pr_json, &include, req.annotation_limit);
+        let verdict = verdict(&d);
+        let access = Access::of(Some(&client), source, d.problem.clone());
+        let pending = d.checks.iter().filter(|c| c.class == "pending").count();
+        let open = d.pr.state == "open";
+        if !req.watch || pending == 0 || !open || d.problem.is_some() || polls >= MAX_POLLS {
+            let watch = req.watch.then(|| Watch {
+                polls,
+                finished: pending == 0 || !open,
+                stopped_by: if pending == 0 || !open {
+                    None
+                } else if let Some(p) = &d.problem {
+                    Some(p.kind().to_string())
+                } else {
+                    Some(format!("{MAX_POLLS} polls"))
+                },
+            });
+            break (d, verdict, access, watch);
+        }
+        // Never faster than the rate limit allows: with fewer requests left than one look
+        // takes, wait for the reset instead.
+        let spent = client.calls();
+        let rate = client.rate();
+        let pause = match (rate.remaining, rate.reset_at.as_deref()) {
+            (Some(left), Some(reset)) if left < i64::from(spent) => reset
+                .parse::<jiff::Timestamp>()
+                .ok()
+                .and_then(|r| {
+                    let ms = r.as_millisecond() - ctx.now().as_millisecond();
+                    u64::try_from(ms).ok()
+                })
+                .map_or(wait, |ms| wait.max(Duration::from_millis(ms))),
+            _ => wait,
+        };
+        ctx.notice(format!(
+            "watching #{number}: {pending} check(s) pending; looking again in {} s",
+            pause.as_millis().div_ceil(1000)
+        ));
+        drop(client);
+        std::thread::sleep(pause);
+        wait = (wait * 3 / 2).min(MAX_POLL_INTERVAL);
+        polls += 1;
+        client = match connect(ctx, &link.api_url, req.max_api_calls.max(1))?.0 {
+            Ok(c) => c,
+            Err(problem) => {
+                return access_failure(&problem, &format!("diagnosing a PR of {repo}"));
+            }
+        };
+    };
     let mut notices = std::mem::take(&mut d.notices);
     if !client.sso_partial().is_empty() {
         notices.push(Notice::new(
@@ -325,10 +416,12 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         requirements: d.requirements,
         checks: d.checks,
         missing_required: d.missing_required,
+        unknown: d.unknown,
         workflows: d.workflows,
         annotations: d.annotations,
         reviews: d.reviews,
         verdict,
+        watch,
         evidence: Vec::new(),
         notices,
     };
@@ -438,13 +531,13 @@ fn find_pr(
         let sha = req.sha.as_deref().unwrap_or_default();
         client.get(&format!("/repos/{repo}/commits/{sha}/pulls?per_page=100"))?
     };
-    let prs = list.as_array().cloned().unwrap_or_default();
+    let prs: Vec<gh::PullSummary> = decode(list, "the pull requests of a head or commit")?;
     let open = prs
         .iter()
-        .filter(|p| str_at(p, &["state"]) == Some("open"))
-        .filter_map(|p| u64_at(p, &["number"]))
+        .filter(|p| p.state == "open")
+        .map(|p| p.number)
         .max();
-    Ok(open.or_else(|| prs.iter().filter_map(|p| u64_at(p, &["number"])).max()))
+    Ok(open.or_else(|| prs.iter().map(|p| p.number).max()))
 }
 
 /// Everything observed about one PR.
@@ -459,12 +552,34 @@ pub(super) struct Diagnosis {
     pub reviews: Vec<Review>,
     /// Whether workflows exist at all (`None`: not asked or unreadable).
     pub workflows_exist: Option<bool>,
-    /// Whether checks and reviews were read (unread parts are unknown, never empty).
+    /// Whether checks and reviews were read completely (unread parts are unknown, never
+    /// empty).
     pub checks_read: bool,
     pub reviews_read: bool,
+    /// The parts that could not be read, each with its cause.
+    pub unknown: Vec<Unknown>,
+    /// GitHub's own review decision (GraphQL `reviewDecision`), read when branch protection
+    /// is not readable with this token: `APPROVED`, `CHANGES_REQUESTED`, `REVIEW_REQUIRED`.
+    pub github_review_decision: Option<String>,
     /// The first access problem of a part that matters for the verdict.
     pub problem: Option<AccessProblem>,
     pub notices: Vec<Notice>,
+}
+
+/// A part of the diagnosis that could not be read (completely): what it is and why. What is
+/// unknown is never read as "nothing there".
+#[derive(Debug, Clone, Serialize)]
+pub(super) struct Unknown {
+    /// `checks`, `statuses`, `workflows`, `jobs`, `annotations`, `reviews`.
+    pub part: &'static str,
+    /// The access problem's kind (`insufficient_permission`, `budget_spent`, ...).
+    pub cause: &'static str,
+    pub reason: String,
+    /// Items read before the list was cut (0 when nothing was read).
+    pub read: usize,
+    /// Required checks not seen among what was read: neither present nor missing.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub required_unseen: Vec<String>,
 }
 
 pub(super) fn str_at<'v>(v: &'v Value, path: &[&str]) -> Option<&'v str> {
@@ -483,26 +598,44 @@ pub(super) fn u64_at(v: &Value, path: &[&str]) -> Option<u64> {
     cur.as_u64()
 }
 
-fn bool_at(v: &Value, path: &[&str]) -> Option<bool> {
-    let mut cur = v;
-    for p in path {
-        cur = cur.get(p)?;
-    }
-    cur.as_bool()
+/// The PR object of a REST `pulls/{n}` answer, or why it is not one.
+pub(super) fn decode_pr(v: &Value) -> Result<Pr, CallError> {
+    let p: gh::PullRequest = decode(v.clone(), "GET /repos/{owner}/{repo}/pulls/{number}")?;
+    Ok(pr_of(&p))
 }
 
-/// The PR object of a REST `pulls/{n}` answer.
+/// The PR object of a REST `pulls/{n}` answer; an undecodable one leaves every field empty
+/// (its number 0), which no gate reads as a pass.
 pub(super) fn parse_pr(v: &Value) -> Pr {
-    let merged = bool_at(v, &["merged"]).unwrap_or(false) || str_at(v, &["merged_at"]).is_some();
+    decode_pr(v).unwrap_or_else(|_| Pr {
+        number: 0,
+        url: String::new(),
+        state: "open".into(),
+        draft: false,
+        head_sha: String::new(),
+        head_ref: String::new(),
+        head_is_fork: false,
+        base_ref: String::new(),
+        base_sha: String::new(),
+        mergeable: None,
+        merge_state: "unknown".into(),
+        review_decision: "none".into(),
+        auto_merge: None,
+        merge_commit_sha: None,
+    })
+}
+
+fn pr_of(p: &gh::PullRequest) -> Pr {
+    let merged = p.merged.unwrap_or(false) || p.merged_at.is_some();
     let state = if merged {
         "merged"
-    } else if str_at(v, &["state"]) == Some("closed") {
+    } else if p.state == "closed" {
         "closed"
     } else {
         "open"
     };
-    let head_repo = str_at(v, &["head", "repo", "full_name"]);
-    let base_repo = str_at(v, &["base", "repo", "full_name"]);
+    let head_repo = p.head.repo.as_ref().map(|r| r.full_name.as_str());
+    let base_repo = p.base.repo.as_ref().map(|r| r.full_name.as_str());
     const MERGE_STATES: [&str; 7] = [
         "clean",
         "behind",
@@ -512,32 +645,69 @@ pub(super) fn parse_pr(v: &Value) -> Pr {
         "has_hooks",
         "unstable",
     ];
-    let merge_state = str_at(v, &["mergeable_state"])
+    let merge_state = p
+        .mergeable_state
+        .as_deref()
         .filter(|s| MERGE_STATES.contains(s))
         .unwrap_or("unknown");
     Pr {
-        number: u64_at(v, &["number"]).unwrap_or(0),
-        url: str_at(v, &["html_url"]).unwrap_or_default().to_string(),
+        number: p.number,
+        url: p.html_url.clone(),
         state: state.into(),
-        draft: bool_at(v, &["draft"]).unwrap_or(false),
-        head_sha: str_at(v, &["head", "sha"]).unwrap_or_default().to_string(),
-        head_ref: str_at(v, &["head", "ref"]).unwrap_or_default().to_string(),
+        draft: p.draft.unwrap_or(false),
+        head_sha: p.head.sha.clone(),
+        head_ref: p.head.name.clone(),
         head_is_fork: head_repo.is_some() && head_repo != base_repo,
-        base_ref: str_at(v, &["base", "ref"]).unwrap_or_default().to_string(),
-        base_sha: str_at(v, &["base", "sha"]).unwrap_or_default().to_string(),
-        mergeable: bool_at(v, &["mergeable"]),
+        base_ref: p.base.name.clone(),
+        base_sha: p.base.sha.clone(),
+        mergeable: p.mergeable,
         merge_state: merge_state.into(),
         review_decision: "none".into(),
-        auto_merge: v
-            .get("auto_merge")
-            .filter(|a| !a.is_null())
-            .map(|a| AutoMerge {
-                method: str_at(a, &["merge_method"]).unwrap_or("merge").to_string(),
-            }),
+        auto_merge: p.auto_merge.as_ref().map(|a| AutoMerge {
+            method: a.merge_method.clone().unwrap_or_else(|| "merge".into()),
+        }),
         merge_commit_sha: if merged {
-            str_at(v, &["merge_commit_sha"]).map(str::to_string)
+            p.merge_commit_sha.clone()
         } else {
             None
+        },
+    }
+}
+
+/// Pages a list may span; the call budget and the deadline bound it first.
+const MAX_PAGES: u32 = 1000;
+
+/// One list of the diagnosis, typed: every item read, and the cause when it is incomplete.
+struct Read<T> {
+    items: Vec<T>,
+    cut: Option<CallError>,
+}
+
+/// Reads a paginated list as `T`. A failed first page, a cut later page or an undecodable item
+/// all leave the list incomplete with their cause.
+fn read_list<T: serde::de::DeserializeOwned>(
+    client: &Client,
+    route: &str,
+    key: Option<&str>,
+    max_pages: u32,
+) -> Read<T> {
+    let listing = match client.list(route, key, max_pages) {
+        Ok(l) => l,
+        Err(e) => {
+            return Read {
+                items: Vec::new(),
+                cut: Some(e),
+            };
+        }
+    };
+    match decode::<Vec<T>>(Value::Array(listing.items), route) {
+        Ok(items) => Read {
+            items,
+            cut: listing.cut,
+        },
+        Err(e) => Read {
+            items: Vec::new(),
+            cut: Some(e),
         },
     }
 }
@@ -563,6 +733,8 @@ pub(super) fn observe(
         workflows_exist: None,
         checks_read: false,
         reviews_read: false,
+        unknown: Vec::new(),
+        github_review_decision: None,
         problem: None,
         notices: Vec::new(),
     };
@@ -576,76 +748,71 @@ pub(super) fn observe(
         .as_ref()
         .map(|r| r.required_checks.clone())
         .unwrap_or_default();
-    let mut problem: Option<AccessProblem> = None;
-    let note = |e: &CallError, problem: &mut Option<AccessProblem>| {
-        if problem.is_none() {
-            *problem = Some(as_problem(e));
-        }
-    };
     // Workflow runs first: check runs name their suite, and runs name the workflow.
-    let mut runs: Vec<Value> = Vec::new();
+    let mut runs: Vec<gh::WorkflowRun> = Vec::new();
     if include.contains("workflows") || include.contains("jobs") {
-        match client.get(&format!(
-            "/repos/{repo}/actions/runs?head_sha={head}&per_page=100"
-        )) {
-            Ok(v) => {
-                runs = v
-                    .get("workflow_runs")
-                    .and_then(|r| r.as_array())
-                    .cloned()
-                    .unwrap_or_default()
-            }
-            Err(e) => note(&e, &mut problem),
+        let read = read_list::<gh::WorkflowRun>(
+            client,
+            &format!("/repos/{repo}/actions/runs?head_sha={head}"),
+            Some("workflow_runs"),
+            MAX_PAGES,
+        );
+        runs = read.items;
+        if let Some(e) = read.cut {
+            d.unread("workflows", &e, runs.len(), Vec::new());
         }
     }
-    let mut checks_ok = true;
+    let mut checks_complete = include.contains("checks");
+    let mut unread_checks: Vec<(&'static str, CallError, usize)> = Vec::new();
     if include.contains("checks") {
-        match client.get(&format!(
-            "/repos/{repo}/commits/{head}/check-runs?filter=latest&per_page=100"
-        )) {
-            Ok(v) => {
-                for cr in v
-                    .get("check_runs")
-                    .and_then(|c| c.as_array())
-                    .into_iter()
-                    .flatten()
-                {
-                    d.checks.push(check_run(cr, &runs, &required));
-                }
-            }
-            Err(e) => {
-                checks_ok = false;
-                note(&e, &mut problem);
-            }
+        let read = read_list::<gh::CheckRun>(
+            client,
+            &format!("/repos/{repo}/commits/{head}/check-runs?filter=latest"),
+            Some("check_runs"),
+            MAX_PAGES,
+        );
+        for cr in &read.items {
+            d.checks.push(check_run(cr, &runs, &required));
+        }
+        if let Some(e) = read.cut {
+            checks_complete = false;
+            unread_checks.push(("checks", e, read.items.len()));
         }
     }
     if include.contains("statuses") {
-        match client.get(&format!("/repos/{repo}/commits/{head}/status?per_page=100")) {
-            Ok(v) => {
-                for s in v
-                    .get("statuses")
-                    .and_then(|c| c.as_array())
-                    .into_iter()
-                    .flatten()
-                {
-                    d.checks.push(status_context(s, &required));
-                }
-            }
-            Err(e) => {
-                checks_ok = false;
-                note(&e, &mut problem);
-            }
+        let read = read_list::<gh::Status>(
+            client,
+            &format!("/repos/{repo}/commits/{head}/status"),
+            Some("statuses"),
+            MAX_PAGES,
+        );
+        for s in &read.items {
+            d.checks.push(status_context(s, &required));
+        }
+        if let Some(e) = read.cut {
+            checks_complete = false;
+            unread_checks.push(("statuses", e, read.items.len()));
         }
     }
-    d.checks_read = checks_ok && include.contains("checks");
+    d.checks_read = checks_complete;
     d.checks
         .sort_by(|a, b| (a.name.as_str(), a.kind).cmp(&(b.name.as_str(), b.kind)));
     let present: BTreeSet<&str> = d.checks.iter().map(|c| c.name.as_str()).collect();
-    d.missing_required = required
+    let unseen: Vec<String> = required
         .iter()
         .filter(|r| !present.contains(r.as_str()))
         .cloned()
         .collect();
+    // A required check is missing only when every check on the head was read; otherwise it
+    // may be on a page that was never read, and it is unknown.
+    if checks_complete {
+        d.missing_required = unseen;
+    } else {
+        let mut unseen = Some(unseen);
+        for (part, e, read) in unread_checks {
+            d.unread(part, &e, read, unseen.take().unwrap_or_default());
+        }
+    }
     for run in &runs {
         let mut w = workflow(run);
         let failed = matches!(
@@ -653,12 +820,15 @@ pub(super) fn observe(
             Some("failure" | "timed_out" | "cancelled")
         );
         if failed && include.contains("jobs") {
-            match client.get(&format!(
-                "/repos/{repo}/actions/runs/{}/jobs?per_page=100",
-                w.run_id
-            )) {
-                Ok(v) => w.failed_jobs = failed_jobs(&v),
-                Err(e) => note(&e, &mut problem),
+            let read = read_list::<gh::Job>(
+                client,
+                &format!("/repos/{repo}/actions/runs/{}/jobs", w.run_id),
+                Some("jobs"),
+                MAX_PAGES,
+            );
+            w.failed_jobs = failed_jobs(&read.items);
+            if let Some(e) = read.cut {
+                d.unread("jobs", &e, read.items.len(), Vec::new());
             }
         }
         d.workflows.push(w);
@@ -681,53 +851,131 @@ pub(super) fn observe(
                 ));
                 break;
             }
-            match client.get(&format!(
-                "/repos/{repo}/check-runs/{id}/annotations?per_page=100"
-            )) {
-                Ok(v) => {
-                    for a in v.as_array().into_iter().flatten().take(left) {
-                        d.annotations.push(annotation(a, &name));
-                        left -= 1;
-                    }
-                }
-                Err(CallError::Budget { .. }) => {
-                    d.notices.push(Notice::new(
-                        "budget_spent",
-                        "--max-api-calls was reached before every annotation was read",
-                    ));
-                    break;
-                }
-                Err(e) => note(&e, &mut problem),
+            let read = read_list::<gh::CheckAnnotation>(
+                client,
+                &format!("/repos/{repo}/check-runs/{id}/annotations"),
+                None,
+                (left as u32).div_ceil(100),
+            );
+            let over = read.items.len() > left;
+            for a in read.items.iter().take(left) {
+                d.annotations.push(annotation(a, &name));
+            }
+            left = left.saturating_sub(read.items.len());
+            match read.cut {
+                Some(CallError::PageLimit { .. }) => d.notices.push(Notice::new(
+                    "annotations_truncated",
+                    format!(
+                        "more annotations exist than --annotation-limit {annotation_limit} allows"
+                    ),
+                )),
+                Some(e) => d.unread("annotations", &e, read.items.len(), Vec::new()),
+                None if over => d.notices.push(Notice::new(
+                    "annotations_truncated",
+                    format!(
+                        "more annotations exist than --annotation-limit {annotation_limit} allows"
+                    ),
+                )),
+                None => {}
             }
         }
     }
     if d.checks_read && d.checks.is_empty() && runs.is_empty() {
-        match client.get(&format!("/repos/{repo}/actions/workflows?per_page=1")) {
-            Ok(v) => d.workflows_exist = Some(u64_at(&v, &["total_count"]).unwrap_or(0) > 0),
-            Err(e) => note(&e, &mut problem),
+        let route = format!("/repos/{repo}/actions/workflows?per_page=1");
+        match client
+            .get(&route)
+            .and_then(|v| decode::<gh::Workflows>(v, &route))
+        {
+            Ok(w) => d.workflows_exist = Some(w.total_count > 0),
+            Err(e) => d.unread("workflows", &e, 0, Vec::new()),
         }
     }
     if include.contains("reviews") {
-        match client.get(&format!(
-            "/repos/{repo}/pulls/{}/reviews?per_page=100",
-            d.pr.number
-        )) {
-            Ok(v) => {
-                d.reviews = v
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|r| review(r, &head))
-                    .collect();
-                d.reviews_read = true;
-            }
-            Err(e) => note(&e, &mut problem),
+        let read = read_list::<gh::Review>(
+            client,
+            &format!("/repos/{repo}/pulls/{}/reviews", d.pr.number),
+            None,
+            MAX_PAGES,
+        );
+        d.reviews = read.items.iter().map(|r| review(r, &head)).collect();
+        match read.cut {
+            None => d.reviews_read = true,
+            Some(e) => d.unread("reviews", &e, read.items.len(), Vec::new()),
         }
     }
     let required_approvals = d.requirements.as_ref().map_or(0, |r| r.required_approvals);
     d.pr.review_decision = review_decision(&d.reviews, required_approvals).into();
-    d.problem = problem;
+    // Classic branch protection is readable only by admins, so the approvals it requires may
+    // be unknown here; GitHub's own decision says whether a review is still required.
+    let protection_unread = d
+        .requirements
+        .as_ref()
+        .is_some_and(|r| r.protection_problem.is_some());
+    if protection_unread && include.contains("reviews") && d.pr.state == "open" {
+        match github_review_decision(client, repo, d.pr.number) {
+            Ok(Some(decision)) => {
+                d.pr.review_decision = match decision.as_str() {
+                    "APPROVED" => "approved",
+                    "CHANGES_REQUESTED" => "changes_requested",
+                    "REVIEW_REQUIRED" => "review_required",
+                    _ => "none",
+                }
+                .into();
+                d.github_review_decision = Some(decision);
+            }
+            Ok(None) => {}
+            Err(e) => d.notices.push(Notice::new(
+                "review_decision_unread",
+                format!("GitHub's review decision could not be read: {e}"),
+            )),
+        }
+    }
     d
+}
+
+/// GitHub's review decision for a pull request (GraphQL; needs only read access to pull
+/// requests), `None` when no review is required.
+fn github_review_decision(
+    client: &Client,
+    repo: &str,
+    number: u64,
+) -> Result<Option<String>, CallError> {
+    let (owner, name) = repo.split_once('/').unwrap_or((repo, ""));
+    let answer = client.graphql(
+        "query($owner: String!, $name: String!, $number: Int!) { repository(owner: $owner, name: $name) { pullRequest(number: $number) { reviewDecision } } }",
+        serde_json::json!({"owner": owner, "name": name, "number": number}),
+    )?;
+    let typed: gh::ReviewDecisionAnswer = decode(answer, "POST /graphql")?;
+    Ok(typed
+        .data
+        .and_then(|d| d.repository)
+        .and_then(|r| r.pull_request)
+        .and_then(|p| p.review_decision))
+}
+
+impl Diagnosis {
+    /// Records a part that could not be read completely, and its cause.
+    fn unread(&mut self, part: &'static str, e: &CallError, read: usize, unseen: Vec<String>) {
+        let problem = as_problem(e);
+        let reason = if read == 0 {
+            format!("{part} could not be read: {}", problem.describe())
+        } else {
+            format!(
+                "{part}: only {read} were read before the list was cut: {}",
+                problem.describe()
+            )
+        };
+        self.unknown.push(Unknown {
+            part,
+            cause: problem.kind(),
+            reason,
+            read,
+            required_unseen: unseen,
+        });
+        if self.problem.is_none() {
+            self.problem = Some(problem);
+        }
+    }
 }
 
 /// Rulesets (readable with `metadata:read`) and classic branch protection (usually admin
@@ -743,95 +991,62 @@ fn requirements(
     let mut from_protection = false;
     let mut unreadable: Vec<String> = Vec::new();
     let mut checks: BTreeSet<String> = BTreeSet::new();
-    match client.get(&format!("/repos/{repo}/rules/branches/{base}?per_page=100")) {
-        Ok(v) => {
-            for rule in v.as_array().into_iter().flatten() {
-                let params = rule.get("parameters").cloned().unwrap_or(Value::Null);
-                match str_at(rule, &["type"]) {
-                    Some("required_status_checks") => {
-                        from_rules = true;
-                        r.strict_up_to_date |=
-                            bool_at(&params, &["strict_required_status_checks_policy"])
-                                .unwrap_or(false);
-                        for c in params
-                            .get("required_status_checks")
-                            .and_then(|c| c.as_array())
-                            .into_iter()
-                            .flatten()
-                        {
-                            if let Some(name) = str_at(c, &["context"]) {
-                                checks.insert(name.to_string());
-                            }
-                        }
-                    }
-                    Some("pull_request") => {
-                        from_rules = true;
-                        r.required_approvals = r.required_approvals.max(
-                            u64_at(&params, &["required_approving_review_count"]).unwrap_or(0),
-                        );
-                        r.code_owner_review |=
-                            bool_at(&params, &["require_code_owner_review"]).unwrap_or(false);
-                        r.last_push_approval |=
-                            bool_at(&params, &["require_last_push_approval"]).unwrap_or(false);
-                        r.conversation_resolution |=
-                            bool_at(&params, &["required_review_thread_resolution"])
-                                .unwrap_or(false);
-                    }
-                    Some("merge_queue") => {
-                        from_rules = true;
-                        r.merge_queue = true;
-                    }
-                    Some(_) => from_rules = true,
-                    None => {}
+    let rules = read_list::<gh::BranchRule>(
+        client,
+        &format!("/repos/{repo}/rules/branches/{}", encode(base)),
+        None,
+        MAX_PAGES,
+    );
+    for rule in &rules.items {
+        let params = rule.parameters.clone().unwrap_or_default();
+        from_rules = true;
+        match rule.kind.as_str() {
+            "required_status_checks" => {
+                r.strict_up_to_date |= params.strict_required_status_checks_policy == Some(true);
+                for c in params.required_status_checks.iter().flatten() {
+                    checks.insert(c.context.clone());
                 }
             }
-        }
-        Err(e) => {
-            let p = as_problem(&e);
-            unreadable.push(format!("rulesets: {}", p.kind()));
-            r.rulesets_problem = Some(p);
-        }
-    }
-    match client.get(&format!("/repos/{repo}/branches/{base}/protection")) {
-        Ok(p) => {
-            from_protection = true;
-            if let Some(rsc) = p.get("required_status_checks").filter(|v| !v.is_null()) {
-                r.strict_up_to_date |= bool_at(rsc, &["strict"]).unwrap_or(false);
-                for c in rsc
-                    .get("contexts")
-                    .and_then(|c| c.as_array())
-                    .into_iter()
-                    .flatten()
-                {
-                    if let Some(name) = c.as_str() {
-                        checks.insert(name.to_string());
-                    }
-                }
-                for c in rsc
-                    .get("checks")
-                    .and_then(|c| c.as_array())
-                    .into_iter()
-                    .flatten()
-                {
-                    if let Some(name) = str_at(c, &["context"]) {
-                        checks.insert(name.to_string());
-                    }
-                }
-            }
-            if let Some(prr) = p
-                .get("required_pull_request_reviews")
-                .filter(|v| !v.is_null())
-            {
+            "pull_request" => {
                 r.required_approvals = r
                     .required_approvals
-                    .max(u64_at(prr, &["required_approving_review_count"]).unwrap_or(0));
-                r.code_owner_review |=
-                    bool_at(prr, &["require_code_owner_reviews"]).unwrap_or(false);
-                r.last_push_approval |=
-                    bool_at(prr, &["require_last_push_approval"]).unwrap_or(false);
+                    .max(params.required_approving_review_count.unwrap_or(0));
+                r.code_owner_review |= params.require_code_owner_review == Some(true);
+                r.last_push_approval |= params.require_last_push_approval == Some(true);
+                r.conversation_resolution |= params.required_review_thread_resolution == Some(true);
             }
-            r.conversation_resolution |=
-                bool_at(&p, &["required_conversation_resolution", "enabled"]).unwrap_or(false);
+            "merge_queue" => r.merge_queue = true,
+            _ => {}
+        }
+    }
+    if let Some(e) = &rules.cut {
+        let p = as_problem(e);
+        unreadable.push(format!("rulesets: {}", p.kind()));
+        r.rulesets_problem = Some(p);
+    }
+    let route = format!("/repos/{repo}/branches/{}/protection", encode(base));
+    match client
+        .get(&route)
+        .and_then(|v| decode::<gh::BranchProtection>(v, &route))
+    {
+        Ok(p) => {
+            from_protection = true;
+            if let Some(rsc) = &p.required_status_checks {
+                r.strict_up_to_date |= rsc.strict == Some(true);
+                checks.extend(rsc.contexts.iter().cloned());
+                checks.extend(rsc.checks.iter().map(|c| c.context.clone()));
+            }
+            if let Some(prr) = &p.required_pull_request_reviews {
+                r.required_approvals = r
+                    .required_approvals
+                    .max(prr.required_approving_review_count.unwrap_or(0));
+                r.code_owner_review |= prr.require_code_owner_reviews == Some(true);
+                r.last_push_approval |= prr.require_last_push_approval == Some(true);
+            }
+            r.conversation_resolution |= p
+                .required_conversation_resolution
+                .as_ref()
+                .is_some_and(|c| c.enabled == Some(true));
         }
         Err(e) => {
             let p = as_problem(&e);
@@ -839,6 +1054,7 @@ fn requirements(
                 "branch protection of `{base}`: {} (it may be unprotected, or this token may lack administration:read)",
                 p.kind()
             ));
+            r.protection_problem = Some(p);
         }
     }
     r.required_checks = checks.into_iter().collect();
@@ -886,143 +1102,129 @@ pub(super) fn class_of_status(state: &str) -> &'static str {
     }
 }
 
-fn check_run(cr: &Value, runs: &[Value], required: &[String]) -> Check {
-    let name = str_at(cr, &["name"]).unwrap_or_default().to_string();
-    let status = str_at(cr, &["status"]).unwrap_or("queued").to_string();
-    let conclusion = str_at(cr, &["conclusion"]).map(str::to_string);
-    let suite = u64_at(cr, &["check_suite", "id"]);
+fn check_run(cr: &gh::CheckRun, runs: &[gh::WorkflowRun], required: &[String]) -> Check {
+    let suite = cr.check_suite.as_ref().map(|s| s.id);
     let workflow = suite.and_then(|s| {
         runs.iter()
-            .find(|r| u64_at(r, &["check_suite_id"]) == Some(s))
+            .find(|r| r.check_suite_id == Some(s))
             .map(|r| WorkflowRef {
-                name: str_at(r, &["name"]).unwrap_or_default().to_string(),
-                run_id: u64_at(r, &["id"]).unwrap_or(0),
-                attempt: u64_at(r, &["run_attempt"]).unwrap_or(1),
-                event: str_at(r, &["event"]).unwrap_or_default().to_string(),
+                name: r.name.clone().unwrap_or_default(),
+                run_id: r.id,
+                attempt: r.run_attempt.unwrap_or(1),
+                event: r.event.clone(),
             })
     });
     Check {
         kind: "check_run",
-        class: class_of_run(&status, conclusion.as_deref()),
-        required: required.contains(&name),
-        name,
-        app: str_at(cr, &["app", "slug"]).map(str::to_string),
+        class: class_of_run(&cr.status, cr.conclusion.as_deref()),
+        required: required.contains(&cr.name),
+        name: cr.name.clone(),
+        app: cr.app.as_ref().and_then(|a| a.slug.clone()),
         workflow,
-        status,
-        conclusion,
+        status: cr.status.clone(),
+        conclusion: cr.conclusion.clone(),
         on_head: true,
-        details_url: str_at(cr, &["details_url"]).map(str::to_string),
-        annotations_count: u64_at(cr, &["output", "annotations_count"]),
-        id: u64_at(cr, &["id"]),
+        details_url: cr.details_url.clone().or_else(|| cr.html_url.clone()),
+        annotations_count: cr.output.as_ref().map(|o| o.annotations_count),
+        id: Some(cr.id),
     }
 }
 
-fn status_context(s: &Value, required: &[String]) -> Check {
-    let name = str_at(s, &["context"]).unwrap_or_default().to_string();
-    let state = str_at(s, &["state"]).unwrap_or("pending").to_string();
+fn status_context(s: &gh::Status, required: &[String]) -> Check {
     Check {
         kind: "status_context",
-        class: class_of_status(&state),
-        required: required.contains(&name),
-        name,
+        class: class_of_status(&s.state),
+        required: required.contains(&s.context),
+        name: s.context.clone(),
         app: None,
         workflow: None,
-        status: if state == "pending" {
+        status: if s.state == "pending" {
             "pending"
         } else {
             "completed"
         }
         .into(),
-        conclusion: Some(state),
+        conclusion: Some(s.state.clone()),
         on_head: true,
-        details_url: str_at(s, &["target_url"]).map(str::to_string),
+        details_url: s.target_url.clone(),
         annotations_count: None,
         id: None,
     }
 }
 
-fn workflow(run: &Value) -> Workflow {
-    let conclusion = str_at(run, &["conclusion"]).map(str::to_string);
-    let status = str_at(run, &["status"]).unwrap_or("queued").to_string();
+fn workflow(run: &gh::WorkflowRun) -> Workflow {
+    let conclusion = run.conclusion.clone();
+    let status = run.status.clone().unwrap_or_else(|| "queued".into());
     Workflow {
-        run_id: u64_at(run, &["id"]).unwrap_or(0),
-        name: str_at(run, &["name"]).unwrap_or_default().to_string(),
-        path: str_at(run, &["path"]).unwrap_or_default().to_string(),
-        event: str_at(run, &["event"]).unwrap_or_default().to_string(),
+        run_id: run.id,
+        name: run.name.clone().unwrap_or_default(),
+        path: run.path.clone(),
+        event: run.event.clone(),
         needs_approval: conclusion.as_deref() == Some("action_required")
             || status == "action_required"
             || status == "waiting",
         startup_failure: conclusion.as_deref() == Some("startup_failure"),
         status,
         conclusion,
-        attempt: u64_at(run, &["run_attempt"]).unwrap_or(1),
+        attempt: run.run_attempt.unwrap_or(1),
         failed_jobs: Vec::new(),
     }
 }
 
-fn failed_jobs(v: &Value) -> Vec<FailedJob> {
-    v.get("jobs")
-        .and_then(|j| j.as_array())
-        .into_iter()
-        .flatten()
-        .filter(|j| {
-            matches!(
-                str_at(j, &["conclusion"]),
-                Some("failure" | "timed_out" | "cancelled")
-            )
-        })
+fn is_failure(conclusion: Option<&str>) -> bool {
+    matches!(conclusion, Some("failure" | "timed_out" | "cancelled"))
+}
+
+fn failed_jobs(jobs: &[gh::Job]) -> Vec<FailedJob> {
+    jobs.iter()
+        .filter(|j| is_failure(j.conclusion.as_deref()))
         .map(|j| FailedJob {
-            name: str_at(j, &["name"]).unwrap_or_default().to_string(),
+            name: j.name.clone(),
             step: j
-                .get("steps")
-                .and_then(|s| s.as_array())
-                .into_iter()
-                .flatten()
-                .find(|s| {
-                    matches!(
-                        str_at(s, &["conclusion"]),
-                        Some("failure" | "timed_out" | "cancelled")
-                    )
-                })
-                .and_then(|s| str_at(s, &["name"]))
-                .map(str::to_string),
-            conclusion: str_at(j, &["conclusion"]).unwrap_or_default().to_string(),
-            id: u64_at(j, &["id"]).unwrap_or(0),
+                .steps
+                .iter()
+                .find(|s| is_failure(s.conclusion.as_deref()))
+                .map(|s| s.name.clone()),
+            conclusion: j.conclusion.clone().unwrap_or_default(),
+            id: j.id,
         })
         .collect()
 }
 
-fn annotation(a: &Value, check: &str) -> Annotation {
-    let message: String = str_at(a, &["message"])
+fn annotation(a: &gh::CheckAnnotation, check: &str) -> Annotation {
+    let message: String = a
+        .message
+        .as_deref()
         .unwrap_or_default()
         .chars()
         .take(500)
         .collect();
     Annotation {
         check: check.to_string(),
-        path: str_at(a, &["path"]).unwrap_or_default().to_string(),
-        start_line: u64_at(a, &["start_line"]).unwrap_or(0),
-        end_line: u64_at(a, &["end_line"]).unwrap_or(0),
-        level: match str_at(a, &["annotation_level"]) {
+        path: a.path.clone(),
+        start_line: a.start_line,
+        end_line: a.end_line,
+        level: match a.annotation_level.as_deref() {
             Some(l @ ("notice" | "warning" | "failure")) => l.to_string(),
             _ => "notice".into(),
         },
-        title: str_at(a, &["title"])
-            .filter(|t| !t.is_empty())
-            .map(str::to_string),
+        title: a.title.clone().filter(|t| !t.is_empty()),
         message,
     }
 }
 
-fn review(r: &Value, head: &str) -> Review {
-    let commit_id = str_at(r, &["commit_id"]).unwrap_or_default().to_string();
+fn review(r: &gh::Review, head: &str) -> Review {
+    let commit_id = r.commit_id.clone().unwrap_or_default();
     Review {
-        login: str_at(r, &["user", "login"]).unwrap_or("ghost").to_string(),
-        state: match str_at(r, &["state"]) {
-            Some("APPROVED") => "approved",
-            Some("CHANGES_REQUESTED") => "changes_requested",
-            Some("DISMISSED") => "dismissed",
-            Some("PENDING") => "pending",
+        login: r
+            .user
+            .as_ref()
+            .map_or_else(|| "ghost".to_string(), |u| u.login.clone()),
+        state: match r.state.as_str() {
+            "APPROVED" => "approved",
+            "CHANGES_REQUESTED" => "changes_requested",
+            "DISMISSED" => "dismissed",
+            "PENDING" => "pending",
             _ => "commented",
         }
         .into(),
@@ -1076,6 +1278,15 @@ pub(super) fn verdict(d: &Diagnosis) -> Verdict {
     let pr = &d.pr;
     if let Some(p) = &d.problem {
         b.add("access_problem", p.describe(), access_action(p));
+    }
+    for u in &d.unknown {
+        b.note(u.reason.clone());
+        for r in &u.required_unseen {
+            b.note(format!(
+                "required check `{r}` is unknown: it is not among the {} {} read",
+                u.read, u.part
+            ));
+        }
     }
     if pr.state == "merged" {
         b.add(
@@ -1177,7 +1388,14 @@ pub(super) fn verdict(d: &Diagnosis) -> Verdict {
             .annotations
             .iter()
             .filter(|a| a.check == c.name && a.level == "failure")
-            .map(|a| format!("{}:{}: {}", a.path, a.start_line, first_line(&a.message)))
+            .map(|a| {
+                format!(
+                    "{}:{}: {}",
+                    a.path,
+                    a.start_line,
+                    failing_lines(&a.message).join(" / ")
+                )
+            })
             .collect();
         if !places.is_empty() {
             reason.push_str(&format!(" at {}", places.join("; ")));
@@ -1318,7 +1536,18 @@ pub(super) fn verdict(d: &Diagnosis) -> Verdict {
     }
     let required = d.requirements.as_ref().map_or(0, |r| r.required_approvals);
     let approvals = latest.values().filter(|r| r.state == "approved").count() as u64;
-    if d.reviews_read && approvals < required {
+    if d.github_review_decision.as_deref() == Some("REVIEW_REQUIRED") && approvals >= required {
+        b.add(
+            "needs_review",
+            format!(
+                "GitHub reports a review is required (REVIEW_REQUIRED); {approvals} approvals on record, and the branch protection that sets how many is not readable with this token"
+            ),
+            Some((
+                "request_review",
+                "request a review from someone who may approve".to_string(),
+            )),
+        );
+    } else if d.reviews_read && approvals < required {
         b.add(
             "needs_review",
             format!("{approvals} of {required} required approvals"),
@@ -1333,6 +1562,16 @@ pub(super) fn verdict(d: &Diagnosis) -> Verdict {
             "merge_queue",
             format!("`{}` requires a merge queue", pr.base_ref),
             None,
+        );
+    }
+    if b.classes.is_empty() && pr.mergeable.is_none() && pr.merge_state == "unknown" {
+        b.add(
+            "computing_mergeability",
+            "GitHub is still computing whether the PR can merge (`mergeable: null`)".to_string(),
+            Some((
+                "retry_later",
+                "run the diagnosis again in a few seconds".to_string(),
+            )),
         );
     }
     if b.classes.is_empty() && matches!(pr.merge_state.as_str(), "blocked" | "unknown") {
@@ -1355,7 +1594,10 @@ fn access_action(p: &AccessProblem) -> Option<(&'static str, String)> {
             limit: RateKind::Primary | RateKind::Secondary,
             ..
         } => "wait_rate_limit_reset",
-        AccessProblem::ServerError { .. } | AccessProblem::NetworkUnreachable { .. } => {
+        AccessProblem::BudgetSpent { .. } => "raise_max_api_calls",
+        AccessProblem::ServerError { .. }
+        | AccessProblem::NetworkUnreachable { .. }
+        | AccessProblem::DeadlinePassed { .. } => {
             return None;
         }
         _ => "refresh_token_permissions",
@@ -1363,8 +1605,22 @@ fn access_action(p: &AccessProblem) -> Option<(&'static str, String)> {
     Some((action, p.remedy()))
 }
 
-fn first_line(s: &str) -> &str {
-    s.lines().next().unwrap_or_default()
+/// The lines of an annotation that say what failed: a Rust panic's `thread '…' panicked at
+/// …:` header and its backtrace hint carry nothing, the assertion lines after them do.
+fn failing_lines(message: &str) -> Vec<&str> {
+    let lines: Vec<&str> = message
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.trim().is_empty())
+        .filter(|l| !(l.starts_with("thread '") && l.contains("panicked at")))
+        .filter(|l| !l.starts_with("note: run with `RUST_BACKTRACE"))
+        .take(6)
+        .collect();
+    if lines.is_empty() {
+        message.lines().take(1).collect()
+    } else {
+        lines
+    }
 }
 
 pub(super) fn short(sha: &str) -> &str {
@@ -1469,23 +1725,55 @@ fn render(r: &Response, _ctx: &Ctx) -> String {
         pr.review_decision,
     );
     for c in &r.checks {
+        let failing = matches!(c.class, "fail" | "infra");
         out.push_str(&format!(
-            "  {:<8}  {}{}\n",
+            "  {:<8}  {}{}{}\n",
             c.class,
             c.name,
-            if c.required { "  (required)" } else { "" }
+            if c.required { "  (required)" } else { "" },
+            match (&c.details_url, failing) {
+                (Some(url), true) => format!("  {url}"),
+                _ => String::new(),
+            }
         ));
+        if !failing {
+            continue;
+        }
+        for a in r.annotations.iter().filter(|a| a.check == c.name) {
+            let mut lines = failing_lines(&a.message).into_iter();
+            out.push_str(&format!(
+                "            {}:{}  {}  {}\n",
+                a.path,
+                a.start_line,
+                a.level,
+                lines.next().unwrap_or_default()
+            ));
+            for more in lines {
+                out.push_str(&format!("              {}\n", more.trim()));
+            }
+        }
     }
     for m in &r.missing_required {
         out.push_str(&format!("  {:<8}  {m}  (required)\n", "missing"));
     }
-    for a in &r.annotations {
+    for u in &r.unknown {
+        for name in &u.required_unseen {
+            out.push_str(&format!("  {:<8}  {name}  (required)\n", "unknown"));
+        }
+        out.push_str(&format!("  unknown: {} ({})\n", u.reason, u.cause));
+    }
+    // Annotations of checks that did not fail (warnings on a passing check), on their own.
+    for a in r.annotations.iter().filter(|a| {
+        !r.checks
+            .iter()
+            .any(|c| c.name == a.check && matches!(c.class, "fail" | "infra"))
+    }) {
         out.push_str(&format!(
             "  {}:{}  {}  {}\n",
             a.path,
             a.start_line,
             a.level,
-            first_line(&a.message)
+            failing_lines(&a.message).join(" / ")
         ));
     }
     out.push_str(&format!("verdict: {}\n", r.verdict.class));
@@ -1494,6 +1782,18 @@ fn render(r: &Response, _ctx: &Ctx) -> String {
     }
     for n in &r.verdict.next_actions {
         out.push_str(&format!("next: {}: {}\n", n.action, n.detail));
+    }
+    if let Some(w) = &r.watch {
+        out.push_str(&match &w.stopped_by {
+            None => format!(
+                "watch: every check finished after {} more look(s)\n",
+                w.polls
+            ),
+            Some(why) => format!(
+                "watch: stopped after {} more look(s) with checks pending: {why}\n",
+                w.polls
+            ),
+        });
     }
     for e in &r.evidence {
         out.push_str(&format!("evidence: {e}\n"));
@@ -1523,15 +1823,32 @@ mod tests {
             workflows_exist: Some(true),
             checks_read: true,
             reviews_read: true,
+            unknown: Vec::new(),
+            github_review_decision: None,
             problem: None,
             notices: Vec::new(),
         }
     }
 
     fn pr(state: &str) -> Value {
-        json!({"number": 7, "state": "open", "draft": false, "mergeable": true,
+        json!({"number": 7, "html_url": "https://github.com/acme/widget/pull/7",
+               "state": "open", "draft": false, "mergeable": true,
                "mergeable_state": state, "head": {"sha": "a".repeat(40), "ref": "feat"},
                "base": {"sha": "b".repeat(40), "ref": "main"}})
+    }
+
+    #[test]
+    fn a_panic_annotation_keeps_its_assertion_lines() {
+        let msg = "thread 'money::tests::rounds_once' panicked at src/money.rs:42:5:\nassertion `left == right` failed\n  left: 101\n right: 100\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace";
+        assert_eq!(
+            failing_lines(msg),
+            [
+                "assertion `left == right` failed",
+                "  left: 101",
+                " right: 100"
+            ]
+        );
+        assert_eq!(failing_lines("one line"), ["one line"]);
     }
 
     #[test]

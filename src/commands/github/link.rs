@@ -63,7 +63,11 @@ impl Classify for Request {}
 #[derive(Debug, Serialize)]
 pub struct Response {
     repo: String,
+    /// The API base this call read from.
     api_url: String,
+    /// The API base kept in `.dacli/config.toml`, when DACLI_GITHUB_API_URL overrode it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    configured_api_url: Option<String>,
     /// `public`, `private`, `internal`, or `unknown` when it could not be read.
     visibility: String,
     token_source: &'static str,
@@ -182,9 +186,13 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     } else {
         "applied"
     };
+    // The URL reported is the one read (DACLI_GITHUB_API_URL when set); the config keeps the
+    // one given, reported beside it when they differ.
+    let configured = (probe.api_url != api_url).then_some(api_url);
     Ok(Outcome::Done(Response {
         repo: req.repo,
-        api_url,
+        api_url: probe.api_url,
+        configured_api_url: configured,
         visibility,
         token_source: token_source.as_str(),
         consent: created,
@@ -227,6 +235,11 @@ fn render(r: &Response, _ctx: &Ctx) -> String {
             ""
         }
     );
+    if let Some(kept) = &r.configured_api_url {
+        out.push_str(&format!(
+            "DACLI_GITHUB_API_URL overrides the configured API base {kept} for this run\n"
+        ));
+    }
     for c in &r.consent {
         out.push_str(&format!("consent {c} recorded\n"));
     }

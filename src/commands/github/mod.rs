@@ -36,6 +36,10 @@ pub(super) fn commands() -> Vec<Command> {
 /// otherwise; the connect timeout is a fifth of it.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// How long one run may talk to GitHub in all unless `DACLI_GITHUB_DEADLINE_MS` says
+/// otherwise.
+const DEFAULT_DEADLINE: Duration = Duration::from_secs(600);
+
 /// The workspace's link to GitHub (FORMAT §5 `[github]`).
 #[derive(Debug, Clone)]
 pub(super) struct Link {
@@ -170,11 +174,17 @@ pub(super) fn connect<'c>(
         .get("DACLI_GITHUB_TIMEOUT_MS")
         .and_then(|v| v.parse::<u64>().ok())
         .map_or(DEFAULT_TIMEOUT, Duration::from_millis);
+    let deadline = ctx
+        .env()
+        .get("DACLI_GITHUB_DEADLINE_MS")
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(DEFAULT_DEADLINE, Duration::from_millis);
     let client = Client::connect(Connect {
         api_url,
         token: &token,
         timeout,
         max_calls,
+        deadline,
     })
     .map_err(|e| match e {
         github::ConnectError::BadUrl(m) => Error::usage(format!("GitHub API URL: {m}")).hint(
@@ -228,6 +238,12 @@ pub(super) fn call_failure<T>(e: &CallError, what: &str) -> Result<Outcome<T>, E
             format!("{what}: {e}"),
         )
         .hint("raise `--max-api-calls`")),
+        CallError::Deadline { .. } => Err(Error::new(
+            ErrorKind::Operational,
+            "E_GITHUB_ACCESS",
+            format!("{what}: {e}"),
+        )
+        .hint("run again, or raise DACLI_GITHUB_DEADLINE_MS")),
         _ => Err(Error::new(
             ErrorKind::Operational,
             "E_GITHUB_ACCESS",
@@ -237,13 +253,16 @@ pub(super) fn call_failure<T>(e: &CallError, what: &str) -> Result<Outcome<T>, E
 }
 
 /// Any call failure as an access problem, for places where a gate only needs to know that
-/// GitHub could not answer: a spent budget or an unexpected answer is as unknown as a 5xx.
+/// GitHub could not answer: a spent budget or an unexpected answer is as unknown as a 5xx,
+/// and each keeps its own cause.
 pub(super) fn as_problem(e: &CallError) -> AccessProblem {
     match e {
         CallError::Access { problem, .. } => problem.clone(),
         CallError::Status { status, .. } => AccessProblem::ServerError { status: *status },
-        CallError::Budget { limit, .. } => AccessProblem::NetworkUnreachable {
-            detail: format!("the budget of {limit} API calls is spent"),
+        CallError::Budget { limit, .. } => AccessProblem::BudgetSpent { limit: *limit },
+        CallError::PageLimit { pages, .. } => AccessProblem::BudgetSpent { limit: *pages },
+        CallError::Deadline { after_ms, .. } => AccessProblem::DeadlinePassed {
+            after_ms: *after_ms,
         },
         CallError::Decode { route, .. } => AccessProblem::NetworkUnreachable {
             detail: format!("undecodable answer to {route}"),

@@ -217,6 +217,8 @@ pub(super) fn run_push(ctx: &Ctx, req: PushRequest) -> Result<Outcome<Response>,
     if req.dry_run || !writes {
         announce(ctx, &observed.notices);
         let mut r = preview(observed, digest);
+        // `github push` applies without a digest; `--apply --digest` is `projection`'s.
+        r.apply_with = Some(format!("dacli github push {slug}"));
         if !req.dry_run {
             r.mode = "apply";
             r.outcome = Some("completed".into());
@@ -342,6 +344,9 @@ pub struct Response {
     evidence: Vec<String>,
     refusals: Vec<ItemRefusal>,
     notices: Vec<Notice>,
+    /// The command that applies this preview, when it is not `--apply --digest`.
+    #[serde(skip)]
+    apply_with: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -523,6 +528,7 @@ fn preview(o: Observed, digest: String) -> Response {
         evidence: Vec::new(),
         refusals: Vec::new(),
         notices: o.notices,
+        apply_with: None,
     }
 }
 
@@ -616,16 +622,10 @@ fn observe(
     };
     let candidates = candidates(ctx, slug, req)?;
     let issues = if gap.is_none() && !candidates.is_empty() {
-        match client.get_pages(&format!("/repos/{repo}/issues?state=all"), None, 10) {
-            Ok((issues, more)) => {
-                if more {
-                    notices.push(Notice::new(
-                        "issues_truncated",
-                        "more than 1000 issues: markers beyond them are not seen, so nothing is created",
-                    ));
-                }
-                Some(issues)
-            }
+        // Every page: an issue carrying a marker may be anywhere, and one not seen would be
+        // created twice. A list cut short (budget, deadline, rate limit) creates nothing.
+        match all_issues(client, repo) {
+            Ok(issues) => Some(issues),
             Err(e) => return call_failure(&e, &format!("listing the issues of {repo}")).map(Err),
         }
     } else {
@@ -1209,6 +1209,7 @@ fn apply_plan(
         evidence: evidence_paths,
         refusals,
         notices: observed.notices.clone(),
+        apply_with: None,
     }))
 }
 
@@ -1264,12 +1265,22 @@ fn find_marker(
     repo: &str,
     id: &str,
 ) -> Result<Option<u64>, crate::github::CallError> {
-    let (issues, _) = client.get_pages(&format!("/repos/{repo}/issues?state=all"), None, 10)?;
+    let issues = all_issues(client, repo)?;
     Ok(issues
         .iter()
         .filter(|i| i.get("pull_request").is_none())
         .find(|i| str_at(i, &["body"]).is_some_and(|b| b.contains(&format!("<!-- dacli:{id} "))))
         .and_then(|i| u64_at(i, &["number"])))
+}
+
+/// Every issue (and pull request) of `repo`, all pages along `Link`, or why not all could be
+/// read: a partial list would hide markers.
+fn all_issues(client: &Client, repo: &str) -> Result<Vec<Value>, crate::github::CallError> {
+    let listing = client.list(&format!("/repos/{repo}/issues?state=all"), None, u32::MAX)?;
+    match listing.cut {
+        None => Ok(listing.items),
+        Some(e) => Err(e),
+    }
 }
 
 /// Writes the issue number back to the task (`github = {issue, synced_at}`) when the caller
@@ -1367,6 +1378,7 @@ fn completed(ctx: &Ctx, txn: &Txn, already: bool) -> Result<Response, Error> {
         evidence,
         refusals: Vec::new(),
         notices: Vec::new(),
+        apply_with: None,
     })
 }
 
@@ -1400,10 +1412,16 @@ pub(super) fn render(r: &Response, _ctx: &Ctx) -> String {
         ));
     }
     match &r.outcome {
-        None => out.push_str(&format!(
-            "plan_digest: {}\napply with --apply --digest {}\n",
-            r.plan_digest, r.plan_digest
-        )),
+        None => match &r.apply_with {
+            Some(command) => out.push_str(&format!(
+                "plan_digest: {}\napply with `{command}`\n",
+                r.plan_digest
+            )),
+            None => out.push_str(&format!(
+                "plan_digest: {}\napply with --apply --digest {}\n",
+                r.plan_digest, r.plan_digest
+            )),
+        },
         Some(o) => out.push_str(&format!("outcome: {o}\n")),
     }
     out

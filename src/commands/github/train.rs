@@ -213,6 +213,9 @@ struct Observed {
     compare: Compare,
     target_before: String,
     commits: Vec<CommitLine>,
+    /// Why `commits` lists fewer than `compare.ahead_by` (the budget cut the pages short).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    commits_cut: Option<String>,
     included_prs: Vec<u64>,
 }
 
@@ -362,9 +365,22 @@ fn run_plan(ctx: &Ctx, req: PlanRequest) -> Result<Outcome<PlanResponse>, Error>
                 observed.source, observed.target, observed.sha
             )
         },
+        notices: observed
+            .commits_cut
+            .iter()
+            .map(|why| {
+                Notice::new(
+                    "commits_cut",
+                    format!(
+                        "{} of {} commits listed: {why}",
+                        observed.commits.len(),
+                        observed.compare.ahead_by
+                    ),
+                )
+            })
+            .collect(),
         observed,
         plan_digest: digest,
-        notices: Vec::new(),
     }))
 }
 
@@ -457,7 +473,47 @@ fn observe(
     let target_before = str_at(&target_branch, &["commit", "sha"])
         .unwrap_or_default()
         .to_string();
-    let cmp = client.get(&format!("/repos/{repo}/compare/{target}...{sha}"))?;
+    // The comparison lists its commits 100 a page along `Link` (without paging parameters
+    // GitHub stops at 250 silently); every page is read within the budget.
+    let route = format!("/repos/{repo}/compare/{target}...{sha}?per_page=100");
+    let first = client.send(Method::Get, &route, None)?;
+    if !first.is_success() {
+        return Err(crate::github::failure(&first, &format!("GET {route}")));
+    }
+    let mut listed: Vec<Value> = first
+        .body
+        .get("commits")
+        .and_then(|c| c.as_array())
+        .cloned()
+        .unwrap_or_default();
+    let mut commits_cut = None;
+    let mut page = first.clone();
+    while let Some(next) = client.next_page(&page) {
+        match next {
+            Ok(r) => {
+                listed.extend(
+                    r.body
+                        .get("commits")
+                        .and_then(|c| c.as_array())
+                        .cloned()
+                        .unwrap_or_default(),
+                );
+                page = r;
+            }
+            Err(e) => {
+                commits_cut = Some(e.to_string());
+                break;
+            }
+        }
+    }
+    let cmp = first.body;
+    let ahead_by = u64_at(&cmp, &["ahead_by"]).unwrap_or(0);
+    if commits_cut.is_none() && (listed.len() as u64) < ahead_by {
+        commits_cut = Some(format!(
+            "GitHub listed {} of the {ahead_by} commits",
+            listed.len()
+        ));
+    }
     let status = str_at(&cmp, &["status"]).unwrap_or("unknown").to_string();
     if status == "behind" {
         return Ok(Err(Refusal::new(
@@ -476,11 +532,8 @@ fn observe(
             "Use `--method merge`.",
         )));
     }
-    let commits: Vec<CommitLine> = cmp
-        .get("commits")
-        .and_then(|c| c.as_array())
-        .into_iter()
-        .flatten()
+    let commits: Vec<CommitLine> = listed
+        .iter()
         .map(|c| CommitLine {
             sha: str_at(c, &["sha"]).unwrap_or_default().to_string(),
             subject: str_at(c, &["commit", "message"])
@@ -506,12 +559,13 @@ fn observe(
         method: method.to_string(),
         compare: Compare {
             status,
-            ahead_by: u64_at(&cmp, &["ahead_by"]).unwrap_or(0),
+            ahead_by,
             behind_by: u64_at(&cmp, &["behind_by"]).unwrap_or(0),
             merge_base: str_at(&cmp, &["merge_base_commit", "sha"]).map(str::to_string),
         },
         target_before,
         commits,
+        commits_cut,
         included_prs,
     }))
 }
@@ -570,6 +624,7 @@ fn train_observed(t: &TrainFile) -> Observed {
         },
         target_before: t.target_before.clone().unwrap_or_default(),
         commits: Vec::new(),
+        commits_cut: None,
         included_prs: Vec::new(),
     }
 }
@@ -1778,6 +1833,13 @@ fn render_plan(r: &PlanResponse, _ctx: &Ctx) -> String {
     );
     for c in &o.commits {
         out.push_str(&format!("  {} {}\n", short(&c.sha), c.subject));
+    }
+    if let Some(why) = &o.commits_cut {
+        out.push_str(&format!(
+            "  … only {} of {} commits are listed: {why}\n",
+            o.commits.len(),
+            o.compare.ahead_by
+        ));
     }
     out.push_str(&format!(
         "plan_digest: {}\nnext: {}\n",
