@@ -317,7 +317,7 @@ fn candidate<'a>(doc: &'a Value, id: &str) -> &'a Value {
 #[test]
 fn cleanup_keeps_a_worktree_holding_ignored_files() {
     let repo = done_worktree_with_env();
-    let env = repo.path().join(".dacli/worktrees/done/.env");
+    let env = repo.at(".dacli/worktrees/done/.env");
     let preview = ok(&repo, &["repo", "cleanup", "--no-fetch"]);
     let wt = candidate(&preview, "done");
     assert_eq!(wt["action"], "keep", "{wt}");

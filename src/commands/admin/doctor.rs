@@ -104,12 +104,21 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     };
     let github = github_token_check(ctx, ws);
 
+    // The format-2 upgrade (FORMAT §23): reported as a check, done by `--fix`.
+    let upgrade = ops::upgrade::upgrade(ws, !req.fix)?;
+    let format_items: Vec<Item> = if req.fix {
+        Vec::new()
+    } else {
+        upgrade_items(&upgrade)
+    };
+
     let mut fixed = 0;
     let mut missing = missing;
     let mut stale = scan.stale;
     if req.fix {
         let paths: Vec<_> = stale.drain(..).map(|(_, p)| p).collect();
         fixed = ops::admin::fix(ws, &paths, !absent.is_empty(), GITIGNORE)?;
+        fixed += upgrade.moved.len() + usize::from(upgrade.format_bumped);
         if !absent.is_empty() {
             missing.clear();
         }
@@ -117,7 +126,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     let stale_items: Vec<Item> = stale.into_iter().map(|(i, _)| i).collect();
 
     let checks = vec![
-        check("format_version", "error", Vec::new()),
+        check("format_version", "warn", format_items),
         check("malformed_files", "error", scan.malformed),
         check("noncanonical_files", "warn", scan.noncanonical),
         check("stale_temp_files", "warn", stale_items),
@@ -152,12 +161,40 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     }
     Ok(Outcome::Done(Response {
         format: FormatInfo {
-            workspace: ws.config.format,
+            workspace: if req.fix && upgrade.format_bumped {
+                SUPPORTED_FORMAT
+            } else {
+                upgrade.from_format
+            },
             supported: SUPPORTED_FORMAT,
         },
         checks,
         fixed,
     }))
+}
+
+/// One item per file the format-2 upgrade renames, and one for `config.toml`'s `format`.
+fn upgrade_items(upgrade: &ops::upgrade::Upgrade) -> Vec<Item> {
+    let mut items: Vec<Item> = upgrade
+        .moved
+        .iter()
+        .map(|m| Item {
+            path: m.from.clone(),
+            reason: "format_upgrade".into(),
+            detail: format!("`doctor --fix` renames it to {}", m.to),
+        })
+        .collect();
+    if upgrade.format_bumped {
+        items.push(Item {
+            path: ".dacli/config.toml".into(),
+            reason: "format_upgrade".into(),
+            detail: format!(
+                "format {} is read and written, but `doctor --fix` upgrades it to {SUPPORTED_FORMAT} (paths no other clone can create)",
+                upgrade.from_format
+            ),
+        });
+    }
+    items
 }
 
 fn tracked_items(ws: &Workspace) -> Check {

@@ -39,6 +39,8 @@ pub struct Summary {
 #[derive(Debug, Serialize)]
 pub struct Response {
     objects: Vec<Synced>,
+    /// Tasks of yours given a new number because a merge made theirs shared (FORMAT §22).
+    renumbered: Vec<crate::ops::machines::Renumbered>,
     summary: Summary,
     dry_run: bool,
 }
@@ -74,6 +76,20 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
             dry_run: req.dry_run,
         },
     )?;
+    let at = crate::model::format_time(ctx.now());
+    let renumbered = if req.about.is_none() {
+        crate::ops::machines::renumber_owned(
+            &crate::ops::lint_fix::Fixer {
+                me: &me,
+                at: &at,
+                mint: &mint,
+            },
+            ws,
+            req.dry_run,
+        )?
+    } else {
+        Vec::new()
+    };
     // An event whose file fails its checksum is left out of the fold, exactly as a cold
     // read leaves it out; the reader hears about it.
     for o in &objects {
@@ -87,6 +103,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     };
     Ok(Outcome::Done(Response {
         objects,
+        renumbered,
         summary,
         dry_run: req.dry_run,
     }))
@@ -118,6 +135,12 @@ fn render(r: &Response, ctx: &Ctx) -> String {
         for n in &o.notes {
             out.push_str(&format!("  note {n}\n"));
         }
+    }
+    for r in &r.renumbered {
+        out.push_str(&format!(
+            "{}: number {:03} -> {:03} (shared after a merge)\n",
+            r.id, r.from, r.to
+        ));
     }
     out.push_str(&format!(
         "{}{} applied, {} rejected, {} pending; {} object(s) with pending events belong to others\n",
