@@ -378,7 +378,10 @@ fn resolve_inner<'a, T: TaskKey>(
         .strip_prefix("t-")
         .unwrap_or(&lower)
         .to_ascii_uppercase();
-    let as_ulid = parse_ulid(&ulid).map(|u| format!("t-{u}"));
+    // A file stem, `<ULID>-<slug>`, names its task by the ULID.
+    let as_ulid = parse_ulid(&ulid)
+        .or_else(|| ulid.split_once('-').and_then(|(u, _)| parse_ulid(u)))
+        .map(|u| format!("t-{u}"));
     let number = lower.parse::<u32>().ok();
     let num_slug = lower.split_once('-').and_then(|(n, s)| {
         (n.bytes().all(|b| b.is_ascii_digit()) && !n.is_empty())
@@ -526,19 +529,33 @@ pub fn set_seq(front: &mut toml_edit::DocumentMut, number: u32) {
 /// A new task for [`create`]: its document, numbered and written under the sequence lock.
 pub struct NewTask {
     doc: TaskDoc,
+    warning: Option<crate::store::Problem>,
 }
 
 impl NewTask {
-    /// Why the file could not be prepared as it should (never, since the file is written
-    /// whole under the sequence lock), for the caller to warn.
+    /// Why `cache/` (the derived index the numbering reads) is unusable, for the caller to
+    /// warn: the task is created all the same, from the files.
     pub fn warning(&self) -> Option<crate::store::Problem> {
-        None
+        self.warning.clone()
     }
 }
 
 /// Prepares a new task for [`create`], which numbers it and writes it.
-pub fn stage(_ws: &Workspace, doc: &TaskDoc) -> Result<NewTask, Error> {
-    Ok(NewTask { doc: doc.clone() })
+pub fn stage(ws: &Workspace, doc: &TaskDoc) -> Result<NewTask, Error> {
+    let cache = ws.path(&["cache"]);
+    // `cache/` is derived: one that is a file, a dangling symlink or read-only must not stop
+    // a write, but the caller hears of it.
+    let warning = ws.fs.create_dir_all(&cache).err().map(|e| crate::store::Problem {
+        path: ws.display(&cache),
+        reason: crate::store::Reason::CacheUnusable,
+        detail: format!(
+            "{e}; the derived cache is skipped (results are unchanged); remove it and dacli rebuilds it"
+        ),
+    });
+    Ok(NewTask {
+        doc: doc.clone(),
+        warning,
+    })
 }
 
 /// Creates the file of task `new` in its status folder under the project's sequence lock,

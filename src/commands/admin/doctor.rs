@@ -112,6 +112,34 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         upgrade_items(&upgrade)
     };
 
+    // The record merge driver (FORMAT §22): `.dacli/.gitattributes` and this clone's config.
+    let driver = ops::machines::driver_state(ws)?;
+    let mut driver_items = Vec::new();
+    if !driver.gitattributes {
+        driver_items.push(Item {
+            path: ws.display(&ws.path(&[".gitattributes"])),
+            reason: "merge_driver_missing".into(),
+            detail: "`*.md merge=dacli` is not set: records merged by git can conflict".into(),
+        });
+    }
+    if !driver.config {
+        driver_items.push(Item {
+            path: String::new(),
+            reason: "merge_driver_missing".into(),
+            detail: format!(
+                "`{}` is not set in this clone's git config",
+                ops::machines::DRIVER_KEY
+            ),
+        });
+    }
+    for kept in ops::machines::kept_versions(ws)? {
+        driver_items.push(Item {
+            path: kept,
+            reason: "merge_kept".into(),
+            detail: "a version the merge driver could not merge field by field, kept beside the merged file".into(),
+        });
+    }
+
     let mut fixed = 0;
     let mut missing = missing;
     let mut stale = scan.stale;
@@ -119,6 +147,19 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         let paths: Vec<_> = stale.drain(..).map(|(_, p)| p).collect();
         fixed = ops::admin::fix(ws, &paths, !absent.is_empty(), GITIGNORE)?;
         fixed += upgrade.moved.len() + usize::from(upgrade.format_bumped);
+        if !driver.gitattributes || !driver.config {
+            let exe = std::env::current_exe()
+                .map(|e| {
+                    ops::admin::canonical_or_same(&e)
+                        .to_string_lossy()
+                        .into_owned()
+                })
+                .unwrap_or_else(|_| "dacli".into());
+            if ops::machines::install_driver(ws, &exe)? {
+                fixed += 1;
+                driver_items.retain(|i| i.reason != "merge_driver_missing");
+            }
+        }
         if !absent.is_empty() {
             missing.clear();
         }
@@ -135,6 +176,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         check("duplicate_ids", "error", scan.duplicates),
         check("unknown_folders", "error", scan.unknown_folders),
         check("gitignore", "warn", missing),
+        check("merge_driver", "warn", driver_items),
         tracked,
         identity,
         github,
