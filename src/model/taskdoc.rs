@@ -230,8 +230,8 @@ impl TaskDoc {
         self.done_guard()?;
         match self.assignee() {
             Some(a) if a == who => return Ok(Change::Unchanged),
-            Some(_) => return Err(Reject::Claimed),
-            None => {}
+            Some(a) if !self.displaces(a, stamp.event) => return Err(Reject::Claimed),
+            _ => {}
         }
         self.set_str("assignee", who);
         if self.status == Status::Open {
@@ -239,6 +239,24 @@ impl TaskDoc {
         }
         self.log_line(stamp, "claimed");
         Ok(Change::Applied)
+    }
+
+    /// Whether claim event `event` is older than the claim event that made `assignee` the
+    /// assignee: two clones that each applied a claim first, before they exchanged, then
+    /// agree on the earliest claim (FORMAT §13.2), whichever arrived first.
+    fn displaces(&self, assignee: &str, event: Option<&str>) -> bool {
+        let Some(event) = event else {
+            return false;
+        };
+        let log = super::task::parse_log(&self.body);
+        let Some(last) = log.iter().rev().find(|l| {
+            l.text == "claimed" || l.text.starts_with("assigned ") || l.text == "released"
+        }) else {
+            return false;
+        };
+        last.text == "claimed"
+            && last.agent == assignee
+            && last.event.as_deref().is_some_and(|current| event < current)
     }
 
     /// `release` by the assignee `who`: assignee removed; active → open.
