@@ -342,8 +342,18 @@ mod tests {
                 &format!("created\n- {at} {who} claimed (event {ev})\n"),
             )
         };
-        let ours = claim("a-x", "01EVB", "2026-03-02T09:00:02Z", "01Z");
-        let theirs = claim("a-y", "01EVA", "2026-03-02T09:00:04Z", "01B");
+        let ours = claim(
+            "a-x",
+            "01KJSJCSD0D9PPNTSVE6C6J8MT",
+            "2026-03-02T09:00:02Z",
+            "01Z",
+        );
+        let theirs = claim(
+            "a-y",
+            "01KJSJCSD0D9PPNTSVE6C6J8MS",
+            "2026-03-02T09:00:04Z",
+            "01B",
+        );
         let merged = merge_record(BASE, &ours, &theirs).unwrap();
         assert!(merged.contains("assignee = \"a-y\""), "{merged}");
         assert!(merged.contains("rev = \"01Z\""), "{merged}");
