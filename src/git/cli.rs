@@ -142,7 +142,7 @@ pub fn ignored_files(path: &Path) -> Result<Vec<Ignored>, Error> {
 
 /// `git -C root <args>` with the adapter's environment: no prompts, no pager, C locale, and
 /// no agent token, since hooks, fsmonitor and credential helpers are repository code.
-fn git(root: &Path, args: &[&str]) -> Command {
+pub(super) fn git(root: &Path, args: &[&str]) -> Command {
     #[allow(
         clippy::disallowed_methods,
         reason = "the git module owns git subprocesses"
@@ -162,7 +162,7 @@ fn git(root: &Path, args: &[&str]) -> Command {
 
 /// Runs `git -C root <args>` like [`run`] and returns its stdout (at most 64 MiB), read on a
 /// thread of its own so that a full pipe never stalls the child.
-fn output(root: &Path, args: &[&str], deadline: Duration) -> Result<Vec<u8>, Error> {
+pub(super) fn output(root: &Path, args: &[&str], deadline: Duration) -> Result<Vec<u8>, Error> {
     const MOST: u64 = 64 << 20;
     let shown = args.join(" ");
     let mut child = git(root, args)
@@ -237,7 +237,7 @@ fn finish(
 
 /// Runs `git -C root <args>` with the adapter's environment and deadline. Its stdout is not
 /// read (nothing here parses it), so a chatty child can never fill a pipe and stall.
-fn run(root: &Path, args: &[&str], deadline: Duration) -> Result<(), Error> {
+pub(super) fn run(root: &Path, args: &[&str], deadline: Duration) -> Result<(), Error> {
     let shown = args.join(" ");
     let mut child = git(root, args)
         .stdout(Stdio::null())

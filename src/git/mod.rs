@@ -5,6 +5,7 @@
 //! user's git.
 
 pub mod cli;
+pub mod remote;
 mod repo;
 
 use std::path::Path;

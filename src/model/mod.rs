@@ -9,6 +9,7 @@ pub mod fields;
 pub mod glossary;
 pub mod id;
 pub mod lint;
+pub mod merge;
 pub mod note;
 pub mod project;
 pub mod queue;

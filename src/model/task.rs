@@ -10,7 +10,9 @@ pub const PRIORITIES: [&str; 4] = ["must", "should", "could", "wont"];
 /// Ways a done task was closed.
 pub const RESOLUTIONS: [&str; 3] = ["completed", "unverified", "abandoned"];
 
-/// The display number and slug a task filename carries: `<NNN>-<slug>.md`.
+/// The display number and slug a format-1 task filename carries: `<NNN>-<slug>.md`. A
+/// format-2 filename (`<ULID>-<slug>.md`, [`parse_keyed_filename`]) carries no number: its
+/// number is the `seq` key.
 pub fn parse_task_filename(name: &str) -> Option<(u32, &str)> {
     let stem = name.strip_suffix(".md")?;
     let (num, slug) = stem.split_once('-')?;
@@ -18,6 +20,22 @@ pub fn parse_task_filename(name: &str) -> Option<(u32, &str)> {
         return None;
     }
     Some((num.parse().ok()?, slug))
+}
+
+/// The ULID and slug of a format-2 record filename, `<ULID>-<slug>.md` (tasks, notes and
+/// risks): the ULID is the record's own, so no other clone can create the path.
+pub fn parse_keyed_filename(name: &str) -> Option<(String, &str)> {
+    let stem = name.strip_suffix(".md")?;
+    let (ulid, slug) = stem.split_once('-')?;
+    if slug.is_empty() {
+        return None;
+    }
+    Some((parse_ulid(ulid)?.to_string(), slug))
+}
+
+/// The format-2 filename of a record with id ULID `ulid` and slug `slug`.
+pub fn keyed_filename(ulid: &str, slug: &str) -> String {
+    format!("{ulid}-{slug}.md")
 }
 
 /// One `## Log` line: `- <timestamp> <agent-id> <text>[ (event <ULID>)]`.
@@ -68,17 +86,28 @@ impl TaskHead {
     ) -> Result<TaskHead, FieldError> {
         let f = Fields(front.as_table());
         f.expect_kind("task")?;
-        let (number, slug) = parse_task_filename(filename).ok_or_else(|| {
-            FieldError::id_mismatch(format!(
-                "the filename \"{filename}\" is not `<NNN>-<slug>.md`"
-            ))
-        })?;
         let id = f.str("id")?;
-        if id.strip_prefix("t-").and_then(parse_ulid).is_none() {
+        let Some(id_ulid) = id.strip_prefix("t-").and_then(parse_ulid) else {
             return Err(FieldError::schema(format!(
                 "`id` \"{id}\" is not `t-<ULID>`"
             )));
-        }
+        };
+        let (number, slug) = match parse_task_filename(filename) {
+            Some(legacy) => legacy,
+            None => {
+                let (ulid, slug) = parse_keyed_filename(filename).ok_or_else(|| {
+                    FieldError::id_mismatch(format!(
+                        "the filename \"{filename}\" is not `<ULID>-<slug>.md` (or format 1's `<NNN>-<slug>.md`)"
+                    ))
+                })?;
+                if ulid != id_ulid.to_string() {
+                    return Err(FieldError::id_mismatch(format!(
+                        "the filename \"{filename}\" does not carry the ULID of `id` \"{id}\""
+                    )));
+                }
+                (seq_of(&f)?, slug)
+            }
+        };
         let title =
             title.ok_or_else(|| FieldError::schema("the body has no level-1 heading (title)"))?;
         let resolution = f.opt_enum_str("resolution", &RESOLUTIONS)?;
@@ -103,6 +132,17 @@ impl TaskHead {
             log: parse_log(body),
         })
     }
+}
+
+/// The display number a format-2 task keeps in `seq` (an integer from 1).
+fn seq_of(f: &Fields<'_>) -> Result<u32, FieldError> {
+    let seq = f
+        .opt_int("seq")?
+        .ok_or_else(|| FieldError::schema("a task needs `seq`, its display number"))?;
+    u32::try_from(seq)
+        .ok()
+        .filter(|n| *n >= 1)
+        .ok_or_else(|| FieldError::schema(format!("`seq` {seq} is not a number from 1")))
 }
 
 /// The lines of the `## Log` section, oldest first; lines of another shape are skipped.

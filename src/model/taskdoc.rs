@@ -228,9 +228,18 @@ impl TaskDoc {
     /// `claim`: assignee := `who`; open → active; a blocked task stays blocked.
     pub fn claim(&mut self, who: &str, stamp: Stamp<'_>) -> Result<Change, Reject> {
         self.done_guard()?;
-        match self.assignee() {
+        match self.assignee().map(str::to_string) {
             Some(a) if a == who => return Ok(Change::Unchanged),
-            Some(_) => return Err(Reject::Claimed),
+            Some(a) if !self.displaces(&a, stamp.event) => return Err(Reject::Claimed),
+            // The loser reads it in the Log: its claim, applied first in its clone, lost.
+            Some(a) => self.log_line(
+                Stamp {
+                    at: stamp.at,
+                    by: stamp.by,
+                    event: None,
+                },
+                &format!("claim lost by {a}: the earlier claim wins"),
+            ),
             None => {}
         }
         self.set_str("assignee", who);
@@ -239,6 +248,24 @@ impl TaskDoc {
         }
         self.log_line(stamp, "claimed");
         Ok(Change::Applied)
+    }
+
+    /// Whether claim event `event` is older than the claim event that made `assignee` the
+    /// assignee: two clones that each applied a claim first, before they exchanged, then
+    /// agree on the earliest claim (FORMAT §13.2), whichever arrived first.
+    fn displaces(&self, assignee: &str, event: Option<&str>) -> bool {
+        let Some(event) = event else {
+            return false;
+        };
+        let log = super::task::parse_log(&self.body);
+        let Some(last) = log.iter().rev().find(|l| {
+            l.text == "claimed" || l.text.starts_with("assigned ") || l.text == "released"
+        }) else {
+            return false;
+        };
+        last.text == "claimed"
+            && last.agent == assignee
+            && last.event.as_deref().is_some_and(|current| event < current)
     }
 
     /// `release` by the assignee `who`: assignee removed; active → open.
@@ -575,6 +602,35 @@ mod tests {
             by: "a-b",
             event: Some(id),
         }
+    }
+
+    #[test]
+    fn an_earlier_claim_arriving_later_takes_the_task_and_says_so() {
+        let mut t = doc(Status::Open, "");
+        let later = Stamp {
+            at: AT,
+            by: "a-late",
+            event: Some("01KJSJCSD0D9PPNTSVE6C6J8MT"),
+        };
+        assert_eq!(t.claim("a-late", later), Ok(Change::Applied));
+        let earlier = Stamp {
+            at: AT,
+            by: "a-early",
+            event: Some("01KJSJCSD0D9PPNTSVE6C6J8MS"),
+        };
+        assert_eq!(t.claim("a-early", earlier), Ok(Change::Applied));
+        assert_eq!(t.assignee(), Some("a-early"));
+        assert!(
+            t.body
+                .contains("claim lost by a-late: the earlier claim wins")
+        );
+        // A claim later than the one in force is still refused.
+        let last = Stamp {
+            at: AT,
+            by: "a-last",
+            event: Some("01KJSJCSD0D9PPNTSVE6C6J8MV"),
+        };
+        assert_eq!(t.claim("a-last", last), Err(Reject::Claimed));
     }
 
     #[test]

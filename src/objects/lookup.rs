@@ -11,7 +11,7 @@ use crate::workspace::Workspace;
 
 use super::Error;
 use super::index::TaskEntry;
-use super::tasks::{ResolveError, resolve_among};
+use super::tasks::{ResolveError, resolve_noted};
 
 /// The tasks of one project, sorted by number then id.
 pub struct ProjectTasks(Vec<Arc<TaskEntry>>);
@@ -141,8 +141,16 @@ pub fn resolve(
     projects: &[String],
     reference: &str,
 ) -> Result<(Resolved, Vec<Problem>), Error> {
-    let (lookup, warnings) = Lookup::load(ws, projects)?;
-    Ok((lookup.resolve(ws, reference)?, warnings))
+    let (lookup, mut warnings) = Lookup::load(ws, projects)?;
+    let (found, note) = lookup.resolve_noted(reference);
+    if let (Ok(entry), Some(detail)) = (&found, note) {
+        warnings.push(Problem {
+            path: ws.display(&ws.dir().join(entry.file())),
+            reason: crate::store::Reason::Renumbered,
+            detail,
+        });
+    }
+    Ok((found, warnings))
 }
 
 /// Every listed project's tasks, for a reader that looks up a few of them by id, parent or
@@ -211,6 +219,11 @@ impl Lookup {
     }
 
     pub fn resolve(&self, _ws: &Workspace, reference: &str) -> Result<Resolved, Error> {
+        Ok(self.resolve_noted(reference).0)
+    }
+
+    /// [`Lookup::resolve`], with the notice of the merge rule when it decided.
+    pub fn resolve_noted(&self, reference: &str) -> (Resolved, Option<String>) {
         let input = reference.trim();
         let scope = input
             .split_once('/')
@@ -226,7 +239,8 @@ impl Lookup {
             }
             candidates.extend(tasks.0.iter().cloned());
         }
-        Ok(resolve_among(&candidates, reference, |p| populated.contains(&p)).cloned())
+        let (found, note) = resolve_noted(&candidates, reference, |p| populated.contains(&p));
+        (found.cloned(), note)
     }
 
     pub fn children_of(

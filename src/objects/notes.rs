@@ -70,10 +70,9 @@ fn read_scope(
     Ok(())
 }
 
-/// Creates a note file in `dir` (e.g. `notes/decisions`) of `project` (or the workspace
-/// scope) from its title's slug; when the name is taken, `-` and the last six characters of
-/// the ULID (lower case) are appended (FORMAT §15). A byte-identical existing file (the same
-/// event materialised twice) is success. Returns the path.
+/// Creates a note file `<ULID>-<slug>.md` in `dir` (e.g. `notes/decisions`) of `project` (or
+/// the workspace scope), the slug made from its title (FORMAT §15). A byte-identical existing
+/// file (the same event materialised twice) is success. Returns the path.
 pub fn create(
     ws: &Workspace,
     project: Option<&str>,
@@ -93,32 +92,18 @@ pub fn create(
         None => ws.path(&["notes", kind_dir]),
     };
     let slug = slugify(title);
-    let suffix: String = note_id
-        .chars()
-        .rev()
-        .take(6)
-        .collect::<String>()
-        .chars()
-        .rev()
-        .collect::<String>()
-        .to_ascii_lowercase();
+    // `<ULID>-<slug>.md`: a path no other clone can create, but the same note materialised
+    // from one event in two clones, byte-identical (FORMAT §22).
+    let ulid = note_id.strip_prefix("n-").unwrap_or(note_id);
+    let path = base.join(crate::model::task::keyed_filename(ulid, &slug));
     let bytes = doc.render();
-    let mut last_err = None;
-    for name in [format!("{slug}.md"), format!("{slug}-{suffix}.md")] {
-        let path = base.join(&name);
-        match ws.fs.create_new(&path, bytes.as_bytes()) {
-            Ok(()) => return Ok(path),
-            Err(crate::store::Error::Exists { .. }) => {
-                if ws.fs.read(&path).ok().as_deref() == Some(bytes.as_bytes()) {
-                    return Ok(path);
-                }
-                last_err = Some(path);
-            }
-            Err(e) => return Err(e.into()),
+    match ws.fs.create_new(&path, bytes.as_bytes()) {
+        Ok(()) => Ok(path),
+        Err(crate::store::Error::Exists { .. })
+            if ws.fs.read(&path).ok().as_deref() == Some(bytes.as_bytes()) =>
+        {
+            Ok(path)
         }
+        Err(e) => Err(e.into()),
     }
-    Err(crate::store::Error::Exists {
-        path: last_err.map(|p| ws.display(&p)).unwrap_or_default(),
-    }
-    .into())
 }

@@ -53,7 +53,9 @@ pub fn list(ws: &Workspace, slug: &str) -> Result<Listing<Located>, Error> {
         match RiskHead::parse(&doc.front, &doc.body) {
             Ok(risk) => by_id.entry(risk.id.clone()).or_default().push(Located {
                 project: slug.to_string(),
-                slug: stem.to_string(),
+                slug: crate::model::task::parse_keyed_filename(&name)
+                    .map_or(stem, |(_, slug)| slug)
+                    .to_string(),
                 path: ws.display(&path),
                 file: path,
                 risk,
@@ -168,17 +170,9 @@ pub fn create(
     })?;
     let base = ws.path(&["projects", project, "risks"]);
     let slug = slugify(title);
-    let tail = risk_id.len().saturating_sub(6);
-    let suffix = risk_id[tail..].to_ascii_lowercase();
-    let bytes = doc.render();
-    let mut taken = String::new();
-    for name in [format!("{slug}.md"), format!("{slug}-{suffix}.md")] {
-        let path = base.join(&name);
-        match ws.fs.create_new(&path, bytes.as_bytes()) {
-            Ok(()) => return Ok(path),
-            Err(crate::store::Error::Exists { path }) => taken = path,
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Err(crate::store::Error::Exists { path: taken }.into())
+    // `<ULID>-<slug>.md`: a path no other clone can create (FORMAT §22).
+    let ulid = risk_id.strip_prefix("r-").unwrap_or(risk_id);
+    let path = base.join(crate::model::task::keyed_filename(ulid, &slug));
+    ws.fs.create_new(&path, doc.render().as_bytes())?;
+    Ok(path)
 }

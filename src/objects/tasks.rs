@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::model::id::parse_ulid;
-use crate::model::task::{Status, TaskHead, TaskRef, parse_task_filename};
+use crate::model::task::{
+    Status, TaskHead, TaskRef, keyed_filename, parse_keyed_filename, parse_task_filename,
+};
 use crate::model::taskdoc::TaskDoc;
 use crate::store::{Document, Problem, Reason, TEMP_PREFIX};
 use crate::workspace::names::check_slug;
@@ -277,6 +279,85 @@ pub fn resolve_among<'a, T: TaskKey>(
     reference: &str,
     has_tasks: impl Fn(&str) -> bool,
 ) -> Result<&'a T, ResolveError> {
+    resolve_noted(tasks, reference, has_tasks).0
+}
+
+/// [`resolve_among`], with the notice a reader shows when the merge rule decided (FORMAT
+/// §3.3): a number two tasks share after a merge names the one with the older ULID, and a
+/// `<NNN>-<slug>` whose number a merge changed still names its task by the slug.
+pub fn resolve_noted<'a, T: TaskKey>(
+    tasks: &'a [T],
+    reference: &str,
+    has_tasks: impl Fn(&str) -> bool,
+) -> (Result<&'a T, ResolveError>, Option<String>) {
+    match resolve_inner(tasks, reference, &has_tasks) {
+        Err(ResolveError::Ambiguous { .. }) | Err(ResolveError::NotFound { .. }) => {}
+        other => return (other, None),
+    }
+    let input = reference.trim().to_ascii_lowercase();
+    let (project, rest) = match input.split_once('/') {
+        Some((p, r)) => (
+            Some(p.strip_prefix("p-").unwrap_or(p).to_string()),
+            r.to_string(),
+        ),
+        None => (None, input.clone()),
+    };
+    let scoped: Vec<&T> = tasks
+        .iter()
+        .filter(|t| project.as_deref().is_none_or(|p| t.key_project() == p))
+        .collect();
+    let (number, slug) = match rest.parse::<u32>() {
+        Ok(n) => (Some(n), None),
+        Err(_) => match rest.split_once('-') {
+            Some((n, s)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
+                (n.parse::<u32>().ok(), Some(s.to_string()))
+            }
+            _ => (None, None),
+        },
+    };
+    if let Some(n) = number {
+        let mut same: Vec<&T> = scoped
+            .iter()
+            .copied()
+            .filter(|t| t.key_number() == n && slug.as_deref().is_none_or(|s| s == t.key_slug()))
+            .collect();
+        let one_project = same
+            .first()
+            .is_some_and(|f| same.iter().all(|t| t.key_project() == f.key_project()));
+        if same.len() > 1 && one_project {
+            same.sort_by(|a, b| a.key_id().cmp(b.key_id()));
+            let others: Vec<&str> = same[1..].iter().map(|t| t.key_id()).collect();
+            let note = format!(
+                "number {n:03} is shared after a merge: {} (the oldest) keeps it; {} get new numbers at their owner's next sync",
+                same[0].key_id(),
+                others.join(", ")
+            );
+            return (Ok(same[0]), Some(note));
+        }
+    }
+    if let (Some(n), Some(s)) = (number, slug) {
+        let by_slug: Vec<&T> = scoped
+            .iter()
+            .copied()
+            .filter(|t| t.key_slug() == s && t.key_number() != n)
+            .collect();
+        if let [one] = by_slug.as_slice() {
+            let note = format!(
+                "{n:03}-{s} is now {}/{:03}-{s} (renumbered after a merge)",
+                one.key_project(),
+                one.key_number()
+            );
+            return (Ok(*one), Some(note));
+        }
+    }
+    (resolve_inner(tasks, reference, &has_tasks), None)
+}
+
+fn resolve_inner<'a, T: TaskKey>(
+    tasks: &'a [T],
+    reference: &str,
+    has_tasks: &impl Fn(&str) -> bool,
+) -> Result<&'a T, ResolveError> {
     let input = reference.trim();
     let (project, rest) = match input.split_once('/') {
         Some((p, r)) => (Some(p.strip_prefix("p-").unwrap_or(p)), r),
@@ -297,7 +378,10 @@ pub fn resolve_among<'a, T: TaskKey>(
         .strip_prefix("t-")
         .unwrap_or(&lower)
         .to_ascii_uppercase();
-    let as_ulid = parse_ulid(&ulid).map(|u| format!("t-{u}"));
+    // A file stem, `<ULID>-<slug>`, names its task by the ULID.
+    let as_ulid = parse_ulid(&ulid)
+        .or_else(|| ulid.split_once('-').and_then(|(u, _)| parse_ulid(u)))
+        .map(|u| format!("t-{u}"));
     let number = lower.parse::<u32>().ok();
     let num_slug = lower.split_once('-').and_then(|(n, s)| {
         (n.bytes().all(|b| b.is_ascii_digit()) && !n.is_empty())
@@ -358,16 +442,22 @@ pub fn unreadable_match(problems: &[Problem], reference: &str) -> Option<Problem
             let [.., "projects", proj, "tasks", folder, file] = segs.as_slice() else {
                 return false;
             };
-            let Some((n, slug)) = parse_task_filename(file) else {
-                return false;
+            let (n, slug) = match parse_task_filename(file) {
+                Some((n, slug)) => (Some(n), slug),
+                // A format-2 name carries no number; the one unreadable task file of the
+                // scope may be the one a number names.
+                None => match parse_keyed_filename(file) {
+                    Some((_, slug)) => (None, slug),
+                    None => return false,
+                },
             };
             STATUS_FOLDERS.contains(folder)
                 && project.as_deref().is_none_or(|want| want == *proj)
-                && (number == Some(n)
+                && ((number.is_some() && (n.is_none() || number == n))
                     || slug == rest
                     || num_slug
                         .as_ref()
-                        .is_some_and(|(nn, ss)| *nn == n && ss == slug))
+                        .is_some_and(|(nn, ss)| n.is_none_or(|n| *nn == n) && ss == slug))
         })
         .collect();
     match matches.as_slice() {
@@ -381,8 +471,9 @@ pub fn by_id<'a>(tasks: &'a [Located], id: &str) -> Option<&'a Located> {
     tasks.iter().find(|t| t.task.id == id)
 }
 
-/// The next display number of project `slug`: one more than the highest number in any
-/// filename of its four status folders. Call it under `seq-<slug>.lock`.
+/// The next display number of project `slug`: one more than the highest number any of its
+/// tasks has (a format-2 task's `seq`, a format-1 task's filename). Call it under
+/// `seq-<slug>.lock`.
 pub fn next_number(ws: &Workspace, slug: &str) -> Result<u32, Error> {
     let mut max = 0;
     for folder in STATUS_FOLDERS {
@@ -395,67 +486,80 @@ pub fn next_number(ws: &Workspace, slug: &str) -> Result<u32, Error> {
             }
         }
     }
-    Ok(max + 1)
+    let index = super::index::tasks(ws, slug)?;
+    let highest = index.items.iter().map(|e| e.number()).max().unwrap_or(0);
+    Ok(max.max(highest) + 1)
 }
 
-/// The file a task with this number and slug has in `status`.
-pub fn file_for(ws: &Workspace, project: &str, status: Status, number: u32, slug: &str) -> PathBuf {
+/// The file task `id` (`t-<ULID>`) with slug `slug` has in `status`: `<ULID>-<slug>.md`, a
+/// path no other clone can create (FORMAT §22).
+pub fn file_for(ws: &Workspace, project: &str, status: Status, id: &str, slug: &str) -> PathBuf {
+    let ulid = id.strip_prefix("t-").unwrap_or(id);
     ws.path(&[
         "projects",
         project,
         "tasks",
         status.as_str(),
-        &format!("{number:03}-{slug}.md"),
+        &keyed_filename(ulid, slug),
     ])
 }
 
-/// A task [`stage`]d for [`create`]: its file written and flushed, not yet numbered.
+/// Sets the display number `seq` of a task's frontmatter, placed after `rev` (the field
+/// table's order) when the key is new.
+pub fn set_seq(front: &mut toml_edit::DocumentMut, number: u32) {
+    if front.contains_key("seq") {
+        front["seq"] = toml_edit::value(i64::from(number));
+        return;
+    }
+    let old = std::mem::take(front.as_table_mut());
+    let table = front.as_table_mut();
+    let mut placed = false;
+    for (k, v) in old.iter() {
+        table.insert(k, v.clone());
+        if k == "rev" {
+            table.insert("seq", toml_edit::value(i64::from(number)));
+            placed = true;
+        }
+    }
+    if !placed {
+        table.insert("seq", toml_edit::value(i64::from(number)));
+    }
+}
+
+/// A new task for [`create`]: its document, numbered and written under the sequence lock.
 pub struct NewTask {
-    status: Status,
-    staged: crate::store::Staged,
+    doc: TaskDoc,
     warning: Option<crate::store::Problem>,
 }
 
 impl NewTask {
-    /// Why the file was not staged in `cache/` (which is unusable), for the caller to warn.
+    /// Why `cache/` (the derived index the numbering reads) is unusable, for the caller to
+    /// warn: the task is created all the same, from the files.
     pub fn warning(&self) -> Option<crate::store::Problem> {
         self.warning.clone()
     }
 }
 
-/// Writes and flushes the file of a new task before its number is known (its content does
-/// not hold the number): a `task add` does it while the listing that proves which numbers
-/// are taken is still being made. Staged in `cache/`, not in the status folder, whose stamp
-/// the project's rows compare; [`create`] moves it into place.
+/// Prepares a new task for [`create`], which numbers it and writes it.
 pub fn stage(ws: &Workspace, doc: &TaskDoc) -> Result<NewTask, Error> {
-    let rendered = Document::new(doc.front.clone(), doc.body.clone()).render();
     let cache = ws.path(&["cache"]);
-    let (staged, warning) = match ws.fs.stage(&cache, rendered.as_bytes()) {
-        Ok(staged) => (staged, None),
-        // `cache/` is derived: one that is a file, a dangling symlink or read-only must not
-        // stop a write. The file is staged in the workspace directory instead (a temporary
-        // name there is what a crash leaves anywhere, and `doctor` sweeps it).
-        Err(e) => {
-            let staged = ws.fs.stage(ws.dir(), rendered.as_bytes())?;
-            let warning = crate::store::Problem {
-                path: ws.display(&cache),
-                reason: crate::store::Reason::CacheUnusable,
-                detail: format!(
-                    "{e}; the derived cache is skipped (results are unchanged); remove it and dacli rebuilds it"
-                ),
-            };
-            (staged, Some(warning))
-        }
-    };
+    // `cache/` is derived: one that is a file, a dangling symlink or read-only must not stop
+    // a write, but the caller hears of it.
+    let warning = ws.fs.create_dir_all(&cache).err().map(|e| crate::store::Problem {
+        path: ws.display(&cache),
+        reason: crate::store::Reason::CacheUnusable,
+        detail: format!(
+            "{e}; the derived cache is skipped (results are unchanged); remove it and dacli rebuilds it"
+        ),
+    });
     Ok(NewTask {
-        status: doc.status,
-        staged,
+        doc: doc.clone(),
         warning,
     })
 }
 
 /// Creates the file of task `new` in its status folder under the project's sequence lock,
-/// allocating its number. `title_slug` must be a valid slug. Returns the located task.
+/// allocating its number (`seq`). `title_slug` must be a valid slug. Returns the located task.
 pub fn create(
     ws: &Workspace,
     project: &str,
@@ -468,15 +572,24 @@ pub fn create(
     })?;
     let _seq = ws.fs.lock(&ws.lock_path(&format!("seq-{project}")))?;
     let number = next_number(ws, project)?;
-    let file = file_for(ws, project, new.status, number, title_slug);
-    ws.fs.publish_new(new.staged, &file)?;
-    let bytes = ws.fs.read(&file)?;
-    let parsed = Document::parse(&ws.display(&file), &bytes).map_err(Error::malformed)?;
+    let mut doc = new.doc;
+    set_seq(&mut doc.front, number);
+    let id = doc
+        .front
+        .get("id")
+        .and_then(|v| v.as_str())
+        .unwrap_or_default()
+        .to_string();
+    let file = file_for(ws, project, doc.status, &id, title_slug);
+    let rendered = Document::new(doc.front, doc.body).render();
+    ws.fs.create_new(&file, rendered.as_bytes())?;
+    let parsed =
+        Document::parse(&ws.display(&file), rendered.as_bytes()).map_err(Error::malformed)?;
     let name = file
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    located(ws, project, new.status.as_str(), &name, file, parsed).map_err(Error::malformed)
+    located(ws, project, doc.status.as_str(), &name, file, parsed).map_err(Error::malformed)
 }
 
 /// Writes `doc` (already carrying its new `rev`) over the task found at `at`. When the status
@@ -508,26 +621,23 @@ pub fn write(ws: &Workspace, at: &Located, doc: &TaskDoc) -> Result<PathBuf, Err
     Ok(dest)
 }
 
-/// Every copy of task `id` among the files of project `slug` bearing the number the index
-/// gives it; `None` when the index knows no such task or none of those files holds it.
+/// Every copy of task `id` among the files of project `slug` named by its ULID (format 2) or
+/// bearing the number the index gives it (format 1); `None` when none of those files holds it.
 fn numbered_copies(ws: &Workspace, slug: &str, id: &str) -> Result<Option<Vec<Located>>, Error> {
     let index = super::index::tasks(ws, slug)?;
-    let Some(number) = index
+    let number = index
         .items
         .iter()
         .find(|e| e.id() == id)
-        .map(|e| e.number())
-    else {
-        return Ok(None);
-    };
+        .map(|e| e.number());
+    let ulid = id.strip_prefix("t-").unwrap_or(id);
     let mut copies = Vec::new();
     for folder in STATUS_FOLDERS {
         let dir = ws.path(&["projects", slug, "tasks", folder]);
         for name in ws.fs.names(&dir)? {
-            if name.starts_with('.')
-                || name.starts_with(TEMP_PREFIX)
-                || parse_task_filename(&name).map(|(n, _)| n) != Some(number)
-            {
+            let keyed = parse_keyed_filename(&name).is_some_and(|(u, _)| u == ulid);
+            let numbered = number.is_some() && parse_task_filename(&name).map(|(n, _)| n) == number;
+            if name.starts_with('.') || name.starts_with(TEMP_PREFIX) || !(keyed || numbered) {
                 continue;
             }
             match read_one(ws, slug, folder, dir.join(&name)) {

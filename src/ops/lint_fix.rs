@@ -131,15 +131,21 @@ fn renumber(by: &Fixer<'_>, ws: &Workspace, project: &str, id: &str) -> Result<b
         },
         &format!("renumbered {:03} -> {number:03}", t.task.number),
     );
-    let dest = tasks::file_for(ws, project, doc.status, number, &t.task.slug);
+    tasks::set_seq(&mut doc.front, number);
+    let dest = tasks::file_for(ws, project, doc.status, &t.task.id, &t.task.slug);
     let rendered = Document::new(doc.front, doc.body).render();
-    ws.fs.create_new(&dest, rendered.as_bytes())?;
-    ws.fs.remove(&t.file)?;
+    if dest == t.file {
+        ws.fs.replace(&dest, rendered.as_bytes())?;
+    } else {
+        // A format-1 file takes its format-2 name on the way.
+        ws.fs.create_new(&dest, rendered.as_bytes())?;
+        ws.fs.remove(&t.file)?;
+    }
     Ok(true)
 }
 
 /// The owner writes its objects; root also writes those of a retired or missing owner.
-fn may_write(by: &Fixer<'_>, ws: &Workspace, owner: &str) -> Result<bool, Error> {
+pub(super) fn may_write(by: &Fixer<'_>, ws: &Workspace, owner: &str) -> Result<bool, Error> {
     let me = by.me;
     if me == owner {
         return Ok(true);

@@ -24,6 +24,7 @@ pub mod github;
 pub mod glossary;
 pub mod lineage;
 pub mod lint_fix;
+pub mod machines;
 pub mod notes;
 pub mod owner;
 pub mod projects;
@@ -37,6 +38,7 @@ pub mod tasks;
 pub mod templates;
 pub mod train;
 pub mod txn;
+pub mod upgrade;
 
 pub use error::Error;
 

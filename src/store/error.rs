@@ -20,6 +20,9 @@ pub enum Reason {
     WrongKind,
     IdMismatch,
     DuplicateId,
+    /// A notice, not a fault: a task reference resolved by the rule for numbers shared or
+    /// changed by a merge (FORMAT §3.3).
+    Renumbered,
     Checksum,
     UnknownFolder,
     /// `cache/` is not a usable directory (a file, a dangling symlink, read-only): it is
@@ -45,6 +48,7 @@ impl Reason {
             Reason::WrongKind => "wrong_kind",
             Reason::IdMismatch => "id_mismatch",
             Reason::DuplicateId => "duplicate_id",
+            Reason::Renumbered => "renumbered",
             Reason::Checksum => "checksum",
             Reason::CacheUnusable => "cache_unusable",
             Reason::UnknownFolder => "unknown_folder",

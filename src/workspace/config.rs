@@ -8,7 +8,9 @@ use super::Error;
 use crate::store::{Fs, Problem, Reason, TomlRecord};
 
 /// The only workspace format this dacli reads or writes.
-pub const SUPPORTED_FORMAT: i64 = 1;
+pub const SUPPORTED_FORMAT: i64 = 2;
+/// The oldest format this dacli still reads and writes; `doctor --fix` upgrades it.
+pub const OLDEST_FORMAT: i64 = 1;
 
 /// The workspace configuration, with the editable document kept so a rewrite preserves every
 /// key dacli does not know.
@@ -52,7 +54,7 @@ impl Config {
                 });
             }
         };
-        if format != SUPPORTED_FORMAT {
+        if !(OLDEST_FORMAT..=SUPPORTED_FORMAT).contains(&format) {
             return Err(Error::FormatUnsupported {
                 path: shown.to_string(),
                 found: format.to_string(),

@@ -10,7 +10,7 @@ pub mod names;
 
 use std::path::{Path, PathBuf};
 
-pub use config::{Config, SUPPORTED_FORMAT};
+pub use config::{Config, OLDEST_FORMAT, SUPPORTED_FORMAT};
 pub use discover::{blocking_dacli, find_work_tree, is_workspace_dir, locate_dir};
 
 use crate::store::index::Index;
@@ -45,7 +45,7 @@ pub enum Error {
 /// An open workspace: its directory, the work tree it belongs to, its config and the seam
 /// through which all of its files are read and written.
 ///
-/// Invariant: `config.format` is [`SUPPORTED_FORMAT`]; a workspace of another format is never
+/// Invariant: `config.format` is from [`OLDEST_FORMAT`] to [`SUPPORTED_FORMAT`]; a workspace of another format is never
 /// opened, so no command can read it on a best-effort basis or write to it.
 #[derive(Debug)]
 pub struct Workspace {

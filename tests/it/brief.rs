@@ -535,7 +535,7 @@ fn a_hostile_finding_renders_inert() {
         .join(doc["data"]["note"]["path"].as_str().unwrap());
     let text = std::fs::read_to_string(&path).unwrap();
     std::fs::write(&path, text.replace("placeholder", hostile)).unwrap();
-    let _ = std::fs::remove_dir_all(repo.path().join(".dacli/cache"));
+    let _ = std::fs::remove_dir_all(repo.at(".dacli/cache"));
     let md = markdown(&repo, None, &["ledger/2"]);
     // Root wrote it and root reads it: read as someone else, so it is quoted.
     let (code, doc) = repo.json(&["agent", "spawn", "--grant", "ro"]);

@@ -528,7 +528,7 @@ fn burndown_svg_is_well_formed_and_byte_identical_across_runs() {
         assert_eq!(code, 2, "{bad}: {doc}");
         assert_eq!(doc["error"]["code"], "E_PATH_ESCAPE");
     }
-    assert!(!repo.path().join(".dacli/chart.svg").exists());
+    assert!(!repo.at(".dacli/chart.svg").exists());
 }
 
 #[test]
@@ -616,7 +616,7 @@ fn lint_repo() -> Repo {
     project(&repo, "shop");
     project(&repo, "empty");
     // empty_goal
-    let p = repo.path().join(".dacli/projects/empty/project.md");
+    let p = repo.at(".dacli/projects/empty/project.md");
     let text = std::fs::read_to_string(&p)
         .unwrap()
         .replace("## Goal\nG.\n", "## Goal\n");
@@ -1078,11 +1078,8 @@ fn lint_fix_repairs_what_the_caller_owns_and_names_what_it_may_not_touch() {
             .join(".dacli/projects/shop/tasks/open/003-twin.md")
             .exists()
     );
-    let moved = std::fs::read_to_string(
-        repo.path()
-            .join(".dacli/projects/shop/tasks/open/004-twin.md"),
-    )
-    .unwrap();
+    let moved =
+        std::fs::read_to_string(repo.at(".dacli/projects/shop/tasks/open/004-twin.md")).unwrap();
     assert!(moved.contains(&twin_id));
     assert!(
         moved.trim_end().ends_with("a-root renumbered 003 -> 004"),
@@ -1103,7 +1100,7 @@ fn lint_fix_repairs_what_the_caller_owns_and_names_what_it_may_not_touch() {
 #[test]
 fn the_definition_of_done_counts_lint_errors_of_the_task_file() {
     let repo = Repo::initialized();
-    let config = repo.path().join(".dacli/config.toml");
+    let config = repo.at(".dacli/config.toml");
     let mut text = std::fs::read_to_string(&config).unwrap();
     text.push_str("[definition_of_done]\nlint = true\n");
     std::fs::write(&config, text).unwrap();

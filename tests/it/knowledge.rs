@@ -105,7 +105,7 @@ fn assert_refused(
 }
 
 fn read(repo: &Repo, rel: &str) -> String {
-    std::fs::read_to_string(repo.path().join(rel)).unwrap()
+    std::fs::read_to_string(repo.at(rel)).unwrap()
 }
 
 /// The frontmatter keys of a file, in order.
@@ -263,7 +263,7 @@ fn a_decision_is_written_with_its_sections_in_format_order() {
     let path = note["path"].as_str().unwrap();
     assert_eq!(
         path,
-        ".dacli/projects/checkout/notes/decisions/round-once-at-the-boundary.md"
+        ".dacli/projects/checkout/notes/decisions/01KJPWD6M0FR0SSA51CH3QTY01-round-once-at-the-boundary.md"
     );
     let text = read(&repo, path);
     assert_eq!(
@@ -335,7 +335,7 @@ fn an_rw_finding_about_a_task_is_a_note_file_and_leaves_the_task_alone() {
     // Format 1 writes `finding` Log lines from events only: the task file keeps its bytes.
     assert_eq!(read(&repo, TASK_FILE), TASK);
     assert!(
-        !repo.path().join(".dacli/events").exists(),
+        !repo.at(".dacli/events").exists(),
         "and no event is written"
     );
 }
@@ -757,7 +757,10 @@ fn note_list_sorts_newest_first_filters_and_hides_superseded_notes() {
         &[
             "note",
             "show",
-            ".dacli/projects/checkout/notes/decisions/backfill-in-batches.md",
+            &format!(
+                ".dacli/projects/checkout/notes/decisions/{}-backfill-in-batches.md",
+                newer.trim_start_matches("n-")
+            ),
         ],
     );
     assert_eq!(code, 0, "{show}");

@@ -130,7 +130,7 @@ fn a_scripted_lifecycle_moves_files_as_the_format_says_with_minimal_diffs() {
     );
     assert_eq!(
         add["data"]["path"],
-        ".dacli/projects/checkout/tasks/open/001-add-the-rounding-shim.md"
+        ".dacli/projects/checkout/tasks/open/01KJPWD8JGH6VC0BCABT3TZTK2-add-the-rounding-shim.md"
     );
     git(repo.path(), &["add", "-A"]);
     git(repo.path(), &["commit", "-q", "-m", "start"]);
@@ -144,7 +144,10 @@ fn a_scripted_lifecycle_moves_files_as_the_format_says_with_minimal_diffs() {
     assert_eq!(shown["data"]["status"], "active");
     assert_eq!(shown["data"]["assignee"], Value::String(builder.clone()));
     assert_eq!(shown["data"]["pending"], 1);
-    assert_eq!(task_files(&repo), vec!["open/001-add-the-rounding-shim.md"]);
+    assert_eq!(
+        task_files(&repo),
+        vec!["open/01KJPWD8JGH6VC0BCABT3TZTK2-add-the-rounding-shim.md"]
+    );
     assert!(
         diff_and_commit(&repo, "claim").is_empty(),
         "a non-owner's claim writes only an event"
@@ -155,7 +158,7 @@ fn a_scripted_lifecycle_moves_files_as_the_format_says_with_minimal_diffs() {
     assert_eq!(sync["data"]["summary"]["applied"], 1);
     assert_eq!(
         task_files(&repo),
-        vec!["active/001-add-the-rounding-shim.md"]
+        vec!["active/01KJPWD8JGH6VC0BCABT3TZTK2-add-the-rounding-shim.md"]
     );
     let diff = diff_and_commit(&repo, "sync claim");
     let added: Vec<_> = diff.iter().filter(|l| l.starts_with('+')).collect();
@@ -209,7 +212,7 @@ fn a_scripted_lifecycle_moves_files_as_the_format_says_with_minimal_diffs() {
     assert_eq!(answered["data"]["unblocked"], true);
     assert_eq!(
         task_files(&repo),
-        vec!["active/001-add-the-rounding-shim.md"]
+        vec!["active/01KJPWD8JGH6VC0BCABT3TZTK2-add-the-rounding-shim.md"]
     );
     let note = repo.ws("projects/checkout/notes/decisions/answer-round-half-even-or-half-up.md");
     let note = std::fs::read_to_string(note).unwrap();
@@ -247,9 +250,12 @@ fn a_scripted_lifecycle_moves_files_as_the_format_says_with_minimal_diffs() {
     assert_eq!(code, 0, "{fin}");
     assert_eq!(fin["data"]["effect"], "proposed");
     ok(&repo, &["sync"]);
-    assert_eq!(task_files(&repo), vec!["done/001-add-the-rounding-shim.md"]);
+    assert_eq!(
+        task_files(&repo),
+        vec!["done/01KJPWD8JGH6VC0BCABT3TZTK2-add-the-rounding-shim.md"]
+    );
     let done = std::fs::read_to_string(
-        repo.ws("projects/checkout/tasks/done/001-add-the-rounding-shim.md"),
+        repo.ws("projects/checkout/tasks/done/01KJPWD8JGH6VC0BCABT3TZTK2-add-the-rounding-shim.md"),
     )
     .unwrap();
     assert!(done.contains("resolution = \"completed\""));
@@ -290,13 +296,16 @@ fn task_done_names_the_unchecked_box_then_succeeds_once_checked() {
     assert!(doc["refused"]["next"].as_str().unwrap().contains("--n 2"));
     assert_eq!(
         task_files(&repo),
-        vec!["open/001-shim.md"],
+        vec!["open/01KJPWD8JGH6VC0BCABT3TZTK2-shim.md"],
         "a refusal writes nothing"
     );
     ok(&repo, &["task", "check", "1", "--n", "2"]);
     let done = ok(&repo, &["task", "done", "1"]);
     assert_eq!(done["data"]["resolution"], "completed");
-    assert_eq!(task_files(&repo), vec!["done/001-shim.md"]);
+    assert_eq!(
+        task_files(&repo),
+        vec!["done/01KJPWD8JGH6VC0BCABT3TZTK2-shim.md"]
+    );
     let again = ok(&repo, &["task", "done", "1"]);
     assert_eq!(again["data"]["effect"], "unchanged");
 }
@@ -461,7 +470,13 @@ fn parallel_task_add_gives_unique_ids_and_gap_free_numbers() {
     assert_eq!(files.len(), 400);
     let mut numbers: Vec<u32> = files
         .iter()
-        .map(|f| f.trim_start_matches("open/")[..3].parse().unwrap())
+        .map(|f| {
+            // The display number is the `seq` key (FORMAT §3.2).
+            let text =
+                std::fs::read_to_string(repo.ws(&format!("projects/checkout/tasks/{f}"))).unwrap();
+            let line = text.lines().find(|l| l.starts_with("seq = ")).unwrap();
+            line["seq = ".len()..].parse().unwrap()
+        })
         .collect();
     numbers.sort();
     assert_eq!(numbers, (1..=400).collect::<Vec<_>>());
@@ -563,7 +578,10 @@ fn accept_verifies_what_the_assignee_could_not_and_closes_the_task() {
     let accepted = ok(&repo, &["accept", "1"]);
     assert_eq!(accepted["data"]["accepted"][0]["ref"], "checkout/001-shim");
     assert_eq!(accepted["data"]["ran"][0]["command"], "true");
-    assert_eq!(task_files(&repo), vec!["done/001-shim.md"]);
+    assert_eq!(
+        task_files(&repo),
+        vec!["done/01KJPWD8JGH6VC0BCABT3TZTK2-shim.md"]
+    );
     let status = ok(&repo, &["status"]);
     assert_eq!(status["data"]["pending"]["events"], 0, "{status}");
 }
@@ -643,7 +661,10 @@ fn a_proposal_to_done_is_a_finish_request_not_a_bad_transition() {
     ok(&repo, &["sync"]);
     let shown = ok(&repo, &["task", "show", "1"]);
     assert_eq!(shown["data"]["status"], "open", "{shown}");
-    assert_eq!(task_files(&repo), vec!["open/001-shim.md"]);
+    assert_eq!(
+        task_files(&repo),
+        vec!["open/01KJPWD8JGH6VC0BCABT3TZTK2-shim.md"]
+    );
     let status = ok(&repo, &["status"]);
     assert_eq!(status["data"]["pending"]["events"], 1, "{status}");
 
@@ -652,9 +673,14 @@ fn a_proposal_to_done_is_a_finish_request_not_a_bad_transition() {
     let shown = ok(&repo, &["task", "show", "1"]);
     assert_eq!(shown["data"]["status"], "done", "folded at once: {shown}");
     ok(&repo, &["sync"]);
-    assert_eq!(task_files(&repo), vec!["done/001-shim.md"]);
-    let file =
-        std::fs::read_to_string(repo.ws("projects/checkout/tasks/done/001-shim.md")).unwrap();
+    assert_eq!(
+        task_files(&repo),
+        vec!["done/01KJPWD8JGH6VC0BCABT3TZTK2-shim.md"]
+    );
+    let file = std::fs::read_to_string(
+        repo.ws("projects/checkout/tasks/done/01KJPWD8JGH6VC0BCABT3TZTK2-shim.md"),
+    )
+    .unwrap();
     assert!(file.contains("resolution = \"completed\""), "{file}");
     assert!(
         file.contains(&format!("finished (event {event})")),

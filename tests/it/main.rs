@@ -21,6 +21,7 @@ mod hostile;
 mod insight;
 mod knowledge;
 mod lifecycle;
+mod machines;
 mod mcp;
 mod mcp_clients;
 mod mcp_schema;

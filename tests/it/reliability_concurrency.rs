@@ -890,7 +890,7 @@ fn listings_while_a_task_moves_between_folders_see_it_exactly_once() {
     let name = std::fs::read_dir(tasks.join("open"))
         .unwrap()
         .map(|e| e.unwrap().file_name())
-        .find(|n| n.to_string_lossy().starts_with("006-"))
+        .find(|n| n.to_string_lossy().ends_with("-task-5.md"))
         .expect("task 6 is open");
     // A status move through dacli (blocked, then open again) makes the move lock.
     let set = |args: &[&str]| {

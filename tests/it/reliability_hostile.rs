@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use crate::lifecycle::agent;
 use crate::support::{Repo, git, one_json};
 
-const TASK1: &str = ".dacli/projects/checkout/tasks/open/001-shim.md";
+const TASK1: &str = ".dacli/projects/checkout/tasks/open/01KJPWD8JGH6VC0BCABT3TZTK2-shim.md";
 
 /// A workspace with project `checkout` and two tasks: 1 "Shim" and 2 "Other".
 fn workspace() -> Repo {
@@ -131,7 +131,7 @@ fn assert_malformed_task(repo: &Repo, reason: &str, detail_part: &str) {
 }
 
 fn replace_in_task1(repo: &Repo, from: &str, to: &str) {
-    let text = std::fs::read_to_string(repo.path().join(TASK1)).unwrap();
+    let text = std::fs::read_to_string(repo.at(TASK1)).unwrap();
     assert!(text.contains(from), "{text}");
     repo.write(TASK1, text.replacen(from, to, 1));
 }
@@ -140,7 +140,7 @@ fn replace_in_task1(repo: &Repo, from: &str, to: &str) {
 fn h01_frontmatter_that_is_not_toml_names_file_line_and_column() {
     let repo = workspace();
     replace_in_task1(&repo, "priority = \"should\"", "priority = ");
-    assert_malformed_task(&repo, "toml", "line 8, column");
+    assert_malformed_task(&repo, "toml", "line 9, column");
 }
 
 #[test]
@@ -188,7 +188,7 @@ fn h04_nesting_100_deep_is_toml_depth_without_a_stack_overflow() {
 #[test]
 fn h05_invalid_utf8_is_named_with_its_byte_offset() {
     let repo = workspace();
-    let mut bytes = std::fs::read(repo.path().join(TASK1)).unwrap();
+    let mut bytes = std::fs::read(repo.at(TASK1)).unwrap();
     bytes.resize(4711, b'x');
     bytes.extend_from_slice(b"\xff\xfe\n");
     repo.write(TASK1, bytes);
@@ -199,7 +199,7 @@ fn h05_invalid_utf8_is_named_with_its_byte_offset() {
 #[test]
 fn h06_bom_and_crlf_are_readable_linted_and_the_next_write_is_canonical() {
     let repo = workspace();
-    let text = std::fs::read_to_string(repo.path().join(TASK1)).unwrap();
+    let text = std::fs::read_to_string(repo.at(TASK1)).unwrap();
     repo.write(
         TASK1,
         format!("\u{feff}{}", text.replace('\n', "\r\n")).into_bytes(),
@@ -221,7 +221,7 @@ fn h06_bom_and_crlf_are_readable_linted_and_the_next_write_is_canonical() {
     assert_eq!(finding["severity"], "warning");
     let (code, doc) = repo.json(&["task", "edit", "1", "--priority", "must"]);
     assert_eq!(code, 0, "{doc}");
-    let after = std::fs::read(repo.path().join(TASK1)).unwrap();
+    let after = std::fs::read(repo.at(TASK1)).unwrap();
     assert!(!after.starts_with("\u{feff}".as_bytes()) && !after.contains(&b'\r'));
     assert!(dacli::store::is_canonical(&after));
 }
@@ -236,8 +236,8 @@ fn h07_a_nul_byte_is_an_encoding_problem() {
 #[test]
 fn h08_a_task_symlinked_to_etc_passwd_is_never_opened() {
     let repo = workspace();
-    std::fs::remove_file(repo.path().join(TASK1)).unwrap();
-    std::os::unix::fs::symlink("/etc/passwd", repo.path().join(TASK1)).unwrap();
+    std::fs::remove_file(repo.at(TASK1)).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", repo.at(TASK1)).unwrap();
     // RELIABILITY's E_PATH_ESCAPE is, for a file in the workspace, FORMAT §4.4's reason
     // `symlink_escape` (COMMANDS §1.6 keeps E_PATH_ESCAPE for paths given as input).
     assert_malformed_task(&repo, "symlink_escape", "not followed");
@@ -277,7 +277,12 @@ fn h09_symlinked_directories_leading_out_are_neither_read_nor_written() {
     std::fs::rename(&open, outside.path().join("moved")).unwrap();
     std::fs::write(
         outside.path().join("moved/009-outside.md"),
-        std::fs::read(outside.path().join("moved/001-shim.md")).unwrap(),
+        std::fs::read(
+            outside
+                .path()
+                .join("moved/01KJPWD8JGH6VC0BCABT3TZTK2-shim.md"),
+        )
+        .unwrap(),
     )
     .unwrap();
     std::os::unix::fs::symlink(outside.path().join("moved"), &open).unwrap();
@@ -353,9 +358,9 @@ fn h10_a_dacli_that_resolves_outside_the_work_tree_is_no_workspace() {
 #[test]
 fn h11_a_fifo_named_like_a_record_never_blocks() {
     let repo = workspace();
-    std::fs::remove_file(repo.path().join(TASK1)).unwrap();
+    std::fs::remove_file(repo.at(TASK1)).unwrap();
     let made = std::process::Command::new("mkfifo")
-        .arg(repo.path().join(TASK1))
+        .arg(repo.at(TASK1))
         .status()
         .unwrap();
     assert!(made.success());
@@ -372,7 +377,7 @@ fn h11_a_fifo_named_like_a_record_never_blocks() {
 fn h12_two_copies_of_one_id() {
     let repo = workspace();
     let active = ".dacli/projects/checkout/tasks/active/001-shim.md";
-    let bytes = std::fs::read(repo.path().join(TASK1)).unwrap();
+    let bytes = std::fs::read(repo.at(TASK1)).unwrap();
     repo.write(active, &bytes);
     let (code, doc) = repo.json(&["doctor"]);
     assert_eq!(code, 0);
@@ -411,7 +416,7 @@ fn h12_two_copies_of_one_id() {
     let (code, doc) = repo.json(&["task", "edit", "1", "--priority", "must"]);
     assert_eq!(code, 0, "{doc}");
     assert_eq!(doc["data"]["task"]["status"], "active");
-    assert!(!repo.path().join(TASK1).exists(), "the stale copy is gone");
+    assert!(!repo.at(TASK1).exists(), "the stale copy is gone");
     let (_, doc) = repo.json(&["doctor"]);
     let dup = doc["data"]["checks"]
         .as_array()
@@ -465,10 +470,10 @@ fn h14_unknown_keys_and_tables_survive_an_edit_byte_for_byte() {
         "priority = \"should\"\n",
         "priority = \"should\"\nfuture_key = { nested = [1, 2] } # keep me\n\n[ext]\ntracker = \"JIRA-1\"\n",
     );
-    let before = std::fs::read_to_string(repo.path().join(TASK1)).unwrap();
+    let before = std::fs::read_to_string(repo.at(TASK1)).unwrap();
     let (code, doc) = repo.json(&["task", "edit", "1", "--priority", "must"]);
     assert_eq!(code, 0, "{doc}");
-    let after = std::fs::read_to_string(repo.path().join(TASK1)).unwrap();
+    let after = std::fs::read_to_string(repo.at(TASK1)).unwrap();
     let changed: Vec<String> = similar::TextDiff::from_lines(&before, &after)
         .iter_all_changes()
         .filter(|c| c.tag() == similar::ChangeTag::Delete)
@@ -490,7 +495,7 @@ fn h15_a_newer_format_is_refused_for_reads_and_writes() {
     let config = std::fs::read_to_string(repo.ws("config.toml")).unwrap();
     repo.write(
         ".dacli/config.toml",
-        config.replace("format = 1", "format = 9"),
+        config.replace("format = 2", "format = 9"),
     );
     let before = tree(&repo);
     // FORMAT §23 refuses every command, reads included (RELIABILITY would allow reads with
@@ -506,7 +511,7 @@ fn h15_a_newer_format_is_refused_for_reads_and_writes() {
         assert_eq!(error_code(&doc), "E_FORMAT_UNSUPPORTED");
         let m = message(&doc);
         assert!(
-            m.contains('9') && m.contains('1'),
+            m.contains('9') && m.contains('2'),
             "names both versions: {m}"
         );
     }
@@ -1193,7 +1198,7 @@ fn h40_a_hostile_note_renders_only_inside_its_quote() {
         .join(doc["data"]["note"]["path"].as_str().unwrap());
     let text = std::fs::read_to_string(&path).unwrap();
     std::fs::write(&path, text.replace("placeholder", hostile)).unwrap();
-    let _ = std::fs::remove_dir_all(repo.path().join(".dacli/cache"));
+    let _ = std::fs::remove_dir_all(repo.at(".dacli/cache"));
     let (_, token) = agent(&repo, "reviewer", 2, "ro");
     let out = repo
         .dacli(&["context", "checkout/2"])

@@ -129,6 +129,13 @@ fn h43_s1_the_token_of_a_spawned_agent_never_leaves_its_spawn_output() {
         &["whoami"],
         &["doctor"],
         &["doctor", "--fix"],
+        // What git runs as the record merge driver: three files in, the merged one out.
+        &[
+            "merge-driver",
+            ".dacli/projects/checkout/project.md",
+            ".dacli/projects/checkout/project.md",
+            ".dacli/projects/checkout/project.md",
+        ],
         &["completions", "bash"],
         &["man"],
         &["capabilities"],

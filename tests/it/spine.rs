@@ -13,7 +13,7 @@ fn init_then_status_json_prints_one_ok_document() {
     let (code, init) = repo.json(&["init"]);
     assert_eq!(code, 0, "{init}");
     assert_eq!(init["ok"], true);
-    assert_eq!(init["data"]["format"], 1);
+    assert_eq!(init["data"]["format"], 2);
     let name = repo
         .path()
         .file_name()
@@ -43,7 +43,7 @@ fn init_writes_exactly_the_documented_files() {
     );
     let config = std::fs::read_to_string(repo.ws("config.toml")).unwrap();
     assert!(
-        config.starts_with("format = 1\nworkspace_id = \""),
+        config.starts_with("format = 2\nworkspace_id = \""),
         "{config}"
     );
     let root = std::fs::read_to_string(repo.ws("agents/a-root.md")).unwrap();
@@ -217,7 +217,7 @@ fn discovery_from_a_linked_worktree_finds_the_main_workspace() {
 #[test]
 fn a_newer_or_missing_format_is_refused_with_exit_1_and_nothing_changes() {
     for config in [
-        "format = 2\nworkspace_id = \"01KJPWD6M0NXPMMVRRH914WRBV\"\n",
+        "format = 3\nworkspace_id = \"01KJPWD6M0NXPMMVRRH914WRBV\"\n",
         "workspace_id = \"01KJPWD6M0NXPMMVRRH914WRBV\"\n",
         "format = 0\nworkspace_id = \"01KJPWD6M0NXPMMVRRH914WRBV\"\n",
     ] {
@@ -229,7 +229,7 @@ fn a_newer_or_missing_format_is_refused_with_exit_1_and_nothing_changes() {
             assert_eq!(doc["error"]["code"], "E_FORMAT_UNSUPPORTED");
             let msg = doc["error"]["message"].as_str().unwrap();
             assert!(
-                msg.contains(".dacli/config.toml") && msg.contains('1'),
+                msg.contains(".dacli/config.toml") && msg.contains('2'),
                 "{msg}"
             );
         }
@@ -322,7 +322,7 @@ fn version_needs_no_workspace_and_dash_v_is_the_same() {
     assert_eq!(out.status.code(), Some(0));
     let doc = one_json(&out.stdout);
     assert_eq!(doc["data"]["version"], env!("CARGO_PKG_VERSION"));
-    assert_eq!(doc["data"]["format"], 1);
+    assert_eq!(doc["data"]["format"], 2);
     let v = dacli().current_dir(dir.path()).arg("-V").output().unwrap();
     let version = dacli()
         .current_dir(dir.path())

@@ -42,9 +42,16 @@ impl Repo {
         self.dir.path()
     }
 
-    /// `.dacli/<rel>`.
+    /// `.dacli/<rel>`, the way [`Repo::at`] finds it.
     pub fn ws(&self, rel: &str) -> PathBuf {
-        self.path().join(".dacli").join(rel)
+        self.at(&format!(".dacli/{rel}"))
+    }
+
+    /// `<rel>` under the work tree. A task, note or risk dacli created is named
+    /// `<ULID>-<slug>.md` (FORMAT §22); a test names it by its format-1 name
+    /// (`<NNN>-<slug>.md`, `<slug>.md`), which this finds when no file has that name.
+    pub fn at(&self, rel: &str) -> PathBuf {
+        created_path(&self.path().join(rel))
     }
 
     /// The dacli binary, run in this repository with a clean, pinned environment.
@@ -98,10 +105,46 @@ impl Repo {
 
     /// Writes a file under the work tree, creating parents.
     pub fn write(&self, rel: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
-        let p = self.path().join(rel);
+        let p = self.at(rel);
         std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
         std::fs::write(&p, bytes).expect("write");
         p
+    }
+}
+
+/// `path` itself when it exists or names no record; else the one `<ULID>-<slug>.md` beside
+/// it whose slug is the format-1 name's (`<NNN>-<slug>.md` or `<slug>.md`).
+pub fn created_path(path: &Path) -> PathBuf {
+    if path.exists() {
+        return path.to_path_buf();
+    }
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
+        return path.to_path_buf();
+    };
+    let Some(stem) = name.strip_suffix(".md") else {
+        return path.to_path_buf();
+    };
+    let slug = match stem.split_once('-') {
+        Some((n, s)) if n.len() >= 3 && n.bytes().all(|b| b.is_ascii_digit()) => s,
+        _ => stem,
+    };
+    let found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .and_then(|n| n.strip_suffix(".md"))
+                        .and_then(|n| n.split_once('-'))
+                        .is_some_and(|(u, s)| u.len() == 26 && s == slug)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    match found.as_slice() {
+        [one] => one.clone(),
+        _ => path.to_path_buf(),
     }
 }
 

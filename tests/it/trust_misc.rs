@@ -184,7 +184,7 @@ fn forged_event_is_never_applied_or_shown(f: Forgery) {
     assert_eq!(synced["data"]["summary"]["applied"], 0, "{synced}");
     let task_file = walk_files(&repo.ws("projects"))
         .into_iter()
-        .find(|p| p.to_string_lossy().contains("001-shim"))
+        .find(|p| p.to_string_lossy().ends_with("-shim.md"))
         .unwrap();
     let task_text = std::fs::read_to_string(&task_file).unwrap();
     assert!(
@@ -317,7 +317,7 @@ fn candidate<'a>(doc: &'a Value, id: &str) -> &'a Value {
 #[test]
 fn cleanup_keeps_a_worktree_holding_ignored_files() {
     let repo = done_worktree_with_env();
-    let env = repo.path().join(".dacli/worktrees/done/.env");
+    let env = repo.at(".dacli/worktrees/done/.env");
     let preview = ok(&repo, &["repo", "cleanup", "--no-fetch"]);
     let wt = candidate(&preview, "done");
     assert_eq!(wt["action"], "keep", "{wt}");
@@ -789,7 +789,7 @@ fn forged_event_is_never_shown_or_applied_by_a_warm_mcp_server() {
     let _ = s.finish();
     let task_file = walk_files(&repo.ws("projects"))
         .into_iter()
-        .find(|p| p.to_string_lossy().contains("001-shim"))
+        .find(|p| p.to_string_lossy().ends_with("-shim.md"))
         .unwrap();
     assert!(
         !std::fs::read_to_string(task_file)

@@ -104,12 +104,62 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     };
     let github = github_token_check(ctx, ws);
 
+    // The format-2 upgrade (FORMAT §23): reported as a check, done by `--fix`.
+    let upgrade = ops::upgrade::upgrade(ws, !req.fix)?;
+    let format_items: Vec<Item> = if req.fix {
+        Vec::new()
+    } else {
+        upgrade_items(&upgrade)
+    };
+
+    // The record merge driver (FORMAT §22): `.dacli/.gitattributes` and this clone's config.
+    let driver = ops::machines::driver_state(ws)?;
+    let mut driver_items = Vec::new();
+    if !driver.gitattributes {
+        driver_items.push(Item {
+            path: ws.display(&ws.path(&[".gitattributes"])),
+            reason: "merge_driver_missing".into(),
+            detail: "`*.md merge=dacli` is not set: records merged by git can conflict".into(),
+        });
+    }
+    if !driver.config {
+        driver_items.push(Item {
+            path: String::new(),
+            reason: "merge_driver_missing".into(),
+            detail: format!(
+                "`{}` is not set in this clone's git config",
+                ops::machines::DRIVER_KEY
+            ),
+        });
+    }
+    for kept in ops::machines::kept_versions(ws)? {
+        driver_items.push(Item {
+            path: kept,
+            reason: "merge_kept".into(),
+            detail: "a version the merge driver could not merge field by field, kept beside the merged file".into(),
+        });
+    }
+
     let mut fixed = 0;
     let mut missing = missing;
     let mut stale = scan.stale;
     if req.fix {
         let paths: Vec<_> = stale.drain(..).map(|(_, p)| p).collect();
         fixed = ops::admin::fix(ws, &paths, !absent.is_empty(), GITIGNORE)?;
+        fixed += upgrade.moved.len() + usize::from(upgrade.format_bumped);
+        if !driver.gitattributes || !driver.config {
+            let exe = std::env::current_exe()
+                .map(|e| {
+                    ops::admin::canonical_or_same(&e)
+                        .to_string_lossy()
+                        .into_owned()
+                })
+                .unwrap_or_else(|_| "dacli".into());
+            if ops::machines::install_driver(ws, &exe)? {
+                fixed += 1;
+                driver_items.retain(|i| i.reason != "merge_driver_missing");
+            }
+        }
         if !absent.is_empty() {
             missing.clear();
         }
@@ -117,7 +167,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     let stale_items: Vec<Item> = stale.into_iter().map(|(i, _)| i).collect();
 
     let checks = vec![
-        check("format_version", "error", Vec::new()),
+        check("format_version", "warn", format_items),
         check("malformed_files", "error", scan.malformed),
         check("noncanonical_files", "warn", scan.noncanonical),
         check("stale_temp_files", "warn", stale_items),
@@ -126,6 +176,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         check("duplicate_ids", "error", scan.duplicates),
         check("unknown_folders", "error", scan.unknown_folders),
         check("gitignore", "warn", missing),
+        check("merge_driver", "warn", driver_items),
         tracked,
         identity,
         github,
@@ -152,12 +203,40 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     }
     Ok(Outcome::Done(Response {
         format: FormatInfo {
-            workspace: ws.config.format,
+            workspace: if req.fix && upgrade.format_bumped {
+                SUPPORTED_FORMAT
+            } else {
+                upgrade.from_format
+            },
             supported: SUPPORTED_FORMAT,
         },
         checks,
         fixed,
     }))
+}
+
+/// One item per file the format-2 upgrade renames, and one for `config.toml`'s `format`.
+fn upgrade_items(upgrade: &ops::upgrade::Upgrade) -> Vec<Item> {
+    let mut items: Vec<Item> = upgrade
+        .moved
+        .iter()
+        .map(|m| Item {
+            path: m.from.clone(),
+            reason: "format_upgrade".into(),
+            detail: format!("`doctor --fix` renames it to {}", m.to),
+        })
+        .collect();
+    if upgrade.format_bumped {
+        items.push(Item {
+            path: ".dacli/config.toml".into(),
+            reason: "format_upgrade".into(),
+            detail: format!(
+                "format {} is read and written, but `doctor --fix` upgrades it to {SUPPORTED_FORMAT} (paths no other clone can create)",
+                upgrade.from_format
+            ),
+        });
+    }
+    items
 }
 
 fn tracked_items(ws: &Workspace) -> Check {

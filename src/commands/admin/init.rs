@@ -184,7 +184,21 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
             }
         }
     }
+    files.push((
+        ".gitattributes".to_string(),
+        ops::machines::GITATTRIBUTES.to_string(),
+    ));
     ops::admin::init(&fs, &root, &target, &files)?;
+    // The record merge driver this clone runs (FORMAT §22); a clone without git config
+    // access still gets its workspace, and `doctor` names the missing driver.
+    if let Ok(exe) = std::env::current_exe() {
+        let exe = ops::admin::canonical_or_same(&exe);
+        if let Err(e) = ops::machines::install_driver_config(&root, &exe.to_string_lossy()) {
+            ctx.notice(format!(
+                "the merge driver is not configured ({e}); run `dacli doctor --fix`"
+            ));
+        }
+    }
     let shown = fs.display(&target);
     Ok(Outcome::Done(Response {
         workspace_id: workspace_id.to_string(),

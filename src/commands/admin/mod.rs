@@ -6,6 +6,7 @@ mod doctor;
 mod init;
 mod man;
 mod mcp;
+mod merge_driver;
 mod usage;
 mod version;
 
@@ -20,6 +21,7 @@ pub(super) fn commands() -> Vec<Command> {
         man::command(),
         capabilities::command(),
         usage::command(),
+        merge_driver::command(),
     ]
     .into_iter()
     .chain(mcp::commands())

@@ -20,6 +20,13 @@ pub struct Request {
     #[arg(long)]
     #[serde(default)]
     dry_run: bool,
+    /// Also exchange the workspace through a git remote (default: the branch's upstream
+    /// remote, else `origin`): commit `.dacli/` changes as dacli, fetch, merge or rebase as
+    /// `pull.rebase` says, apply what you own, push (retried when the remote moved on; never
+    /// forced, nothing outside `.dacli/` committed).
+    #[arg(long, value_name = "NAME", num_args = 0..=1, default_missing_value = "")]
+    #[serde(default)]
+    remote: Option<String>,
     /// Reject this pending event (reason `declined`); repeatable.
     #[arg(long = "decline", value_name = "EVENT")]
     #[serde(default)]
@@ -39,13 +46,67 @@ pub struct Summary {
 #[derive(Debug, Serialize)]
 pub struct Response {
     objects: Vec<Synced>,
+    /// Tasks of yours given a new number because a merge made theirs shared (FORMAT §22).
+    renumbered: Vec<crate::ops::machines::Renumbered>,
     summary: Summary,
     dry_run: bool,
+    /// What `--remote` exchanged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    remote: Option<crate::ops::machines::RemoteReport>,
 }
 
 fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     let ws = ctx.ws()?;
     let me = ctx.identity()?.agent.id.clone();
+    if let Some(remote) = &req.remote {
+        if req.about.is_some() || !req.decline.is_empty() {
+            return Err(Error::usage(
+                "--remote syncs everything you own: it takes no --about or --decline",
+            ));
+        }
+        let mint = || ctx.new_ulid();
+        let at = crate::model::format_time(ctx.now());
+        let exe = std::env::current_exe()
+            .map(|e| {
+                crate::ops::admin::canonical_or_same(&e)
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .unwrap_or_else(|_| "dacli".into());
+        let wait = |attempt: u32, jitter: u64| {
+            // Backoff: 100 ms doubled per attempt (at most 3.2 s), plus up to 255 ms of jitter
+            // so clones that collided do not collide again in step.
+            let ms = (100u64 << attempt.min(5)) + (jitter % 256);
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+        };
+        let report = crate::ops::machines::sync_remote(
+            &crate::ops::lint_fix::Fixer {
+                me: &me,
+                at: &at,
+                mint: &mint,
+            },
+            ws,
+            &crate::ops::machines::RemoteSync {
+                remote: (!remote.is_empty()).then_some(remote.as_str()),
+                dry_run: req.dry_run,
+                exe: &exe,
+                attempts: 8,
+                wait: &wait,
+            },
+        )?;
+        return Ok(Outcome::Done(Response {
+            objects: Vec::new(),
+            renumbered: Vec::new(),
+            summary: Summary {
+                applied: report.applied,
+                rejected: 0,
+                pending: 0,
+                not_owned: 0,
+            },
+            dry_run: req.dry_run,
+            remote: Some(report),
+        }));
+    }
     let about = match req.about.as_deref() {
         None => None,
         Some("workspace") => Some("workspace".to_string()),
@@ -74,6 +135,20 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
             dry_run: req.dry_run,
         },
     )?;
+    let at = crate::model::format_time(ctx.now());
+    let renumbered = if req.about.is_none() {
+        crate::ops::machines::renumber_owned(
+            &crate::ops::lint_fix::Fixer {
+                me: &me,
+                at: &at,
+                mint: &mint,
+            },
+            ws,
+            req.dry_run,
+        )?
+    } else {
+        Vec::new()
+    };
     // An event whose file fails its checksum is left out of the fold, exactly as a cold
     // read leaves it out; the reader hears about it.
     for o in &objects {
@@ -87,8 +162,10 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     };
     Ok(Outcome::Done(Response {
         objects,
+        renumbered,
         summary,
         dry_run: req.dry_run,
+        remote: None,
     }))
 }
 
@@ -97,6 +174,33 @@ fn render(r: &Response, ctx: &Ctx) -> String {
         return String::new();
     }
     let mut out = String::new();
+    if let Some(x) = &r.remote {
+        let verb = if x.dry_run {
+            "would commit"
+        } else {
+            "committed"
+        };
+        out.push_str(&format!(
+            "{} {}/{} ({}): {verb} {} workspace file(s), resolved {}, applied {}, {}\n",
+            if x.dry_run {
+                "dry run:"
+            } else {
+                "sync --remote"
+            },
+            x.remote,
+            x.branch,
+            x.integrate,
+            x.committed.len(),
+            x.resolved.len(),
+            x.applied,
+            if x.pushed {
+                format!("pushed after {} attempt(s)", x.attempts)
+            } else {
+                "nothing pushed".to_string()
+            }
+        ));
+        return out;
+    }
     for o in &r.objects {
         out.push_str(&format!(
             "{}: {} applied, {} rejected, {} pending{}\n",
@@ -118,6 +222,12 @@ fn render(r: &Response, ctx: &Ctx) -> String {
         for n in &o.notes {
             out.push_str(&format!("  note {n}\n"));
         }
+    }
+    for r in &r.renumbered {
+        out.push_str(&format!(
+            "{}: number {:03} -> {:03} (shared after a merge)\n",
+            r.id, r.from, r.to
+        ));
     }
     out.push_str(&format!(
         "{}{} applied, {} rejected, {} pending; {} object(s) with pending events belong to others\n",

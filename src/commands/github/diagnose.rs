@@ -498,12 +498,11 @@ fn task_target(ctx: &Ctx, reference: &str) -> Result<TaskTarget, Error> {
     {
         return Ok(TaskTarget::Branch(b.to_string()));
     }
-    let file = t
-        .file
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .unwrap_or_default();
-    Ok(TaskTarget::Branch(format!("dacli/{file}")))
+    // The branch a task worktree gets: `dacli/<NNN>-<slug>`, whatever the file is named.
+    Ok(TaskTarget::Branch(format!(
+        "dacli/{:03}-{}",
+        t.task.number, t.task.slug
+    )))
 }
 
 /// The PR number the target names, `None` when no PR matches.

@@ -82,7 +82,13 @@ fn task_projects(ctx: &Ctx, ws: &Workspace) -> Result<BTreeMap<String, String>, 
 
 fn from_file(l: notes::Located) -> Entry {
     let n = l.note;
-    let slug = l.file.file_stem().map(|s| s.to_string_lossy().into_owned());
+    // A format-2 name is `<ULID>-<slug>.md`: the slug is what a person types.
+    let slug = l.file.file_name().map(|s| {
+        let name = s.to_string_lossy();
+        crate::model::task::parse_keyed_filename(&name)
+            .map(|(_, slug)| slug.to_string())
+            .unwrap_or_else(|| name.trim_end_matches(".md").to_string())
+    });
     Entry {
         note: NoteRef {
             // Severity means something for findings only; elsewhere lint reports it.
