@@ -424,6 +424,14 @@ fn task_block(scope: &Scope<'_>, t: &FoldedTask) -> String {
         doc.assignee().map_or_else(|| "none".to_string(), you)
     ));
     let mut out = format!("# Task: {}\n{}", inert(doc.title()), meta.join(" · "));
+    if doc.claim_lost_by(&scope.reader.id) {
+        out.push_str(&format!(
+            "\n\n**Your claim lost:** {} claimed this task earlier in another clone, and the \
+             earlier claim wins; this task is not yours. Next: pick another task ({}).",
+            doc.assignee().map_or_else(|| "another agent".to_string(), label),
+            (scope.reader.commands)("`dacli next`"),
+        ));
+    }
     for name in ["So that", "Context"] {
         if let Some(text) = section_text(&doc.body, name).filter(|t| !t.is_empty()) {
             out.push_str(&format!("\n\n## {name}\n{}", inert(text)));

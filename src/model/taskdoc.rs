@@ -195,6 +195,28 @@ impl TaskDoc {
         parse_log(&self.body)
     }
 
+    /// True when `who` claimed this task and lost it to an earlier claim made in another
+    /// clone (the Log says so), and has not got it back since.
+    pub fn claim_lost_by(&self, who: &str) -> bool {
+        if self.assignee() == Some(who) {
+            return false;
+        }
+        let lost = format!("claim lost by {who}:");
+        self.log()
+            .iter()
+            .rev()
+            .find_map(|l| {
+                if l.text.starts_with(&lost) {
+                    Some(true)
+                } else if l.agent == who && l.text == "claimed" {
+                    Some(false)
+                } else {
+                    None
+                }
+            })
+            .unwrap_or(false)
+    }
+
     /// True when the Log already holds a line produced by event `id`.
     pub fn has_event(&self, id: &str) -> bool {
         self.log().iter().any(|l| l.event.as_deref() == Some(id))

@@ -837,6 +837,10 @@ pub struct ShowResponse {
     delivery: Option<serde_json::Value>,
     github: Option<serde_json::Value>,
     dod: DodReport,
+    /// What the reader must know before acting on the task (`claim_lost`: its claim lost to
+    /// an earlier one made in another clone).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    notices: Vec<Notice>,
 }
 
 fn show(ctx: &Ctx, req: ShowRequest) -> Result<Outcome<ShowResponse>, Error> {
@@ -908,6 +912,20 @@ fn show(ctx: &Ctx, req: ShowRequest) -> Result<Outcome<ShowResponse>, Error> {
                 .map(|(_, e)| e.clone()),
         })
         .collect();
+    let mut notices = Vec::new();
+    if let Ok(me) = ctx.identity()
+        && doc.claim_lost_by(&me.agent.id)
+    {
+        let reference = format!("{}/{}", t.project, t.task.number);
+        notices.push(Notice {
+            code: "claim_lost",
+            message: format!(
+                "your claim of {reference} lost: {} claimed it earlier in another clone, and the \
+                 earlier claim wins. Next: pick another task (`dacli next`)",
+                doc.assignee().unwrap_or("another agent"),
+            ),
+        });
+    }
     let to_json = |key: &str| {
         doc.front.get(key).and_then(|i| {
             let text = format!("v = {}", i.to_string().trim());
@@ -968,12 +986,17 @@ fn show(ctx: &Ctx, req: ShowRequest) -> Result<Outcome<ShowResponse>, Error> {
         delivery: to_json("delivery"),
         github: to_json("github"),
         dod,
+        notices,
     }))
 }
 
 fn render_show(r: &ShowResponse, _ctx: &Ctx) -> String {
     let s = &r.summary;
-    let mut out = format!("{}  {}\n", s.task.reference, s.task.title);
+    let mut out = String::new();
+    for n in &r.notices {
+        out.push_str(&format!("note: {}\n", n.message));
+    }
+    out.push_str(&format!("{}  {}\n", s.task.reference, s.task.title));
     out.push_str(&format!(
         "{} · {} · owner {} · assignee {}\n",
         s.status,
