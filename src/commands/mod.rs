@@ -7,7 +7,7 @@ mod collab;
 mod github;
 mod insight;
 mod knowledge;
-mod planning;
+pub(crate) mod planning;
 mod queues;
 mod repo;
 mod runtimes;

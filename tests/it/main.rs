@@ -7,6 +7,7 @@
 mod architecture;
 mod brief;
 mod brief_in_force;
+mod build_script;
 mod collab;
 mod docs;
 mod engine_prop;
@@ -14,6 +15,7 @@ mod example;
 mod git;
 mod github;
 mod hostile;
+mod human;
 mod insight;
 mod knowledge;
 mod lifecycle;

@@ -5,7 +5,7 @@ mod check;
 mod common;
 mod done;
 mod life;
-mod project;
+pub(crate) mod project;
 mod task;
 
 use crate::dispatch::Command;

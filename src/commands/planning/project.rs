@@ -203,16 +203,33 @@ fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
         )
         .hint("pick another --slug, or edit it with `dacli project edit`"));
     }
-    let rev = ctx.new_ulid();
+    let doc = document(&req, &slug, &stage, &me, ctx.new_ulid());
+    let path = ops::projects::create(ws, &slug, &doc, req.template.as_deref())?;
+    Ok(Outcome::Done(AddResponse {
+        project: ProjectBrief {
+            id: format!("p-{slug}"),
+            title: req.title.trim().to_string(),
+            status: "active".into(),
+            stage,
+            template: req.template,
+            owner: me,
+            path: ws.display(&path),
+        },
+        effect: "created",
+    }))
+}
+
+/// The `project.md` of a new project: its frontmatter and the five structural sections.
+fn document(req: &AddRequest, slug: &str, stage: &str, me: &str, rev: ulid::Ulid) -> Document {
     let mut front = DocumentMut::new();
     front["id"] = value(format!("p-{slug}"));
     front["kind"] = value("project");
     front["created"] = value(toml_time(ulid_time(rev)));
-    front["created_by"] = value(me.as_str());
-    front["owner"] = value(me.as_str());
+    front["created_by"] = value(me);
+    front["owner"] = value(me);
     front["rev"] = value(rev.to_string());
     front["status"] = value("active");
-    front["stage"] = value(stage.as_str());
+    front["stage"] = value(stage);
     if let Some(t) = &req.template {
         front["template"] = value(t.as_str());
     }
@@ -246,24 +263,35 @@ fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
         list(&req.success, "- [ ] "),
     );
     let body = body.replace("\n\n\n", "\n\n");
-    let path = ops::projects::create(
-        ws,
-        &slug,
-        &Document::new(front, body),
-        req.template.as_deref(),
-    )?;
-    Ok(Outcome::Done(AddResponse {
-        project: ProjectBrief {
-            id: format!("p-{slug}"),
-            title: req.title.trim().to_string(),
-            status: "active".into(),
-            stage,
-            template: req.template,
-            owner: me,
-            path: ws.display(&path),
-        },
-        effect: "created",
-    }))
+    Document::new(front, body)
+}
+
+/// The first project of a new workspace (`init --project TITLE`), owned by `owner`: its slug
+/// and document, with the defaults `project add TITLE` gives.
+pub(crate) fn first(
+    title: &str,
+    owner: &str,
+    rev: ulid::Ulid,
+) -> Result<(String, Document), Error> {
+    one_line("--project", title)?;
+    let slug = slugify(title);
+    check_slug(&slug).map_err(|e| Error::bad_slug(format!("--project: {e}")))?;
+    let req = AddRequest {
+        title: title.to_string(),
+        slug: None,
+        goal: None,
+        vision: None,
+        constraints: Vec::new(),
+        out_of_scope: Vec::new(),
+        success: Vec::new(),
+        template: None,
+        stage: None,
+        landing_mode: None,
+        landing_base: None,
+        tags: Vec::new(),
+    };
+    let doc = document(&req, &slug, "build", owner, rev);
+    Ok((slug, doc))
 }
 
 fn str_array(items: &[String]) -> Array {
