@@ -16,6 +16,8 @@ mod git;
 mod github;
 mod hostile;
 mod human;
+#[cfg(target_os = "linux")]
+mod human_tty;
 mod insight;
 mod knowledge;
 mod lifecycle;

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::view::{TaskSummary, estimate_of, project_slug};
-use crate::dispatch::text::table;
+use crate::dispatch::text::{fit_table, paint_if, priority_style, short_ref};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Outcome};
 use crate::model::id::ROOT_AGENT;
 use crate::model::role::Role;
@@ -241,8 +241,9 @@ impl RoleCache {
     }
 }
 
-fn render(r: &Response, _ctx: &Ctx) -> String {
+fn render(r: &Response, ctx: &Ctx) -> String {
     let mut out = String::new();
+    let (color, width) = (ctx.color(), ctx.width());
     if r.items.is_empty() {
         out.push_str("Nothing ready to claim.\n");
     } else {
@@ -257,8 +258,12 @@ fn render(r: &Response, _ctx: &Ctx) -> String {
         for i in &r.items {
             rows.push(vec![
                 i.rank.to_string(),
-                i.task.task.reference.clone(),
-                i.task.priority.clone(),
+                if width.is_some() {
+                    short_ref(&i.task.task.reference)
+                } else {
+                    i.task.task.reference.clone()
+                },
+                paint_if(color, priority_style(&i.task.priority), &i.task.priority),
                 i.task
                     .estimate
                     .as_ref()
@@ -267,7 +272,7 @@ fn render(r: &Response, _ctx: &Ctx) -> String {
                 i.task.task.title.clone(),
             ]);
         }
-        out.push_str(&table(&rows, &[0, 3]));
+        out.push_str(&fit_table(&rows, &[0, 3], width, 5));
     }
     if r.omitted > 0 {
         let l = &r.left_out;

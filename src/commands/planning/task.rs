@@ -5,7 +5,10 @@ use toml_edit::{Array, DocumentMut, InlineTable, Value, value};
 
 use super::common::{Locked, acts_as_owner, cycle_text, project_slug, reaches};
 use crate::dispatch::one_task::OneTask;
-use crate::dispatch::text::table;
+use crate::dispatch::text::{
+    BOLD, GREEN, RED, YELLOW, agent_short, fit_table, paint_if, priority_style, short_ref,
+    status_style,
+};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, ErrorKind, Mcp, Outcome, Refusal};
 use crate::journal::snapshot::{Folds, Snapshot};
 use crate::journal::view::{TaskSummary, summary_of};
@@ -737,10 +740,11 @@ fn ready_order<'s>(
         .collect()
 }
 
-fn render_list(r: &ListResponse, _ctx: &Ctx) -> String {
+fn render_list(r: &ListResponse, ctx: &Ctx) -> String {
     if r.tasks.is_empty() {
         return "no tasks\n".into();
     }
+    let (color, short) = (ctx.color(), ctx.width().is_some());
     let mut rows = vec![
         ["TASK", "STATUS", "PRIO", "ASSIGNEE", "DONE", "TITLE"]
             .iter()
@@ -748,16 +752,25 @@ fn render_list(r: &ListResponse, _ctx: &Ctx) -> String {
             .collect::<Vec<_>>(),
     ];
     for t in &r.tasks {
+        let status = format!("{}{}", t.status, if t.pending > 0 { "*" } else { "" });
         rows.push(vec![
-            t.task.reference.clone(),
-            format!("{}{}", t.status, if t.pending > 0 { "*" } else { "" }),
-            t.priority.clone(),
-            t.assignee.clone().unwrap_or_else(|| "-".into()),
+            if short {
+                short_ref(&t.task.reference)
+            } else {
+                t.task.reference.clone()
+            },
+            paint_if(color, status_style(&status), &status),
+            paint_if(color, priority_style(&t.priority), &t.priority),
+            match &t.assignee {
+                Some(a) if short => agent_short(a),
+                Some(a) => a.clone(),
+                None => "-".into(),
+            },
             format!("{}/{}", t.acceptance.checked, t.acceptance.total),
             t.task.title.clone(),
         ]);
     }
-    let mut out = table(&rows, &[]);
+    let mut out = fit_table(&rows, &[], ctx.width(), 5);
     if r.truncated {
         out.push_str(&format!(
             "… {} more (continue with --cursor {})\n",
@@ -971,15 +984,27 @@ fn show(ctx: &Ctx, req: ShowRequest) -> Result<Outcome<ShowResponse>, Error> {
     }))
 }
 
-fn render_show(r: &ShowResponse, _ctx: &Ctx) -> String {
+fn render_show(r: &ShowResponse, ctx: &Ctx) -> String {
     let s = &r.summary;
-    let mut out = format!("{}  {}\n", s.task.reference, s.task.title);
+    let color = ctx.color();
+    let agent = |a: &str| {
+        if ctx.width().is_some() {
+            agent_short(a)
+        } else {
+            a.to_string()
+        }
+    };
+    let mut out = format!(
+        "{}  {}\n",
+        paint_if(color, BOLD, &s.task.reference),
+        paint_if(color, BOLD, &s.task.title)
+    );
     out.push_str(&format!(
         "{} · {} · owner {} · assignee {}\n",
-        s.status,
-        s.priority,
-        s.owner,
-        s.assignee.as_deref().unwrap_or("-")
+        paint_if(color, status_style(s.status.as_str()), s.status.as_str()),
+        paint_if(color, priority_style(&s.priority), &s.priority),
+        agent(&s.owner),
+        s.assignee.as_deref().map_or_else(|| "-".to_string(), agent)
     ));
     if let Some(e) = &s.estimate {
         out.push_str(&format!(
@@ -990,16 +1015,13 @@ fn render_show(r: &ShowResponse, _ctx: &Ctx) -> String {
     if let Some(p) = &r.parent {
         out.push_str(&format!("parent {}\n", p.reference));
     }
+    let not_yet = paint_if(color, YELLOW, " — not yet satisfied");
     for d in &r.depends_on {
         out.push_str(&format!(
             "depends on {} ({}){}\n",
             d.on.reference,
             d.kind,
-            if d.satisfied {
-                ""
-            } else {
-                " — not yet satisfied"
-            }
+            if d.satisfied { "" } else { &not_yet }
         ));
     }
     if let Some(so) = &r.so_that {
@@ -1039,9 +1061,15 @@ fn render_show(r: &ShowResponse, _ctx: &Ctx) -> String {
         out.push_str(&format!("  {} {} {}\n", l.at, l.by, l.text));
     }
     if r.dod.passed {
-        out.push_str("\ndefinition of done: met\n");
+        out.push_str(&format!(
+            "\ndefinition of done: {}\n",
+            paint_if(color, GREEN, "met")
+        ));
     } else {
-        out.push_str("\ndefinition of done: not met\n");
+        out.push_str(&format!(
+            "\ndefinition of done: {}\n",
+            paint_if(color, RED, "not met")
+        ));
         for u in &r.dod.unmet {
             out.push_str(&format!("  - {}: {} {}\n", u.policy, u.item, u.detail));
         }
