@@ -23,9 +23,10 @@ const MAX_DAYS: i32 = 3660;
 #[derive(Debug, clap::Args, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Request {
-    /// The project (slug or `p-<slug>`).
+    /// The project (slug or `p-<slug>`); default: the only active project.
     #[arg(long, value_name = "PROJECT")]
-    project: String,
+    #[serde(default)]
+    project: Option<String>,
     /// First day: RFC 3339 or a duration back from now (`90d`, `12h`, `30m`); default: the
     /// day the project's first task was created.
     #[arg(long, value_name = "TIME")]
@@ -95,7 +96,16 @@ pub(super) fn command() -> Command {
 
 fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     let ws = ctx.ws()?;
-    let slug = project_slug(ctx, Some(&req.project))?.unwrap_or_default();
+    let slug = match &req.project {
+        Some(p) => project_slug(ctx, Some(p))?.unwrap_or_default(),
+        None => {
+            let listing = crate::objects::projects::list(ws)?;
+            ctx.warn_all(listing.warnings.clone());
+            crate::commands::knowledge::only_active(&listing.items, "burndown")?
+                .slug
+                .clone()
+        }
+    };
     let now = ctx.now();
     let time = |flag: &str, v: &str| {
         parse_time(v, now).map_err(|why| Error::usage(format!("--{flag}: {why}")))

@@ -297,29 +297,9 @@ fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
     ctx.warn_all(listing.warnings.clone());
     let project = match &req.project {
         Some(p) => project_slug(ws, p)?,
-        None => {
-            let active: Vec<_> = listing
-                .items
-                .iter()
-                .filter(|p| p.status == "active")
-                .collect();
-            match active.as_slice() {
-                [one] => one.slug.clone(),
-                [] => {
-                    return Err(Error::usage("no active project: pass --project")
-                        .hint("create one with `dacli project add \"…\"`"));
-                }
-                many => {
-                    return Err(Error::usage(format!(
-                        "several active projects ({}): pass --project",
-                        many.iter()
-                            .map(|p| p.slug.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )));
-                }
-            }
-        }
+        None => crate::commands::knowledge::only_active(&listing.items, "task add")?
+            .slug
+            .clone(),
     };
     let head = listing
         .items
