@@ -7,7 +7,7 @@ mod collab;
 mod github;
 mod insight;
 mod knowledge;
-pub(crate) mod planning;
+mod planning;
 mod queues;
 mod repo;
 mod runtimes;

@@ -16,6 +16,7 @@ mod git;
 mod github;
 mod hostile;
 mod human;
+mod human_editor;
 #[cfg(target_os = "linux")]
 mod human_tty;
 mod insight;

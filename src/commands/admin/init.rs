@@ -193,8 +193,19 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     }
     let project = match &req.project {
         Some(title) => {
-            let (slug, doc) =
-                crate::commands::planning::project::first(title, ROOT_AGENT, ctx.new_ulid())?;
+            if title.trim().is_empty() || title.contains('\n') {
+                return Err(Error::usage("--project must be one non-empty line"));
+            }
+            let slug = crate::workspace::names::slugify(title);
+            crate::workspace::names::check_slug(&slug)
+                .map_err(|e| Error::bad_slug(format!("--project: {e}")))?;
+            let doc = crate::objects::projects::NewProject::titled(
+                &slug,
+                title,
+                ROOT_AGENT,
+                ctx.new_ulid(),
+            )
+            .document();
             files.push((format!("projects/{slug}/project.md"), doc.render()));
             Some(slug)
         }

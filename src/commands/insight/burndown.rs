@@ -101,7 +101,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         None => {
             let listing = crate::objects::projects::list(ws)?;
             ctx.warn_all(listing.warnings.clone());
-            crate::commands::knowledge::only_active(&listing.items, "burndown")?
+            crate::dispatch::project::only_active(&listing.items, "burndown")?
                 .slug
                 .clone()
         }

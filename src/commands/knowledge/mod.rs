@@ -59,33 +59,7 @@ fn find_project<'a>(
     })
 }
 
-/// The only active project, for every command whose `--project` defaults to it (`task add`,
-/// `note add`, `burndown`, `glossary add|show`, `risk add`): with none the error says how to
-/// make one, with several it lists them and shows the flag.
-pub(crate) fn only_active<'a>(
-    list: &'a [ProjectHead],
-    what: &str,
-) -> Result<&'a ProjectHead, Error> {
-    let active: Vec<&ProjectHead> = list.iter().filter(|p| p.status == "active").collect();
-    match active.as_slice() {
-        [one] => Ok(one),
-        [] => Err(Error::usage(format!(
-            "{what} needs a project and this workspace has no active one"
-        ))
-        .hint(
-            "create one with `dacli project add \"<what you are building>\"`, then run this again",
-        )),
-        many => {
-            let slugs: Vec<&str> = many.iter().map(|p| p.slug.as_str()).collect();
-            Err(Error::usage(format!(
-                "{what} needs a project and {} are active ({}): pass --project",
-                many.len(),
-                slugs.join(", ")
-            ))
-            .hint(format!("for example `--project {}`", slugs[0])))
-        }
-    }
-}
+pub(super) use crate::dispatch::project::only_active;
 
 /// What an `--about` names: a task or a project.
 #[derive(Debug, Clone)]

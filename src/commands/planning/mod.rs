@@ -5,8 +5,9 @@ mod check;
 mod common;
 mod done;
 mod life;
-pub(crate) mod project;
+mod project;
 mod task;
+mod task_editor;
 
 use crate::dispatch::Command;
 

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use toml_edit::{Array, DocumentMut, InlineTable, Value, value};
 
 use super::common::{Locked, acts_as_owner, cycle_text, project_slug, reaches};
+use crate::dispatch::editor::Checked;
 use crate::dispatch::one_task::OneTask;
 use crate::dispatch::text::{
     BOLD, GREEN, RED, YELLOW, agent_short, fit_table, paint_if, priority_style, short_ref,
@@ -55,8 +56,15 @@ impl Priority {
 #[derive(Debug, clap::Args, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AddRequest {
-    /// One-line title.
+    /// One-line title (with -e, the editor's template starts from it).
+    #[arg(default_value = "")]
     title: String,
+    /// Write the task in $VISUAL/$EDITOR: a template of its fields and sections, checked on
+    /// save (the editor reopens with the error on top), kept under `.dacli/runs/drafts/` until
+    /// it is added.
+    #[arg(short = 'e', long = "edit")]
+    #[serde(skip)]
+    edit: bool,
     /// The project (default: the only active project).
     #[arg(long, value_name = "PROJECT")]
     #[serde(default)]
@@ -271,6 +279,34 @@ fn str_array(items: &[String]) -> Array {
 }
 
 fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
+    if req.edit {
+        let template = super::task_editor::add_template(
+            &req.title,
+            req.priority.as_str(),
+            req.project.as_deref(),
+        );
+        return crate::dispatch::editor::edit_until_valid(ctx, "task-add", &template, |text| {
+            let fields = match super::task_editor::parse_add(text) {
+                Ok(f) => f,
+                Err(why) => return Ok(Checked::Again(why)),
+            };
+            let req: AddRequest = match serde_json::from_value(fields) {
+                Ok(r) => r,
+                Err(e) => return Ok(Checked::Again(e.to_string())),
+            };
+            match add(ctx, req) {
+                Ok(done) => Ok(Checked::Done(done)),
+                Err(e) if matches!(e.kind, ErrorKind::Usage | ErrorKind::NotFound) => {
+                    let mut why = e.message;
+                    for h in e.hints {
+                        why.push_str(&format!(" ({h})"));
+                    }
+                    Ok(Checked::Again(why))
+                }
+                Err(e) => Err(e),
+            }
+        });
+    }
     let ws = ctx.ws()?;
     let me = ctx.identity()?.agent.id.clone();
     line("TITLE", &req.title)?;
@@ -297,7 +333,7 @@ fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
     ctx.warn_all(listing.warnings.clone());
     let project = match &req.project {
         Some(p) => project_slug(ws, p)?,
-        None => crate::commands::knowledge::only_active(&listing.items, "task add")?
+        None => crate::dispatch::project::only_active(&listing.items, "task add")?
             .slug
             .clone(),
     };
