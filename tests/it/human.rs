@@ -198,3 +198,47 @@ fn next_says_what_makes_each_task_next() {
         "the WHY column no longer repeats the priority: {text}"
     );
 }
+
+/// A long title in the WBS chart stops before the bar column, whole in a tooltip.
+#[test]
+fn wbs_svg_cuts_long_titles_and_keeps_them_as_tooltips() {
+    let repo = Repo::new();
+    repo.dacli(&["init", "--project", "Core"])
+        .assert()
+        .success();
+    let long = "Replace every hand-rolled rounding helper in the pricing, invoicing and refund modules with the shared shim";
+    repo.dacli(&["task", "add", long, "--estimate", "1,2,4"])
+        .assert()
+        .success();
+    repo.dacli(&["task", "add", "Short", "--estimate", "1,2,4"])
+        .assert()
+        .success();
+    let out = repo.dacli(&["wbs", "--format", "svg"]).output().unwrap();
+    let svg = String::from_utf8(out.stdout).unwrap();
+    let line = svg.lines().find(|l| l.contains("001 ")).unwrap();
+    assert!(line.contains(&format!("<title>{long}</title>")), "{line}");
+    let label = line
+        .split("</title>")
+        .nth(1)
+        .unwrap()
+        .trim_end_matches("</text>");
+    assert!(label.contains('…'), "{label}");
+    let x: usize = line
+        .split("x=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        x + label.chars().count() * 66 / 10 <= 720 - 180,
+        "the label runs into the bar column: {label}"
+    );
+    let short = svg.lines().find(|l| l.contains("002 ")).unwrap();
+    assert!(
+        !short.contains("<title>") && short.contains("002 Short ·"),
+        "{short}"
+    );
+}

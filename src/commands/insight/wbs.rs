@@ -408,14 +408,25 @@ fn svg(projects: &[ProjectTree]) -> String {
                     bar.max(2)
                 ));
                 let te = n.expected.map_or("-".to_string(), effort_text);
+                let suffix = format!(" · {} · Te {te}", n.task.status);
+                // The label ends before the bar column: at 12 px a character is about 6.6 px
+                // wide; a title cut to fit keeps its whole text as the tooltip.
+                let room = (WIDTH - 180 - 8).saturating_sub(x + 4) * 10 / 66;
+                let title_room = room.saturating_sub(4 + suffix.chars().count()).max(8);
+                let title = &n.task.task.title;
+                let shown = truncate(title, title_room);
+                let tooltip = if shown == *title {
+                    String::new()
+                } else {
+                    format!("<title>{}</title>", xml(title))
+                };
                 s.push_str(&format!(
-                    "<text x=\"{}\" y=\"{}\" font-size=\"12\" fill=\"#222222\">{:03} {} · {} · Te {}</text>\n",
+                    "<text x=\"{}\" y=\"{}\" font-size=\"12\" fill=\"#222222\">{tooltip}{:03} {}{}</text>\n",
                     x + 4,
                     y + 2,
                     n.task.task.number,
-                    xml(&n.task.task.title),
-                    n.task.status,
-                    te
+                    xml(&shown),
+                    xml(&suffix),
                 ));
             }
         }
