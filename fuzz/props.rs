@@ -359,6 +359,7 @@ pub fn renderers(dir: &Path, data: &[u8]) {
             json: false,
             quiet: false,
             color: false,
+            ..Default::default()
         };
         let ctx = Ctx::new(table, env(dir), None, output);
         let result = table.call(&ctx, cmd, Input::Cli(leaf));

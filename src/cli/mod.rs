@@ -7,6 +7,7 @@ use std::io::{IsTerminal, Write};
 
 use clap::error::ErrorKind as ClapErrorKind;
 
+use crate::dispatch::text::{CYAN, RED, Style, YELLOW, paint};
 use crate::model::text::visible;
 
 use crate::dispatch::{
@@ -26,14 +27,13 @@ pub fn run(table: &Table, args: Vec<OsString>, env: Env, takeovers: &[(&str, Tak
         Err(e) => return parse_failure(table, &args, e, json),
     };
     let no_color = matches.get_flag("no_color");
+    let stdout_tty = std::io::stdout().is_terminal();
     let output = Output {
         json,
         quiet: matches.get_flag("quiet"),
-        color: !json
-            && !no_color
-            && !env.is_set("NO_COLOR")
-            && env.get("TERM") != Some("dumb")
-            && std::io::stdout().is_terminal(),
+        color: !json && !no_color && color_env(&env) && stdout_tty,
+        err_color: !json && !no_color && color_env(&env) && std::io::stderr().is_terminal(),
+        width: (!json && !matches.get_flag("wide") && stdout_tty).then(|| terminal_width(&env)),
     };
     let start = matches.get_one::<std::path::PathBuf>("workspace").cloned();
     let mut leaf = &matches;
@@ -70,11 +70,36 @@ pub fn run(table: &Table, args: Vec<OsString>, env: Env, takeovers: &[(&str, Tak
     finish(&ctx, result)
 }
 
+/// Colour is not turned off by the environment (`NO_COLOR`, `TERM=dumb`).
+fn color_env(env: &Env) -> bool {
+    !env.is_set("NO_COLOR") && env.get("TERM") != Some("dumb")
+}
+
+/// The terminal's width: `COLUMNS` when it is set, else what the terminal on stdout says,
+/// else 80.
+fn terminal_width(env: &Env) -> usize {
+    if let Some(n) = env
+        .get("COLUMNS")
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        && n > 0
+    {
+        return n;
+    }
+    #[cfg(target_os = "linux")]
+    if let Ok(size) = rustix::termios::tcgetwinsize(std::io::stdout())
+        && size.ws_col > 0
+    {
+        return usize::from(size.ws_col);
+    }
+    80
+}
+
 /// Prints the outcome of a call and returns its exit code.
 fn finish(ctx: &Ctx, result: CallResult) -> u8 {
     let warnings = ctx.take_warnings();
     let mut code = exit_code(&result);
     let mut err = std::io::stderr().lock();
+    let paint_err = |style: Style, text: &str| paint(ctx.err_color(), style, text);
     for notice in ctx.take_notices() {
         let _ = writeln!(err, "note: {}", visible(&notice));
     }
@@ -95,20 +120,22 @@ fn finish(ctx: &Ctx, result: CallResult) -> u8 {
         } else {
             format!(" ({})", w.detail)
         };
-        let line = format!("warning: {}: {}{detail}", w.path, w.reason);
-        let _ = writeln!(err, "{}", visible(&line));
+        let line = format!("{}: {}{detail}", w.path, w.reason);
+        let _ = writeln!(err, "{} {}", paint_err(YELLOW, "warning:"), visible(&line));
     }
     match &result {
         Ok(Outcome::Done(reply)) => emit(&reply.text, code),
         Ok(Outcome::Refused(r)) => {
-            let text = format!("refused [{}]: {}\nnext: {}", r.policy, r.reason, r.next);
-            let _ = writeln!(err, "{}", visible(&text));
+            let head = paint_err(RED, &format!("refused [{}]:", visible(&r.policy)));
+            let _ = writeln!(err, "{head} {}", visible(&r.reason));
+            let _ = writeln!(err, "{} {}", paint_err(CYAN, "next:"), visible(&r.next));
             code
         }
         Err(e) => {
-            let _ = writeln!(err, "error[{}]: {}", e.code, visible(&e.message));
+            let head = paint_err(RED, &format!("error[{}]:", e.code));
+            let _ = writeln!(err, "{head} {}", visible(&e.message));
             for h in &e.hints {
-                let _ = writeln!(err, "hint: {}", visible(h));
+                let _ = writeln!(err, "{} {}", paint_err(CYAN, "hint:"), visible(h));
             }
             code
         }
@@ -172,7 +199,7 @@ pub fn reference(table: &Table) -> String {
     let mut out = String::from(
         "# Command reference\n\n<!-- Generated from the command table by `dacli::cli::reference`; do not edit by hand.\n     Regenerate with `DACLI_BLESS=1 cargo test --test it docs`. -->\n\n",
     );
-    out.push_str("Every command takes the global flags `--json`, `-C/--workspace DIR`, `-q/--quiet` and `--no-color`.\n");
+    out.push_str("Every command takes the global flags `--json`, `-C/--workspace DIR`, `-q/--quiet`, `--no-color` and `--wide`.\n");
     out.push_str("Class: `read` changes nothing; `append` only creates append-only records (any agent, ro included); `mutate` and `apply` need an rw grant.\n\n");
     let mut names: Vec<&str> = table.commands().iter().map(|c| c.name).collect();
     names.sort();

@@ -401,6 +401,13 @@ impl Table {
                     .help("No ANSI colour (also off with NO_COLOR, TERM=dumb, pipes, --json)"),
             )
             .arg(
+                Arg::new("wide")
+                    .long("wide")
+                    .global(true)
+                    .action(ArgAction::SetTrue)
+                    .help("Full refs, agent ids and titles in tables, however wide the terminal"),
+            )
+            .arg(
                 Arg::new("version_flag")
                     .short('V')
                     .long("version")

@@ -20,6 +20,11 @@ pub struct Output {
     pub json: bool,
     pub quiet: bool,
     pub color: bool,
+    /// Whether diagnostics on stderr (warnings, refusals, errors) may use colour.
+    pub err_color: bool,
+    /// The terminal's width in columns, which human tables fit, shortening refs, agent ids
+    /// and titles; `None` (full values) with `--wide`, `--json`, or stdout not a terminal.
+    pub width: Option<usize>,
 }
 
 /// The context of one call (CLI) or one server session (MCP).
@@ -146,6 +151,17 @@ impl<'t> Ctx<'t> {
     /// Whether human text may use colour.
     pub fn color(&self) -> bool {
         self.output.color
+    }
+
+    /// Whether diagnostics on stderr may use colour.
+    pub fn err_color(&self) -> bool {
+        self.output.err_color
+    }
+
+    /// The width human tables fit, when they are shortened for a terminal (see
+    /// [`Output::width`]).
+    pub fn width(&self) -> Option<usize> {
+        self.output.width
     }
 
     /// The workspace, discovered on first use from the start directory.

@@ -8,10 +8,13 @@ use std::path::PathBuf;
 /// Only a build with debug assertions obeys them (see [`TEST_HOOKS`]).
 /// `PATH` and `HOME` locate runtime binaries for `runtime doctor` (and shorten where one was
 /// found to `~/…` in its report).
-pub const READ_VARS: [&str; 19] = [
+pub const READ_VARS: [&str; 22] = [
     "DACLI_AGENT",
     "NO_COLOR",
     "TERM",
+    "COLUMNS",
+    "VISUAL",
+    "EDITOR",
     "DACLI_LOCK_TIMEOUT_MS",
     "DACLI_TEST_CLOCK",
     "DACLI_TEST_SEED",

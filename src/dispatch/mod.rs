@@ -5,12 +5,14 @@
 pub mod apply;
 mod command;
 mod ctx;
+pub mod editor;
 mod env;
 mod error;
 pub mod hint;
 mod identity;
 pub mod one_task;
 mod progress;
+pub mod project;
 pub mod text;
 pub mod tools;
 pub mod usage;

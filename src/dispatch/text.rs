@@ -1,18 +1,179 @@
 //! Helpers for human text renderers, shared by every slice so that all listings look alike
-//! (COMMANDS.md §1.5: two-space columns aligned by display width, numbers right-aligned).
+//! (COMMANDS.md §1.5: two-space columns aligned by display width, numbers right-aligned),
+//! coloured the same way (status, priority) and fitted to the terminal the same way (short
+//! refs, short agent ids, titles cut with an ellipsis).
 
-/// Aligned columns separated by two spaces; `right` lists the right-aligned (numeric)
-/// columns. The first row is the header. Trailing spaces are trimmed.
-pub fn table(rows: &[Vec<String>], right: &[usize]) -> String {
+/// An ANSI SGR style: the parameters between `ESC [` and `m`.
+pub type Style = &'static str;
+pub const RED: Style = "31";
+pub const GREEN: Style = "32";
+pub const YELLOW: Style = "33";
+pub const BLUE: Style = "34";
+pub const CYAN: Style = "36";
+pub const BOLD_RED: Style = "1;31";
+pub const DIM: Style = "2";
+pub const BOLD: Style = "1";
+
+/// `text` in `style` when `on`, else `text` itself.
+pub fn paint(on: bool, style: Style, text: &str) -> String {
+    if on && !text.is_empty() {
+        format!("\x1b[{style}m{text}\x1b[0m")
+    } else {
+        text.to_string()
+    }
+}
+
+/// The colour of a task status (and of the `status` bar's cells for it).
+pub fn status_style(status: &str) -> Style {
+    match status.trim_end_matches('*') {
+        "active" => CYAN,
+        "blocked" => RED,
+        "done" => GREEN,
+        _ => "",
+    }
+}
+
+/// The colour of a priority: a must stands out, a could or won't recedes.
+pub fn priority_style(priority: &str) -> Style {
+    match priority {
+        "must" => BOLD_RED,
+        "should" => YELLOW,
+        "could" | "wont" => DIM,
+        _ => "",
+    }
+}
+
+/// `text` painted in `style` when `on` and `style` is not empty.
+pub fn paint_if(on: bool, style: Style, text: &str) -> String {
+    paint(on && !style.is_empty(), style, text)
+}
+
+/// The characters of `text` a terminal shows: ANSI escape sequences take no columns.
+pub fn visible_width(text: &str) -> usize {
+    let mut n = 0;
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            for e in chars.by_ref() {
+                if e.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// `text` cut to `width` characters, the last one an ellipsis when anything was cut.
+pub fn truncate(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_string();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let mut out: String = text.chars().take(width - 1).collect();
+    out.push('…');
+    out
+}
+
+/// A task's short ref, `<project>/<number>` (`core/12`), which every command resolves as the
+/// full `<project>/<NNN>-<slug>` ref.
+pub fn short_ref(reference: &str) -> String {
+    match reference.split_once('/') {
+        Some((project, rest)) => {
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            match digits.trim_start_matches('0') {
+                "" if digits.is_empty() => reference.to_string(),
+                "" => format!("{project}/0"),
+                n => format!("{project}/{n}"),
+            }
+        }
+        None => reference.to_string(),
+    }
+}
+
+/// An agent's display name: `a-root` is `root`; `a-<role>-<ULID>` is `<role>~<last 4 of the
+/// ULID>`; `a-<ULID>` is `a~<last 4>`. Anything else shows whole.
+pub fn agent_short(id: &str) -> String {
+    if id == "a-root" {
+        return "root".into();
+    }
+    let Some(rest) = id.strip_prefix("a-") else {
+        return id.to_string();
+    };
+    let (role, ulid) = match rest.rsplit_once('-') {
+        Some((role, ulid)) => (role, ulid),
+        None => ("a", rest),
+    };
+    if ulid.len() == 26 && ulid.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        format!("{role}~{}", &ulid[22..])
+    } else {
+        id.to_string()
+    }
+}
+
+/// [`table`] fitted to `width` columns when there is one: the `flex` column (a title) gives
+/// up its characters, down to 12, each cut cell ending in an ellipsis.
+pub fn fit_table(
+    rows: &[Vec<String>],
+    right: &[usize],
+    width: Option<usize>,
+    flex: usize,
+) -> String {
+    let Some(width) = width else {
+        return table(rows, right);
+    };
     let cols = rows.first().map_or(0, Vec::len);
-    let widths: Vec<usize> = (0..cols)
+    let widths = column_widths(rows, cols);
+    let others: usize = widths
+        .iter()
+        .enumerate()
+        .filter(|(c, _)| *c != flex)
+        .map(|(_, w)| *w)
+        .sum::<usize>()
+        + 2 * cols.saturating_sub(1);
+    let room = width.saturating_sub(others).max(12);
+    if widths.get(flex).is_none_or(|w| *w <= room) {
+        return table(rows, right);
+    }
+    let cut: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            r.iter()
+                .enumerate()
+                .map(|(c, cell)| {
+                    if c == flex && visible_width(cell) > room {
+                        truncate(cell, room)
+                    } else {
+                        cell.clone()
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    table(&cut, right)
+}
+
+fn column_widths(rows: &[Vec<String>], cols: usize) -> Vec<usize> {
+    (0..cols)
         .map(|c| {
             rows.iter()
-                .map(|r| r.get(c).map_or(0, |s| s.chars().count()))
+                .map(|r| r.get(c).map_or(0, |s| visible_width(s)))
                 .max()
                 .unwrap_or(0)
         })
-        .collect();
+        .collect()
+}
+
+/// Aligned columns separated by two spaces; `right` lists the right-aligned (numeric)
+/// columns. The first row is the header. Trailing spaces are trimmed. Cells may carry colour:
+/// widths count what a terminal shows.
+pub fn table(rows: &[Vec<String>], right: &[usize]) -> String {
+    let cols = rows.first().map_or(0, Vec::len);
+    let widths = column_widths(rows, cols);
     let mut out = String::new();
     for row in rows {
         let cells: Vec<String> = row
@@ -30,7 +191,7 @@ pub fn table(rows: &[Vec<String>], right: &[usize]) -> String {
 /// not with a format width: `format!` panics on a width above 65,535, and a stored title may
 /// be longer than any limit a writer keeps.
 pub fn pad(cell: &str, width: usize, right: bool) -> String {
-    let fill = " ".repeat(width.saturating_sub(cell.chars().count()));
+    let fill = " ".repeat(width.saturating_sub(visible_width(cell)));
     if right {
         format!("{fill}{cell}")
     } else {
@@ -79,6 +240,38 @@ mod tests {
         assert_eq!(super::ago(now, at("2026-03-05T09:00:00Z")), "3h ago");
         assert_eq!(super::ago(now, at("2026-03-02T12:00:00Z")), "3d ago");
         assert_eq!(super::ago(now, at("2026-03-05T16:00:00Z")), "in 4h");
+    }
+
+    #[test]
+    fn short_forms() {
+        assert_eq!(super::short_ref("core/012-add-the-thing"), "core/12");
+        assert_eq!(super::short_ref("core/000-x"), "core/0");
+        assert_eq!(super::short_ref("core/slug-only"), "core/slug-only");
+        assert_eq!(super::agent_short("a-root"), "root");
+        assert_eq!(
+            super::agent_short("a-planner-01KJPXBASP11G0W484T2TGEMDX"),
+            "planner~EMDX"
+        );
+        assert_eq!(super::agent_short("a-01KJPXBASP11G0W484T2TGEMDX"), "a~EMDX");
+        assert_eq!(super::agent_short("someone"), "someone");
+        assert_eq!(super::truncate("abcdef", 4), "abc…");
+        assert_eq!(super::truncate("abc", 4), "abc");
+    }
+
+    #[test]
+    fn coloured_cells_align_and_titles_fit() {
+        let rows = vec![
+            vec!["A".to_string(), "TITLE".to_string()],
+            vec![
+                super::paint(true, super::RED, "xy"),
+                "a long title indeed".into(),
+            ],
+        ];
+        let out = super::fit_table(&rows, &[], Some(16), 1);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(super::visible_width(lines[1]), 16, "{out:?}");
+        assert!(lines[1].ends_with("a long titl…"), "{out:?}");
+        assert_eq!(lines[0], "A   TITLE");
     }
 
     #[test]

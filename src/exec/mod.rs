@@ -633,3 +633,19 @@ pub fn run_program(
         stdout: String::from_utf8_lossy(&out).into_owned(),
     })
 }
+
+/// Runs the user's editor (`$VISUAL`/`$EDITOR`, which may carry arguments, so through
+/// `sh -c`) on `file` in `dir`, on the terminal dacli runs on (stdio inherited), and waits for
+/// it. Returns its exit code (-1 when a signal ended it).
+pub fn run_editor(editor: &str, file: &Path, dir: &Path) -> std::io::Result<i64> {
+    #[allow(clippy::disallowed_methods, reason = "exec owns process spawning")]
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(format!("{editor} \"$1\""))
+        .arg("sh")
+        .arg(file)
+        .current_dir(dir);
+    scrub(&mut cmd);
+    let status = cmd.status()?;
+    Ok(status.code().map_or(-1, i64::from))
+}

@@ -35,6 +35,8 @@ pub fn serve(table: &Table, env: Env, start: Option<PathBuf>) -> u8 {
         json: true,
         quiet: true,
         color: false,
+        err_color: false,
+        width: None,
     };
     let ctx = Ctx::new(table, env, start, output);
     if let Some(code) = bind(&ctx) {
@@ -85,6 +87,8 @@ pub fn replay(table: &Table, env: Env, start: Option<PathBuf>, input: &[u8]) -> 
         json: true,
         quiet: true,
         color: false,
+        err_color: false,
+        width: None,
     };
     let ctx = Ctx::new(table, env, start, output);
     if let Some(code) = bind(&ctx) {

@@ -18,6 +18,7 @@ pub mod briefs;
 pub mod cleanup;
 pub mod collab;
 pub mod delivery;
+pub mod drafts;
 pub mod error;
 pub mod evidence;
 pub mod github;

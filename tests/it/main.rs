@@ -7,6 +7,7 @@
 mod architecture;
 mod brief;
 mod brief_in_force;
+mod build_script;
 mod collab;
 mod docs;
 mod engine_prop;
@@ -18,6 +19,10 @@ mod github_openapi;
 mod github_projection_scale;
 mod github_scale;
 mod hostile;
+mod human;
+mod human_editor;
+#[cfg(target_os = "linux")]
+mod human_tty;
 mod insight;
 mod knowledge;
 mod lifecycle;

@@ -120,6 +120,7 @@ fn call(table: &Table, dir: &Path, argv: &[String]) -> Option<CallResult> {
             json: true,
             quiet: true,
             color: false,
+            ..Default::default()
         },
     );
     Some(table.call(&ctx, cmd, Input::Cli(leaf)))

@@ -42,6 +42,11 @@ pub struct Request {
     #[arg(long)]
     #[serde(default)]
     roster: bool,
+    /// Also create the first project, titled TEXT (as `dacli project add TEXT` would), so that
+    /// `task add` and `note add` have a project to use.
+    #[arg(long, value_name = "TEXT")]
+    #[serde(default)]
+    project: Option<String>,
 }
 
 impl Classify for Request {}
@@ -53,6 +58,8 @@ pub struct Response {
     format: i64,
     template: Option<String>,
     seeded: Seeded,
+    /// The first project's slug, with `--project`.
+    project: Option<String>,
     root_token: Option<String>,
     path: String,
     created: Vec<String>,
@@ -188,6 +195,26 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         ".gitattributes".to_string(),
         ops::machines::GITATTRIBUTES.to_string(),
     ));
+    let project = match &req.project {
+        Some(title) => {
+            if title.trim().is_empty() || title.contains('\n') {
+                return Err(Error::usage("--project must be one non-empty line"));
+            }
+            let slug = crate::workspace::names::slugify(title);
+            crate::workspace::names::check_slug(&slug)
+                .map_err(|e| Error::bad_slug(format!("--project: {e}")))?;
+            let doc = crate::objects::projects::NewProject::titled(
+                &slug,
+                title,
+                ROOT_AGENT,
+                ctx.new_ulid(),
+            )
+            .document();
+            files.push((format!("projects/{slug}/project.md"), doc.render()));
+            Some(slug)
+        }
+        None => None,
+    };
     ops::admin::init(&fs, &root, &target, &files)?;
     // The record merge driver this clone runs (FORMAT §22); a clone without git config
     // access still gets its workspace, and `doctor` names the missing driver.
@@ -210,6 +237,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
             shortcuts: seeded_shortcuts,
             definition_of_done: seeded_dod,
         },
+        project,
         root_token,
         created: files
             .iter()
@@ -248,9 +276,14 @@ fn render(r: &Response, ctx: &Ctx) -> String {
         r.path
     ));
     out.push_str("\nNext:\n");
-    out.push_str(
-        "  dacli project add \"<what you are building>\" --goal \"<what done looks like>\"\n",
-    );
+    match &r.project {
+        Some(slug) => out.push_str(&format!(
+            "  dacli project edit {slug} --goal \"<what done looks like>\"\n"
+        )),
+        None => out.push_str(
+            "  dacli project add \"<what you are building>\" --goal \"<what done looks like>\"\n",
+        ),
+    }
     out.push_str("  dacli task add \"<first task>\" --accept \"<how you will know it is done>\"\n");
     out.push_str("  dacli context 1\n");
     out.push_str(

@@ -17,10 +17,11 @@ use crate::model::task::TaskRef;
 #[derive(Debug, clap::Args, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Request {
-    /// The task, in any reference form (`t-<ULID>`, `<project>/<NNN>-<slug>`, a number, a slug).
-    #[serde(rename = "ref")]
+    /// The task, in any reference form (`t-<ULID>`, `<project>/<NNN>-<slug>`, a number, a slug);
+    /// default: the caller's one active task.
+    #[serde(rename = "ref", default)]
     #[arg(value_name = "REF")]
-    reference: String,
+    reference: Option<String>,
     /// Token ceiling for the whole document, at least 256 (default: `defaults.brief_budget_tokens` in config.toml, else 8000).
     #[arg(long, value_name = "N")]
     #[serde(default)]
@@ -93,6 +94,50 @@ pub(super) fn command() -> Command {
     Command::new("context", Class::Read, run, render).mcp(Mcp::Tier1("get_context"))
 }
 
+/// The reference of the one active task assigned to `me`, for `context` without REF; an
+/// error listing them when there are several, saying how to pick one when there is none.
+fn my_active_task(ctx: &Ctx, me: &str) -> Result<String, Error> {
+    use crate::journal::snapshot::{Folds, Snapshot};
+    use crate::model::task::Status;
+    let ws = ctx.ws()?;
+    let passes = |f: &crate::model::dod::DodFacts| crate::policy::dod::evaluate(f).passed;
+    let mut pick = |_: &str, status: Status, assignee: Option<&str>| {
+        status == Status::Active && assignee == Some(me)
+    };
+    let snap = match Snapshot::load_picked(
+        ws,
+        &passes,
+        Some(&mut pick),
+        None,
+        None,
+        &|_| std::collections::BTreeSet::new(),
+        Folds::All,
+    )? {
+        Some(picked) => picked.snap,
+        None => Snapshot::load(ws, &passes)?,
+    };
+    let mine: Vec<String> = snap
+        .tasks
+        .iter()
+        .map(|t| snap.summary(t))
+        .filter(|t| t.status == Status::Active && t.assignee.as_deref() == Some(me))
+        .map(|t| t.task.reference)
+        .collect();
+    match mine.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Err(Error::usage(format!(
+            "context needs a task: {me} has no active task to default to"
+        ))
+        .hint("pass one (`dacli context <task>`), or claim one first: `dacli next`, then `dacli task claim <task>`")),
+        many => Err(Error::usage(format!(
+            "context needs a task: {me} has {} active ({}); pass one",
+            many.len(),
+            many.join(", ")
+        ))
+        .hint(format!("for example `dacli context {}`", many[0]))),
+    }
+}
+
 fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     if let Some(b) = req.budget
         && b < MIN_BUDGET
@@ -112,8 +157,12 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
             Front::Mcp => hint::for_mcp,
         },
     };
+    let reference = match &req.reference {
+        Some(r) => r.clone(),
+        None => my_active_task(ctx, &me.agent.id)?,
+    };
     let opts = Options {
-        reference: req.reference.clone(),
+        reference,
         budget: req.budget,
     };
     let brief = brief::build(ws, &reader, &opts).map_err(error_of)?;

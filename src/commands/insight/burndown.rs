@@ -23,9 +23,10 @@ const MAX_DAYS: i32 = 3660;
 #[derive(Debug, clap::Args, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Request {
-    /// The project (slug or `p-<slug>`).
+    /// The project (slug or `p-<slug>`); default: the only active project.
     #[arg(long, value_name = "PROJECT")]
-    project: String,
+    #[serde(default)]
+    project: Option<String>,
     /// First day: RFC 3339 or a duration back from now (`90d`, `12h`, `30m`); default: the
     /// day the project's first task was created.
     #[arg(long, value_name = "TIME")]
@@ -70,7 +71,7 @@ pub struct Response {
     written: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 struct Point {
     date: String,
     scope: f64,
@@ -95,7 +96,16 @@ pub(super) fn command() -> Command {
 
 fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     let ws = ctx.ws()?;
-    let slug = project_slug(ctx, Some(&req.project))?.unwrap_or_default();
+    let slug = match &req.project {
+        Some(p) => project_slug(ctx, Some(p))?.unwrap_or_default(),
+        None => {
+            let listing = crate::objects::projects::list(ws)?;
+            ctx.warn_all(listing.warnings.clone());
+            crate::dispatch::project::only_active(&listing.items, "burndown")?
+                .slug
+                .clone()
+        }
+    };
     let now = ctx.now();
     let time = |flag: &str, v: &str| {
         parse_time(v, now).map_err(|why| Error::usage(format!("--{flag}: {why}")))
@@ -258,18 +268,57 @@ fn product(r: &Response) -> String {
     }
 }
 
+/// Days longer than this are shown a week a row.
+const DAILY_SPAN: usize = 42;
+
+/// The rows the text table shows, and a note saying what was left out: up to
+/// [`DAILY_SPAN`] days, the first and last day and each day whose figures changed; beyond
+/// that, the last day of each week from the first day, and the last day.
+fn shown_days(series: &[Point]) -> (Vec<&Point>, String) {
+    let last = series.len().saturating_sub(1);
+    if series.len() > DAILY_SPAN {
+        let shown: Vec<&Point> = series
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % 7 == 6 || *i == last)
+            .map(|(_, p)| p)
+            .collect();
+        return (shown, format!("weekly, {} days", series.len()));
+    }
+    let shown: Vec<&Point> = series
+        .iter()
+        .enumerate()
+        .filter(|(i, p)| {
+            *i == 0 || *i == last || series[i - 1].scope != p.scope || series[i - 1].done != p.done
+        })
+        .map(|(_, p)| p)
+        .collect();
+    let hidden = series.len() - shown.len();
+    let note = if hidden > 0 {
+        format!("{hidden} day(s) without change not shown")
+    } else {
+        String::new()
+    };
+    (shown, note)
+}
+
 fn text_table(r: &Response) -> String {
     let mut out = format!("Burndown of {}\n\n", r.project);
     if r.series.is_empty() {
         out.push_str("No days in this period.\n");
     } else {
+        let (shown, note) = shown_days(&r.series);
         let mut rows = vec![vec![
-            "DATE".to_string(),
+            if note.starts_with("weekly") {
+                "WEEK ENDING".to_string()
+            } else {
+                "DATE".to_string()
+            },
             "SCOPE".into(),
             "DONE".into(),
             "REMAINING".into(),
         ]];
-        for p in &r.series {
+        for p in shown {
             rows.push(vec![
                 p.date.clone(),
                 effort_text(p.scope),
@@ -278,6 +327,9 @@ fn text_table(r: &Response) -> String {
             ]);
         }
         out.push_str(&table(&rows, &[1, 2, 3]));
+        if !note.is_empty() {
+            out.push_str(&format!("({note}; `--format json` has every day)\n"));
+        }
     }
     if r.unestimated > 0 {
         out.push_str(&format!(
@@ -293,5 +345,35 @@ fn render(r: &Response, ctx: &Ctx) -> String {
         Some(_) if ctx.quiet() => String::new(),
         Some(path) => format!("wrote the burndown of {} to {path}\n", r.project),
         None => product(r),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Point, shown_days};
+
+    fn day(n: usize, done: f64) -> Point {
+        Point {
+            date: format!("d{n}"),
+            scope: 10.0,
+            done,
+            remaining: 10.0 - done,
+        }
+    }
+
+    #[test]
+    fn short_spans_show_only_days_with_change_and_long_spans_a_week_a_row() {
+        let series: Vec<Point> = (0..10)
+            .map(|n| day(n, if n < 4 { 0.0 } else { 3.0 }))
+            .collect();
+        let (shown, note) = shown_days(&series);
+        let dates: Vec<&str> = shown.iter().map(|p| p.date.as_str()).collect();
+        assert_eq!(dates, ["d0", "d4", "d9"]);
+        assert_eq!(note, "7 day(s) without change not shown");
+        let long: Vec<Point> = (0..276).map(|n| day(n, (n / 30) as f64)).collect();
+        let (shown, note) = shown_days(&long);
+        assert_eq!(shown.len(), 276 / 7 + 1);
+        assert_eq!(shown.last().map(|p| p.date.as_str()), Some("d275"));
+        assert_eq!(note, "weekly, 276 days");
     }
 }

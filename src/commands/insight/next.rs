@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::view::{TaskSummary, estimate_of, project_slug};
-use crate::dispatch::text::table;
+use crate::dispatch::text::{fit_table, paint_if, priority_style, short_ref};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Outcome};
 use crate::model::id::ROOT_AGENT;
 use crate::model::role::Role;
@@ -57,6 +57,9 @@ struct Item {
     rank: usize,
     task: TaskSummary,
     why: Vec<String>,
+    /// What puts the task here, in words: what it unblocks, what unblocked it, or that it
+    /// is the oldest ready task of its priority.
+    reason: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -153,6 +156,12 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         ..LeftOut::default()
     };
     let mut items = Vec::new();
+    let by_id: std::collections::HashMap<&str, usize> = plan
+        .iter()
+        .enumerate()
+        .map(|(j, t)| (t.id.as_str(), j))
+        .collect();
+    let mut seen_priority = std::collections::BTreeSet::new();
     for &i in &order {
         let t = &view.tasks[i];
         if at_cap {
@@ -172,10 +181,36 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         if n > 0 {
             why.push(format!("unblocks {n}"));
         }
+        let priority = &plan[i].priority;
+        let mut reason = Vec::new();
+        if n > 0 {
+            reason.push(format!("unblocks {n} task(s)"));
+        }
+        let by: Vec<String> = plan[i]
+            .depends_on
+            .iter()
+            .filter_map(|d| by_id.get(d.on.as_str()))
+            .map(|&j| format!("{}/{}", plan[j].project, plan[j].number))
+            .collect();
+        if !by.is_empty() {
+            reason.push(format!("unblocked by {}", by.join(", ")));
+        }
+        if reason.is_empty() {
+            let first = !seen_priority.contains(priority.as_str());
+            reason.push(format!(
+                "{} ready {}",
+                if first { "oldest" } else { "next oldest" },
+                priority_words(priority)
+            ));
+            seen_priority.insert(priority.clone());
+        } else {
+            reason.insert(0, priority_words(priority).to_string());
+        }
         items.push(Item {
             rank: items.len() + 1,
             task: view.summary(t),
             why,
+            reason: reason.join(", "),
         });
     }
 
@@ -241,8 +276,17 @@ impl RoleCache {
     }
 }
 
-fn render(r: &Response, _ctx: &Ctx) -> String {
+/// A priority as words: `must` is a must-have.
+fn priority_words(priority: &str) -> String {
+    match priority {
+        "must" | "should" | "could" => format!("{priority}-have"),
+        other => other.to_string(),
+    }
+}
+
+fn render(r: &Response, ctx: &Ctx) -> String {
     let mut out = String::new();
+    let (color, width) = (ctx.color(), ctx.width());
     if r.items.is_empty() {
         out.push_str("Nothing ready to claim.\n");
     } else {
@@ -257,17 +301,21 @@ fn render(r: &Response, _ctx: &Ctx) -> String {
         for i in &r.items {
             rows.push(vec![
                 i.rank.to_string(),
-                i.task.task.reference.clone(),
-                i.task.priority.clone(),
+                if width.is_some() {
+                    short_ref(&i.task.task.reference)
+                } else {
+                    i.task.task.reference.clone()
+                },
+                paint_if(color, priority_style(&i.task.priority), &i.task.priority),
                 i.task
                     .estimate
                     .as_ref()
                     .map_or("-".to_string(), |e| e.expected.to_string()),
-                i.why.join(", "),
+                i.reason.clone(),
                 i.task.task.title.clone(),
             ]);
         }
-        out.push_str(&table(&rows, &[0, 3]));
+        out.push_str(&fit_table(&rows, &[0, 3], width, 5));
     }
     if r.omitted > 0 {
         let l = &r.left_out;

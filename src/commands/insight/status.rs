@@ -4,7 +4,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::dispatch::text::{ago, ago_text, table};
+use crate::dispatch::text::{
+    CYAN, DIM, GREEN, YELLOW, agent_short, ago, ago_text, fit_table, paint_if, short_ref,
+    status_style, table,
+};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome};
 use crate::journal::EventState;
 use crate::journal::index::Events;
@@ -504,6 +507,21 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
 
 fn render(r: &Response, ctx: &Ctx) -> String {
     let now = ctx.now();
+    let (color, width) = (ctx.color(), ctx.width());
+    let agent = |a: &str| {
+        if width.is_some() {
+            agent_short(a)
+        } else {
+            a.to_string()
+        }
+    };
+    let task_ref = |t: &str| {
+        if width.is_some() {
+            short_ref(t)
+        } else {
+            t.to_string()
+        }
+    };
     let mut out = String::new();
     let name = r.workspace.name.as_deref().unwrap_or("workspace");
     out.push_str(&format!("{name} (format {})\n\n", r.workspace.format));
@@ -524,30 +542,48 @@ fn render(r: &Response, ctx: &Ctx) -> String {
             let c = |k| p.counts.get(k).copied().unwrap_or(0);
             rows.push(vec![
                 p.id.clone(),
-                p.status.clone(),
+                paint_if(color, project_style(&p.status), &p.status),
                 p.stage.clone(),
                 c("open").to_string(),
                 c("active").to_string(),
                 c("blocked").to_string(),
                 c("done").to_string(),
-                bar(c("open"), c("active"), c("blocked"), c("done")),
+                bar(color, c("open"), c("active"), c("blocked"), c("done")),
             ]);
         }
         out.push_str(&table(&rows, &[3, 4, 5, 6]));
+        out.push_str(&format!(
+            "{}\n",
+            [
+                ("#", "done"),
+                ("=", "active"),
+                ("!", "blocked"),
+                (".", "open")
+            ]
+            .iter()
+            .map(|(cell, name)| format!("{} {name}", paint_if(color, status_style(name), cell)))
+            .collect::<Vec<_>>()
+            .join("  ")
+        ));
     }
     if !r.active.is_empty() {
         out.push_str("\nActive:\n");
+        let mut rows = vec![vec![String::new(); 4]];
         for a in &r.active {
-            out.push_str(&format!(
-                "  {}  {}  {}{}\n",
-                a.task.reference,
-                a.assignee.as_deref().unwrap_or("-"),
-                a.task.title,
+            rows.push(vec![
+                task_ref(&a.task.reference),
+                a.assignee.as_deref().map_or_else(|| "-".to_string(), agent),
+                a.task.title.clone(),
                 a.since
                     .as_deref()
-                    .map(|s| format!("  (since {})", ago_text(now, s)))
-                    .unwrap_or_default()
-            ));
+                    .map(|s| format!("(since {})", ago_text(now, s)))
+                    .unwrap_or_default(),
+            ]);
+        }
+        // Two leading spaces indent the rows; the header row is empty.
+        let fitted = fit_table(&rows, &[], width.map(|w| w.saturating_sub(2)), 2);
+        for line in fitted.lines().skip(1) {
+            out.push_str(&format!("  {line}\n"));
         }
         if r.active_truncated {
             out.push_str(&format!(
@@ -559,8 +595,11 @@ fn render(r: &Response, ctx: &Ctx) -> String {
     if r.questions.open > 0 {
         out.push_str(&format!("\nOpen questions: {}\n", r.questions.open));
         for q in &r.questions.items {
-            let about = q.about.as_ref().map_or("-", |t| t.reference.as_str());
-            let to = q.to.as_deref().unwrap_or("-");
+            let about = q
+                .about
+                .as_ref()
+                .map_or_else(|| "-".to_string(), |t| task_ref(&t.reference));
+            let to = q.to.as_deref().map_or_else(|| "-".to_string(), agent);
             let asked = jiff::Timestamp::from_second(now.as_second() - q.age_s)
                 .map(|t| ago(now, t))
                 .unwrap_or_default();
@@ -575,33 +614,49 @@ fn render(r: &Response, ctx: &Ctx) -> String {
         r.pending.events, r.pending.finish_requests
     ));
     for (owner, n) in &r.pending.by_owner {
-        out.push_str(&format!("  {owner}: {n}\n"));
+        out.push_str(&format!("  {}: {n}\n", agent(owner)));
     }
     if !r.recent.is_empty() {
         out.push_str("\nRecent:\n");
+        let mut rows = vec![vec![String::new(); 5]];
         for e in &r.recent {
-            out.push_str(&format!(
-                "  {:>8}  {:<14}  {}  {}  {}\n",
+            rows.push(vec![
                 ago_text(now, &e.created),
-                e.kind,
-                e.author,
-                e.about_shown.as_deref().unwrap_or("-"),
-                e.state
-            ));
+                e.kind.clone(),
+                agent(&e.author),
+                e.about_shown
+                    .as_deref()
+                    .map_or_else(|| "-".to_string(), task_ref),
+                e.state.to_string(),
+            ]);
+        }
+        for line in table(&rows, &[0]).lines().skip(1) {
+            out.push_str(&format!("  {line}\n"));
         }
     }
     if r.warnings > 0 {
         out.push_str(&format!(
-            "\n{} file(s) skipped; see the warnings above or run `dacli doctor`\n",
+            "\n{} {} file(s) skipped; see the warnings above or run `dacli doctor`\n",
+            paint_if(color, YELLOW, "warning:"),
             r.warnings
         ));
     }
     out
 }
 
+/// The colour of a project status.
+fn project_style(status: &str) -> &'static str {
+    match status {
+        "active" => CYAN,
+        "done" => GREEN,
+        "paused" => YELLOW,
+        _ => DIM,
+    }
+}
+
 /// A 20-cell bar of open/active/blocked/done, made of distinct characters so it reads
-/// without colour.
-fn bar(open: usize, active: usize, blocked: usize, done: usize) -> String {
+/// without colour (the legend under the table names them); coloured by status when `color`.
+fn bar(color: bool, open: usize, active: usize, blocked: usize, done: usize) -> String {
     let total = open + active + blocked + done;
     if total == 0 {
         return String::new();
@@ -612,9 +667,9 @@ fn bar(open: usize, active: usize, blocked: usize, done: usize) -> String {
     let o = width.saturating_sub(d + a + b);
     format!(
         "[{}{}{}{}]",
-        "#".repeat(d),
-        "=".repeat(a),
-        "!".repeat(b),
+        paint_if(color, status_style("done"), &"#".repeat(d)),
+        paint_if(color, status_style("active"), &"=".repeat(a)),
+        paint_if(color, status_style("blocked"), &"!".repeat(b)),
         ".".repeat(o)
     )
 }

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::view::{TaskSummary, View, effort_text, estimate_of, project_slug};
+use crate::dispatch::text::{pad, paint_if, priority_style, status_style, truncate, visible_width};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Outcome};
 use crate::model::task::Status;
 use crate::objects::projects;
@@ -233,7 +234,7 @@ impl Tree {
     }
 }
 
-fn render(r: &Response, _ctx: &Ctx) -> String {
+fn render(r: &Response, ctx: &Ctx) -> String {
     if let Some(path) = &r.written {
         return format!("wrote {path}\n");
     }
@@ -244,7 +245,7 @@ fn render(r: &Response, _ctx: &Ctx) -> String {
     for p in &r.projects {
         out.push_str(&format!("{}  {}\n", p.id, rollup_text(&p.rollup)));
         for n in &p.nodes {
-            render_node(n, 1, &mut out);
+            render_node(n, 1, (ctx.color(), ctx.width()), &mut out);
         }
     }
     if r.projects.is_empty() {
@@ -253,7 +254,9 @@ fn render(r: &Response, _ctx: &Ctx) -> String {
     out
 }
 
-fn render_node(n: &Node, level: usize, out: &mut String) {
+/// One line per task, indented by level; with a terminal `width` the title is cut to fit.
+fn render_node(n: &Node, level: usize, term: (bool, Option<usize>), out: &mut String) {
+    let (color, width) = term;
     let own = match (n.expected, n.sigma) {
         (Some(e), Some(s)) => format!("Te {} ± {}", effort_text(e), effort_text(s)),
         _ => "Te -".to_string(),
@@ -263,16 +266,40 @@ fn render_node(n: &Node, level: usize, out: &mut String) {
     } else {
         format!("  [{}]", rollup_text(&n.rollup))
     };
-    out.push_str(&format!(
-        "{}{:03} {:<7} {:<6} {own}{total}  {}\n",
+    let status = n.task.status.to_string();
+    let head = format!(
+        "{}{:03} {} {} ",
         "  ".repeat(level),
         n.task.task.number,
-        n.task.status,
-        n.task.priority,
-        n.task.task.title
-    ));
+        paint_if(color, status_style(&status), &pad(&status, 7, false)),
+        paint_if(
+            color,
+            priority_style(&n.task.priority),
+            &pad(&n.task.priority, 6, false)
+        ),
+    );
+    let tail = format!("{own}{total}");
+    match width {
+        // On a terminal the title comes first, cut to leave room for the figures, which
+        // are cut in turn when even a short title leaves too little.
+        Some(w) => {
+            let avail = w.saturating_sub(visible_width(&head));
+            let title = truncate(
+                &n.task.task.title,
+                avail.saturating_sub(tail.chars().count() + 2).max(12),
+            );
+            let room = avail.saturating_sub(title.chars().count() + 2);
+            let tail = if room >= 6 {
+                format!("  {}", truncate(&tail, room))
+            } else {
+                String::new()
+            };
+            out.push_str(&format!("{head}{title}{tail}\n"));
+        }
+        None => out.push_str(&format!("{head}{tail}  {}\n", n.task.task.title)),
+    }
     for c in &n.children {
-        render_node(c, level + 1, out);
+        render_node(c, level + 1, term, out);
     }
 }
 
@@ -381,14 +408,25 @@ fn svg(projects: &[ProjectTree]) -> String {
                     bar.max(2)
                 ));
                 let te = n.expected.map_or("-".to_string(), effort_text);
+                let suffix = format!(" · {} · Te {te}", n.task.status);
+                // The label ends before the bar column: at 12 px a character is about 6.6 px
+                // wide; a title cut to fit keeps its whole text as the tooltip.
+                let room = (WIDTH - 180 - 8).saturating_sub(x + 4) * 10 / 66;
+                let title_room = room.saturating_sub(4 + suffix.chars().count()).max(8);
+                let title = &n.task.task.title;
+                let shown = truncate(title, title_room);
+                let tooltip = if shown == *title {
+                    String::new()
+                } else {
+                    format!("<title>{}</title>", xml(title))
+                };
                 s.push_str(&format!(
-                    "<text x=\"{}\" y=\"{}\" font-size=\"12\" fill=\"#222222\">{:03} {} · {} · Te {}</text>\n",
+                    "<text x=\"{}\" y=\"{}\" font-size=\"12\" fill=\"#222222\">{tooltip}{:03} {}{}</text>\n",
                     x + 4,
                     y + 2,
                     n.task.task.number,
-                    xml(&n.task.task.title),
-                    n.task.status,
-                    te
+                    xml(&shown),
+                    xml(&suffix),
                 ));
             }
         }

@@ -87,9 +87,10 @@ pub struct AddRequest {
     /// Its definition (one line).
     #[arg(value_name = "DEFINITION")]
     definition: String,
-    /// The project (slug or `p-<slug>`).
+    /// The project (slug or `p-<slug>`); default: the only active project.
     #[arg(long, value_name = "PROJECT")]
-    project: String,
+    #[serde(default)]
+    project: Option<String>,
     /// Change the definition of a term that is already there.
     #[arg(long)]
     #[serde(default)]
@@ -125,7 +126,11 @@ fn add_term(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
     let definition = required_line("DEFINITION", &req.definition)?;
     let ws = ctx.ws()?;
     let projects = all_projects(ctx, ws)?;
-    let project = find_project(&projects, "--project", &req.project)?.clone();
+    let project = match &req.project {
+        Some(p) => find_project(&projects, "--project", p)?,
+        None => only_active(&projects, "glossary add")?,
+    }
+    .clone();
     let owner = owner_of(ctx, &project)?;
     if let Some(r) = rw_gate(ctx, "glossary add", &owner, None)? {
         return Ok(Outcome::Refused(r));

@@ -59,24 +59,7 @@ fn find_project<'a>(
     })
 }
 
-/// The only active project, for commands whose `--project` defaults to it.
-fn only_active<'a>(list: &'a [ProjectHead], what: &str) -> Result<&'a ProjectHead, Error> {
-    let active: Vec<&ProjectHead> = list.iter().filter(|p| p.status == "active").collect();
-    match active.as_slice() {
-        [one] => Ok(one),
-        [] => Err(Error::usage(format!(
-            "{what} needs a project and this workspace has no active one: pass --project"
-        ))),
-        many => Err(Error::usage(format!(
-            "{what} needs a project and {} are active ({}): pass --project",
-            many.len(),
-            many.iter()
-                .map(|p| p.slug.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))),
-    }
-}
+pub(super) use crate::dispatch::project::only_active;
 
 /// What an `--about` names: a task or a project.
 #[derive(Debug, Clone)]

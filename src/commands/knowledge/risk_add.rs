@@ -5,8 +5,8 @@ use toml_edit::{DocumentMut, value};
 
 use super::risks::{Level, RiskView, summary};
 use super::{
-    About, all_projects, check_tags, find_project, gated_in_body, parent_of, required_line,
-    resolve_about, rw_gate, text, toml_list, toml_time,
+    About, all_projects, check_tags, find_project, gated_in_body, only_active, parent_of,
+    required_line, resolve_about, rw_gate, text, toml_list, toml_time,
 };
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Outcome};
 use crate::model::id::ulid_time;
@@ -22,9 +22,10 @@ use crate::store::Document;
 pub struct Request {
     /// The title (one line).
     title: String,
-    /// The project (slug or `p-<slug>`).
+    /// The project (slug or `p-<slug>`); default: the only active project.
     #[arg(long, value_name = "PROJECT")]
-    project: String,
+    #[serde(default)]
+    project: Option<String>,
     /// How bad it would be.
     #[arg(long, value_enum)]
     impact: Level,
@@ -88,7 +89,11 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     let tags = check_tags(&req.tags)?;
     let ws = ctx.ws()?;
     let projects = all_projects(ctx, ws)?;
-    let project = find_project(&projects, "--project", &req.project)?.clone();
+    let project = match &req.project {
+        Some(p) => find_project(&projects, "--project", p)?,
+        None => only_active(&projects, "risk add")?,
+    }
+    .clone();
     let alternative = format!(
         "record it as a finding with severity major: `dacli note add finding \"{title}\" --severity major --project {}`",
         project.slug

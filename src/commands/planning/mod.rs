@@ -7,6 +7,7 @@ mod done;
 mod life;
 mod project;
 mod task;
+mod task_editor;
 
 use crate::dispatch::Command;
 

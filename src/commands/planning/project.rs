@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use toml_edit::{Array, DocumentMut, InlineTable, Item, Value, value};
+use toml_edit::{Array, InlineTable, Item, Value, value};
 
 use super::common::{acts_as_owner, project_slug};
 use crate::dispatch::text::table;
@@ -12,8 +12,7 @@ use crate::journal::view::World;
 use crate::model::body::{
     append_to_section, replace_section, replace_title, section_items, section_text,
 };
-use crate::model::id::{ROOT_AGENT, is_agent_id, is_human_ref, ulid_time};
-use crate::model::toml_time;
+use crate::model::id::{ROOT_AGENT, is_agent_id, is_human_ref};
 use crate::objects::{self, projects, read_document, templates};
 use crate::ops::{self, Decided};
 use crate::store::Document;
@@ -203,55 +202,8 @@ fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
         )
         .hint("pick another --slug, or edit it with `dacli project edit`"));
     }
-    let rev = ctx.new_ulid();
-    let mut front = DocumentMut::new();
-    front["id"] = value(format!("p-{slug}"));
-    front["kind"] = value("project");
-    front["created"] = value(toml_time(ulid_time(rev)));
-    front["created_by"] = value(me.as_str());
-    front["owner"] = value(me.as_str());
-    front["rev"] = value(rev.to_string());
-    front["status"] = value("active");
-    front["stage"] = value(stage.as_str());
-    if let Some(t) = &req.template {
-        front["template"] = value(t.as_str());
-    }
-    if req.landing_mode.is_some() || req.landing_base.is_some() {
-        let mut l = InlineTable::new();
-        if let Some(m) = req.landing_mode {
-            l.insert("mode", Value::from(m.as_str()));
-        }
-        if let Some(b) = &req.landing_base {
-            l.insert("base", Value::from(b.as_str()));
-        }
-        front["landing"] = value(l);
-    }
-    if !req.tags.is_empty() {
-        front["tags"] = value(str_array(&req.tags));
-    }
-    let list = |items: &[String], prefix: &str| -> String {
-        items
-            .iter()
-            .map(|i| format!("{prefix}{i}"))
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
-    let body = format!(
-        "# {}\n\n## Vision\n{}\n\n## Goal\n{}\n\n## Constraints\n{}\n\n## Out of scope\n{}\n\n## Success criteria\n{}\n",
-        req.title.trim(),
-        req.vision.as_deref().unwrap_or("").trim(),
-        req.goal.as_deref().unwrap_or("").trim(),
-        list(&req.constraints, "- "),
-        list(&req.out_of_scope, "- "),
-        list(&req.success, "- [ ] "),
-    );
-    let body = body.replace("\n\n\n", "\n\n");
-    let path = ops::projects::create(
-        ws,
-        &slug,
-        &Document::new(front, body),
-        req.template.as_deref(),
-    )?;
+    let doc = document(&req, &slug, &stage, &me, ctx.new_ulid());
+    let path = ops::projects::create(ws, &slug, &doc, req.template.as_deref())?;
     Ok(Outcome::Done(AddResponse {
         project: ProjectBrief {
             id: format!("p-{slug}"),
@@ -264,6 +216,27 @@ fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
         },
         effect: "created",
     }))
+}
+
+/// The `project.md` of a new project: its frontmatter and the five structural sections.
+fn document(req: &AddRequest, slug: &str, stage: &str, me: &str, rev: ulid::Ulid) -> Document {
+    projects::NewProject {
+        slug,
+        title: &req.title,
+        owner: me,
+        rev,
+        stage,
+        template: req.template.as_deref(),
+        landing_mode: req.landing_mode.map(LandingMode::as_str),
+        landing_base: req.landing_base.as_deref(),
+        tags: &req.tags,
+        vision: req.vision.as_deref().unwrap_or(""),
+        goal: req.goal.as_deref().unwrap_or(""),
+        constraints: &req.constraints,
+        out_of_scope: &req.out_of_scope,
+        success: &req.success,
+    }
+    .document()
 }
 
 fn str_array(items: &[String]) -> Array {

@@ -4,8 +4,12 @@ use serde::{Deserialize, Serialize};
 use toml_edit::{Array, DocumentMut, InlineTable, Value, value};
 
 use super::common::{Locked, acts_as_owner, cycle_text, project_slug, reaches};
+use crate::dispatch::editor::Checked;
 use crate::dispatch::one_task::OneTask;
-use crate::dispatch::text::table;
+use crate::dispatch::text::{
+    BOLD, GREEN, RED, YELLOW, agent_short, fit_table, paint_if, priority_style, short_ref,
+    status_style,
+};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, ErrorKind, Mcp, Outcome, Refusal};
 use crate::journal::snapshot::{Folds, Snapshot};
 use crate::journal::view::{TaskSummary, summary_of};
@@ -52,8 +56,15 @@ impl Priority {
 #[derive(Debug, clap::Args, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AddRequest {
-    /// One-line title.
+    /// One-line title (with -e, the editor's template starts from it).
+    #[arg(default_value = "")]
     title: String,
+    /// Write the task in $VISUAL/$EDITOR: a template of its fields and sections, checked on
+    /// save (the editor reopens with the error on top), kept under `.dacli/runs/drafts/` until
+    /// it is added.
+    #[arg(short = 'e', long = "edit")]
+    #[serde(skip)]
+    edit: bool,
     /// The project (default: the only active project).
     #[arg(long, value_name = "PROJECT")]
     #[serde(default)]
@@ -268,6 +279,34 @@ fn str_array(items: &[String]) -> Array {
 }
 
 fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
+    if req.edit {
+        let template = super::task_editor::add_template(
+            &req.title,
+            req.priority.as_str(),
+            req.project.as_deref(),
+        );
+        return crate::dispatch::editor::edit_until_valid(ctx, "task-add", &template, |text| {
+            let fields = match super::task_editor::parse_add(text) {
+                Ok(f) => f,
+                Err(why) => return Ok(Checked::Again(why)),
+            };
+            let req: AddRequest = match serde_json::from_value(fields) {
+                Ok(r) => r,
+                Err(e) => return Ok(Checked::Again(e.to_string())),
+            };
+            match add(ctx, req) {
+                Ok(done) => Ok(Checked::Done(done)),
+                Err(e) if matches!(e.kind, ErrorKind::Usage | ErrorKind::NotFound) => {
+                    let mut why = e.message;
+                    for h in e.hints {
+                        why.push_str(&format!(" ({h})"));
+                    }
+                    Ok(Checked::Again(why))
+                }
+                Err(e) => Err(e),
+            }
+        });
+    }
     let ws = ctx.ws()?;
     let me = ctx.identity()?.agent.id.clone();
     line("TITLE", &req.title)?;
@@ -294,29 +333,9 @@ fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
     ctx.warn_all(listing.warnings.clone());
     let project = match &req.project {
         Some(p) => project_slug(ws, p)?,
-        None => {
-            let active: Vec<_> = listing
-                .items
-                .iter()
-                .filter(|p| p.status == "active")
-                .collect();
-            match active.as_slice() {
-                [one] => one.slug.clone(),
-                [] => {
-                    return Err(Error::usage("no active project: pass --project")
-                        .hint("create one with `dacli project add \"…\"`"));
-                }
-                many => {
-                    return Err(Error::usage(format!(
-                        "several active projects ({}): pass --project",
-                        many.iter()
-                            .map(|p| p.slug.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )));
-                }
-            }
-        }
+        None => crate::dispatch::project::only_active(&listing.items, "task add")?
+            .slug
+            .clone(),
     };
     let head = listing
         .items
@@ -737,10 +756,11 @@ fn ready_order<'s>(
         .collect()
 }
 
-fn render_list(r: &ListResponse, _ctx: &Ctx) -> String {
+fn render_list(r: &ListResponse, ctx: &Ctx) -> String {
     if r.tasks.is_empty() {
         return "no tasks\n".into();
     }
+    let (color, short) = (ctx.color(), ctx.width().is_some());
     let mut rows = vec![
         ["TASK", "STATUS", "PRIO", "ASSIGNEE", "DONE", "TITLE"]
             .iter()
@@ -748,16 +768,25 @@ fn render_list(r: &ListResponse, _ctx: &Ctx) -> String {
             .collect::<Vec<_>>(),
     ];
     for t in &r.tasks {
+        let status = format!("{}{}", t.status, if t.pending > 0 { "*" } else { "" });
         rows.push(vec![
-            t.task.reference.clone(),
-            format!("{}{}", t.status, if t.pending > 0 { "*" } else { "" }),
-            t.priority.clone(),
-            t.assignee.clone().unwrap_or_else(|| "-".into()),
+            if short {
+                short_ref(&t.task.reference)
+            } else {
+                t.task.reference.clone()
+            },
+            paint_if(color, status_style(&status), &status),
+            paint_if(color, priority_style(&t.priority), &t.priority),
+            match &t.assignee {
+                Some(a) if short => agent_short(a),
+                Some(a) => a.clone(),
+                None => "-".into(),
+            },
             format!("{}/{}", t.acceptance.checked, t.acceptance.total),
             t.task.title.clone(),
         ]);
     }
-    let mut out = table(&rows, &[]);
+    let mut out = fit_table(&rows, &[], ctx.width(), 5);
     if r.truncated {
         out.push_str(&format!(
             "… {} more (continue with --cursor {})\n",
@@ -990,19 +1019,31 @@ fn show(ctx: &Ctx, req: ShowRequest) -> Result<Outcome<ShowResponse>, Error> {
     }))
 }
 
-fn render_show(r: &ShowResponse, _ctx: &Ctx) -> String {
+fn render_show(r: &ShowResponse, ctx: &Ctx) -> String {
     let s = &r.summary;
+    let color = ctx.color();
+    let agent = |a: &str| {
+        if ctx.width().is_some() {
+            agent_short(a)
+        } else {
+            a.to_string()
+        }
+    };
     let mut out = String::new();
     for n in &r.notices {
         out.push_str(&format!("note: {}\n", n.message));
     }
-    out.push_str(&format!("{}  {}\n", s.task.reference, s.task.title));
+    out.push_str(&format!(
+        "{}  {}\n",
+        paint_if(color, BOLD, &s.task.reference),
+        paint_if(color, BOLD, &s.task.title)
+    ));
     out.push_str(&format!(
         "{} · {} · owner {} · assignee {}\n",
-        s.status,
-        s.priority,
-        s.owner,
-        s.assignee.as_deref().unwrap_or("-")
+        paint_if(color, status_style(s.status.as_str()), s.status.as_str()),
+        paint_if(color, priority_style(&s.priority), &s.priority),
+        agent(&s.owner),
+        s.assignee.as_deref().map_or_else(|| "-".to_string(), agent)
     ));
     if let Some(e) = &s.estimate {
         out.push_str(&format!(
@@ -1013,16 +1054,13 @@ fn render_show(r: &ShowResponse, _ctx: &Ctx) -> String {
     if let Some(p) = &r.parent {
         out.push_str(&format!("parent {}\n", p.reference));
     }
+    let not_yet = paint_if(color, YELLOW, " — not yet satisfied");
     for d in &r.depends_on {
         out.push_str(&format!(
             "depends on {} ({}){}\n",
             d.on.reference,
             d.kind,
-            if d.satisfied {
-                ""
-            } else {
-                " — not yet satisfied"
-            }
+            if d.satisfied { "" } else { &not_yet }
         ));
     }
     if let Some(so) = &r.so_that {
@@ -1062,9 +1100,15 @@ fn render_show(r: &ShowResponse, _ctx: &Ctx) -> String {
         out.push_str(&format!("  {} {} {}\n", l.at, l.by, l.text));
     }
     if r.dod.passed {
-        out.push_str("\ndefinition of done: met\n");
+        out.push_str(&format!(
+            "\ndefinition of done: {}\n",
+            paint_if(color, GREEN, "met")
+        ));
     } else {
-        out.push_str("\ndefinition of done: not met\n");
+        out.push_str(&format!(
+            "\ndefinition of done: {}\n",
+            paint_if(color, RED, "not met")
+        ));
         for u in &r.dod.unmet {
             out.push_str(&format!("  - {}: {} {}\n", u.policy, u.item, u.detail));
         }
