@@ -12,6 +12,7 @@ mod docs;
 mod engine_prop;
 mod example;
 mod git;
+mod git_scale;
 mod github;
 mod hostile;
 mod insight;

@@ -89,7 +89,8 @@ pub struct Request {
     #[arg(long = "protect", value_name = "PATH")]
     #[serde(default)]
     protect: Vec<String>,
-    /// At most this many candidates in the plan.
+    /// At most this many retirements in the plan, counted after proof (kept candidates are
+    /// always listed); run again for the rest.
     #[arg(long, value_name = "N", default_value_t = 200)]
     #[serde(default = "default_limit")]
     limit: usize,
@@ -229,7 +230,7 @@ pub struct Plan {
     #[serde(default)]
     pub protect: Vec<String>,
     pub candidates: Vec<Candidate>,
-    /// Candidates beyond `--limit`, left out.
+    /// Proven candidates beyond `--limit`, left for a later run.
     #[serde(default)]
     pub omitted: u64,
 }
@@ -428,6 +429,11 @@ fn nothing_provable(plan: &Plan) -> Option<crate::model::Refusal> {
 /// Everything the plan is made of, observed now.
 fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, Error> {
     let ws = ctx.ws()?;
+    if req.limit == 0 {
+        return Err(Error::usage(
+            "--limit must be at least 1: it is how many proven candidates one run retires",
+        ));
+    }
     let project = project_slug(ctx, req.project.as_deref())?;
     let mut include: Vec<Include> = if req.include.is_empty() {
         vec![
@@ -475,6 +481,12 @@ fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, 
         discard_ignored: req.discard_ignored,
     };
     let checked_out = repo.checked_out()?;
+    // `--limit` bounds what the plan retires, counted after proof in the plan's order (kind,
+    // then id): kept candidates never use it up, so a run always retires the next proven ones.
+    let mut budget = Budget {
+        left: req.limit,
+        omitted: 0,
+    };
     let mut candidates = Vec::new();
     let mut retired_worktrees: Vec<(String, PathBuf)> = Vec::new();
     if include.contains(&Include::Worktrees) {
@@ -482,7 +494,9 @@ fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, 
             if wt.prunable {
                 continue;
             }
-            if let Some(c) = worktree_candidate(&env, &wt, &req.protect)? {
+            if let Some(c) = worktree_candidate(&env, &wt, &req.protect)?
+                && let Some(c) = budget.admit(c)
+            {
                 if c.action == "retire"
                     && let Some(r) = &c.reference
                 {
@@ -503,25 +517,33 @@ fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, 
                     .iter()
                     .any(|(r, p)| r == &name && same_dir(p, h))
             });
-            if let Some(c) = branch_candidate(&env, "local_branch", &name, &tip, &holders, freed)? {
+            if let Some(c) = branch_candidate(&env, "local_branch", &name, &tip, &holders, freed)?
+                && let Some(c) = budget.admit(c)
+            {
                 candidates.push(c);
             }
         }
     }
     if include.contains(&Include::RemoteBranches) {
         for (name, tip) in repo.refs_with_prefix("refs/remotes/origin/dacli/")? {
-            if let Some(c) = branch_candidate(&env, "remote_branch", &name, &tip, &[], true)? {
+            if let Some(c) = branch_candidate(&env, "remote_branch", &name, &tip, &[], true)?
+                && let Some(c) = budget.admit(c)
+            {
                 candidates.push(c);
             }
         }
     }
     if include.contains(&Include::Registrations) {
         for wt in repo.worktrees()?.into_iter().filter(|w| w.prunable) {
-            candidates.push(registration_candidate(ctx, &wt));
+            if let Some(c) = budget.admit(registration_candidate(ctx, &wt)) {
+                candidates.push(c);
+            }
         }
     }
     if include.contains(&Include::Runs) {
-        candidates.extend(run_candidates(ctx, req.keep_runs)?);
+        let mut runs = run_candidates(ctx, req.keep_runs)?;
+        runs.sort_by(|a, b| a.id.cmp(&b.id));
+        candidates.extend(runs.into_iter().filter_map(|c| budget.admit(c)));
     }
     let order = |k: &str| match k {
         "worktree" => 0,
@@ -531,13 +553,13 @@ fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, 
         _ => 4,
     };
     candidates.sort_by(|a, b| (order(&a.kind), &a.id).cmp(&(order(&b.kind), &b.id)));
-    let omitted = candidates.len().saturating_sub(req.limit) as u64;
-    candidates.truncate(req.limit);
+    let omitted = budget.omitted;
     if omitted > 0 {
         notices.push(Notice::new(
             "limit",
             format!(
-                "{omitted} more candidates were left out (--limit {}); run again after this one",
+                "{omitted} more proven candidate{} left for the next run (--limit {}); apply this plan, then preview again",
+                if omitted == 1 { " is" } else { "s are" },
                 req.limit
             ),
         ));
@@ -551,6 +573,29 @@ fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, 
         candidates,
         omitted,
     })
+}
+
+/// How many more retirements the plan may hold (`--limit`), and how many proven ones it left
+/// out.
+struct Budget {
+    left: usize,
+    omitted: u64,
+}
+
+impl Budget {
+    /// The candidate as the plan holds it: a kept one always, a retired one while the limit
+    /// allows; `None` when it is left for a later run.
+    fn admit(&mut self, c: Candidate) -> Option<Candidate> {
+        if c.action != "retire" {
+            return Some(c);
+        }
+        if self.left == 0 {
+            self.omitted += 1;
+            return None;
+        }
+        self.left -= 1;
+        Some(c)
+    }
 }
 
 struct Env<'a> {

@@ -1,0 +1,264 @@
+//! `repo cleanup` and `delivery reconcile` on histories with many branches (issue 27): the
+//! limit counts retirements after proof, squash merges named by a trailer are deliveries, a
+//! reopened task's old merge is not, a partial cleanup says so by its exit code. Histories
+//! are written by `git fast-import` in one process, so even dozens of branches cost one spawn;
+//! the 5,000-branch figures are the benchmark's (`bench/run --sections git`).
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command as Std, Stdio};
+
+use serde_json::Value;
+
+use crate::support::Repo;
+
+/// Runs git with a fixed identity and fixed dates; trimmed stdout; panics on failure.
+fn g(dir: &Path, args: &[&str]) -> String {
+    g_at(dir, args, "2026-03-01T10:00:00Z")
+}
+
+/// [`g`] with the author and committer date `date`.
+fn g_at(dir: &Path, args: &[&str], date: &str) -> String {
+    let out = Std::new("git")
+        .current_dir(dir)
+        .args(args)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .env("GIT_AUTHOR_DATE", date)
+        .env("GIT_COMMITTER_DATE", date)
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Feeds `stream` to `git fast-import` (refs it names are created or moved).
+fn fast_import(dir: &Path, stream: &str) {
+    let mut child = Std::new("git")
+        .current_dir(dir)
+        .args(["fast-import", "--quiet", "--force"])
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("git fast-import runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stream.as_bytes())
+        .unwrap();
+    assert!(child.wait().unwrap().success(), "fast-import failed");
+}
+
+/// A fast-import stream under construction: commits with one file each, at increasing times.
+struct Stream {
+    text: String,
+    mark: u64,
+    time: u64,
+}
+
+impl Stream {
+    fn new() -> Stream {
+        Stream {
+            text: String::new(),
+            mark: 0,
+            // 2026-03-01T10:00:00Z, like the fixtures' git dates.
+            time: 1_772_359_200,
+        }
+    }
+
+    /// A commit on `branch` with parents `from` (and `merge`), writing `file`; its mark.
+    fn commit(
+        &mut self,
+        branch: &str,
+        from: &str,
+        merge: Option<&str>,
+        file: &str,
+        message: &str,
+    ) -> String {
+        self.mark += 1;
+        self.time += 60;
+        let content = format!("{file}\n");
+        self.text.push_str(&format!(
+            "commit {branch}\nmark :{}\ncommitter t <t@example.com> {} +0000\ndata {}\n{message}\nfrom {from}\n",
+            self.mark,
+            self.time,
+            message.len()
+        ));
+        if let Some(m) = merge {
+            self.text.push_str(&format!("merge {m}\n"));
+        }
+        self.text.push_str(&format!(
+            "M 100644 inline {file}\ndata {}\n{content}\n",
+            content.len()
+        ));
+        format!(":{}", self.mark)
+    }
+}
+
+fn ok(repo: &Repo, args: &[&str]) -> Value {
+    let (code, doc) = repo.json(args);
+    assert_eq!(code, 0, "{args:?}: {doc}");
+    doc
+}
+
+/// A workspace with project `checkout` and `n` tasks titled `Work <i>`, committed; their ids.
+fn workspace(n: usize) -> (Repo, Vec<String>) {
+    let repo = Repo::initialized();
+    ok(&repo, &["project", "add", "Shop", "--slug", "checkout"]);
+    let mut ids = Vec::new();
+    for i in 1..=n {
+        let doc = ok(
+            &repo,
+            &["task", "add", &format!("Work {i}"), "--accept", "works"],
+        );
+        ids.push(doc["data"]["task"]["id"].as_str().unwrap().to_string());
+    }
+    g(repo.path(), &["add", "-A"]);
+    g(repo.path(), &["commit", "-qm", "workspace"]);
+    (repo, ids)
+}
+
+fn retiring(doc: &Value) -> Vec<String> {
+    doc["data"]["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["action"] == "retire")
+        .map(|c| c["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn branch_exists(dir: &Path, name: &str) -> bool {
+    Std::new("git")
+        .current_dir(dir)
+        .args(["rev-parse", "--verify", "-q", name])
+        .output()
+        .unwrap()
+        .status
+        .success()
+}
+
+#[test]
+fn the_limit_counts_retirements_after_proof_so_cleanup_always_moves_on() {
+    let (repo, _) = workspace(12);
+    let d = repo.path();
+    let base = g(d, &["rev-parse", "main"]);
+    let mut s = Stream::new();
+    // Twenty unmerged branches whose names sort before every task branch.
+    for i in 0..20 {
+        s.commit(
+            &format!("refs/heads/dacli/000-wip-{i:02}"),
+            &base,
+            None,
+            &format!("wip/{i}.txt"),
+            "unfinished",
+        );
+    }
+    // Twelve task branches, each merged with --no-ff.
+    let mut main = base.clone();
+    for i in 1..=12 {
+        let work = s.commit(
+            &format!("refs/heads/dacli/{i:03}-work-{i}"),
+            &main,
+            None,
+            &format!("work/{i}.txt"),
+            &format!("work {i}"),
+        );
+        main = s.commit(
+            "refs/heads/main",
+            &main,
+            Some(&work),
+            &format!("work/{i}.txt"),
+            &format!("merge {i}"),
+        );
+    }
+    fast_import(d, &s.text);
+    g(d, &["reset", "-q", "--hard", "main"]);
+    let args = [
+        "repo",
+        "cleanup",
+        "--no-fetch",
+        "--include",
+        "local_branches",
+        "--limit",
+        "10",
+    ];
+
+    let first = ok(&repo, &args);
+    let retire = retiring(&first);
+    assert_eq!(retire.len(), 10, "{first}");
+    assert_eq!(
+        retire[0], "refs/heads/dacli/001-work-1",
+        "in the plan's order"
+    );
+    assert_eq!(first["data"]["omitted"], 2, "{first}");
+    let kept = first["data"]["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["action"] == "keep")
+        .count();
+    assert_eq!(kept, 20, "kept candidates are all listed: {first}");
+    assert!(
+        first["data"]["notices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n["code"] == "limit"),
+        "{first}"
+    );
+
+    let digest = first["data"]["plan_digest"].as_str().unwrap();
+    let mut apply = args.to_vec();
+    apply.extend(["--apply", "--digest", digest]);
+    let applied = ok(&repo, &apply);
+    assert_eq!(applied["data"]["outcome"], "completed", "{applied}");
+    assert!(!branch_exists(d, "refs/heads/dacli/001-work-1"));
+    assert!(branch_exists(d, "refs/heads/dacli/011-work-11"));
+
+    // The next run retires the rest, and then there is nothing left to retire.
+    let second = ok(&repo, &args);
+    assert_eq!(
+        retiring(&second),
+        [
+            "refs/heads/dacli/011-work-11",
+            "refs/heads/dacli/012-work-12"
+        ],
+        "{second}"
+    );
+    assert_eq!(second["data"]["omitted"], 0);
+    let digest = second["data"]["plan_digest"].as_str().unwrap();
+    let mut apply = args.to_vec();
+    apply.extend(["--apply", "--digest", digest]);
+    ok(&repo, &apply);
+    let third = ok(&repo, &args);
+    assert!(retiring(&third).is_empty(), "{third}");
+    for i in 0..20 {
+        assert!(branch_exists(
+            d,
+            &format!("refs/heads/dacli/000-wip-{i:02}")
+        ));
+    }
+
+    // A limit of zero could never retire anything.
+    let (code, doc) = repo.json(&[
+        "repo",
+        "cleanup",
+        "--no-fetch",
+        "--include",
+        "local_branches",
+        "--limit",
+        "0",
+    ]);
+    assert_eq!(code, 2, "{doc}");
+}
