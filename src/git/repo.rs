@@ -212,6 +212,99 @@ impl Repo {
         Ok(out)
     }
 
+    /// The committer time of a commit, in seconds since the epoch; `None` when the commit is
+    /// not in this repository.
+    pub fn commit_time(&self, sha: &str) -> Option<i64> {
+        let id = gix::ObjectId::from_hex(sha.as_bytes()).ok()?;
+        let commit = self.repo.find_commit(id).ok()?;
+        commit.time().ok().map(|t| t.seconds)
+    }
+
+    /// Whether commit `landed` holds the work of branch `tip` against `base`: every path that
+    /// differs between the merge base of `tip` and `base` and `tip` itself has, in `landed`'s
+    /// tree, exactly the content (or absence) it has at `tip`. That is what a squash or rebase
+    /// merge of the whole branch leaves; a branch that moved on after it no longer matches.
+    pub fn holds_work_of(&self, tip: &str, base: &str, landed: &str) -> Result<bool, Error> {
+        let (t, b, l) = (oid(tip)?, oid(base)?, oid(landed)?);
+        let Some(fork) = self
+            .repo
+            .merge_base(t, b)
+            .map_err(Error::gix)?
+            .map(|m| m.detach())
+        else {
+            return Ok(false);
+        };
+        let tree_of = |id: gix::ObjectId| -> Result<gix::ObjectId, Error> {
+            let commit = self.repo.find_commit(id).map_err(Error::gix)?;
+            commit.tree_id().map(|i| i.detach()).map_err(Error::gix)
+        };
+        let mut changed = Vec::new();
+        self.tree_changes(Some(tree_of(fork)?), Some(tree_of(t)?), "", &mut changed)?;
+        if changed.is_empty() {
+            return Ok(false);
+        }
+        let landed_tree = self
+            .repo
+            .find_commit(l)
+            .map_err(Error::gix)?
+            .tree()
+            .map_err(Error::gix)?;
+        for (path, want) in changed {
+            let have = landed_tree
+                .lookup_entry_by_path(&path)
+                .map_err(Error::gix)?
+                .map(|e| e.object_id());
+            if have != want {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// The file paths whose blob differs between trees `a` and `b` (`None`: no tree), with
+    /// the blob at `b` (`None`: gone in `b`).
+    fn tree_changes(
+        &self,
+        a: Option<gix::ObjectId>,
+        b: Option<gix::ObjectId>,
+        prefix: &str,
+        out: &mut Vec<(String, Option<gix::ObjectId>)>,
+    ) -> Result<(), Error> {
+        let entries =
+            |id: Option<gix::ObjectId>| -> Result<BTreeMap<String, (gix::ObjectId, bool)>, Error> {
+                let mut map = BTreeMap::new();
+                let Some(id) = id else { return Ok(map) };
+                let tree = self.repo.find_tree(id).map_err(Error::gix)?;
+                for e in tree.decode().map_err(Error::gix)?.entries {
+                    map.insert(
+                        e.filename.to_str_lossy().into_owned(),
+                        (e.oid.to_owned(), e.mode.is_tree()),
+                    );
+                }
+                Ok(map)
+            };
+        let (left, right) = (entries(a)?, entries(b)?);
+        let names: std::collections::BTreeSet<&String> = left.keys().chain(right.keys()).collect();
+        for name in names {
+            let path = format!("{prefix}{name}");
+            let (l, r) = (left.get(name), right.get(name));
+            if l == r {
+                continue;
+            }
+            let l_tree = l.filter(|(_, t)| *t).map(|(id, _)| *id);
+            let r_tree = r.filter(|(_, t)| *t).map(|(id, _)| *id);
+            if l_tree.is_some() || r_tree.is_some() {
+                self.tree_changes(l_tree, r_tree, &format!("{path}/"), out)?;
+            }
+            match r {
+                Some((id, false)) => out.push((path, Some(*id))),
+                None if l.is_some_and(|(_, t)| !*t) => out.push((path, None)),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
     /// The linked worktrees (the main one excluded), by id.
     pub fn worktrees(&self) -> Result<Vec<Worktree>, Error> {
         let mut out = Vec::new();

@@ -262,3 +262,177 @@ fn the_limit_counts_retirements_after_proof_so_cleanup_always_moves_on() {
     ]);
     assert_eq!(code, 2, "{doc}");
 }
+
+fn observation<'a>(doc: &'a Value, id: &str) -> &'a Value {
+    doc["data"]["observations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["task"] == id)
+        .unwrap_or_else(|| panic!("no observation of {id}: {doc}"))
+}
+
+fn repairs_of(doc: &Value, id: &str) -> Vec<String> {
+    doc["data"]["plan"]["repairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["task"] == id)
+        .map(|r| r["class"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn candidate<'a>(doc: &'a Value, id: &str) -> &'a Value {
+    doc["data"]["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("no candidate {id} in {doc}"))
+}
+
+const RECONCILE: [&str; 5] = [
+    "delivery",
+    "reconcile",
+    "--project",
+    "checkout",
+    "--no-fetch",
+];
+
+#[test]
+fn a_squash_merge_named_by_its_trailer_is_delivered_and_its_branch_retired() {
+    let (repo, ids) = workspace(3);
+    let d = repo.path();
+    let base = g(d, &["rev-parse", "main"]);
+    let mut s = Stream::new();
+    // 1: squash-merged with `Dacli-Task:`; 2: squash-merged without a trailer; 3: squash-merged
+    // with the trailer, then the branch moved on.
+    let mut main = base.clone();
+    for (i, id) in ids.iter().enumerate() {
+        let n = i + 1;
+        let branch = format!("refs/heads/dacli/{n:03}-work-{n}");
+        let work = s.commit(&branch, &main, None, &format!("w/{n}.txt"), "work");
+        let message = if n == 2 {
+            "squashed work 2".to_string()
+        } else {
+            format!("squashed work {n}\n\nDacli-Task: {id}")
+        };
+        main = s.commit(
+            "refs/heads/main",
+            &main,
+            None,
+            &format!("w/{n}.txt"),
+            &message,
+        );
+        if n == 3 {
+            s.commit(&branch, &work, None, "w/3-more.txt", "more work");
+        }
+    }
+    fast_import(d, &s.text);
+    g(d, &["reset", "-q", "--hard", "main"]);
+    let squash1 = g(d, &["rev-parse", "main~2"]);
+    assert!(g(d, &["log", "-1", "--format=%B", &squash1]).contains(&ids[0]));
+
+    let report = ok(&repo, &RECONCILE);
+    let one = observation(&report, &ids[0]);
+    assert_eq!(one["state"], "delivered", "{one}");
+    assert_eq!(one["tips"][0]["on_base"], false, "{one}");
+    assert_eq!(one["tips"][0]["squashed"], squash1.as_str(), "{one}");
+    assert!(repairs_of(&report, &ids[0]).contains(&"close_delivered_task".to_string()));
+    assert_eq!(observation(&report, &ids[1])["state"], "pending");
+    assert_eq!(
+        observation(&report, &ids[2])["state"],
+        "pending",
+        "a branch that moved on after the squash is not delivered"
+    );
+
+    let plan = ok(
+        &repo,
+        &[
+            "repo",
+            "cleanup",
+            "--no-fetch",
+            "--include",
+            "local_branches",
+        ],
+    );
+    let c1 = candidate(&plan, "refs/heads/dacli/001-work-1");
+    assert_eq!(c1["action"], "retire", "{c1}");
+    for kept in ["refs/heads/dacli/002-work-2", "refs/heads/dacli/003-work-3"] {
+        assert_eq!(candidate(&plan, kept)["keep_reason"], "unique_commits");
+    }
+    let digest = plan["data"]["plan_digest"].as_str().unwrap();
+    let applied = ok(
+        &repo,
+        &[
+            "repo",
+            "cleanup",
+            "--no-fetch",
+            "--include",
+            "local_branches",
+            "--apply",
+            "--digest",
+            digest,
+        ],
+    );
+    assert_eq!(applied["data"]["outcome"], "completed");
+    assert!(!branch_exists(d, "refs/heads/dacli/001-work-1"));
+    assert!(branch_exists(d, "refs/heads/dacli/003-work-3"));
+}
+
+#[test]
+fn a_reopened_task_is_judged_by_the_work_after_its_reopening() {
+    let (repo, ids) = workspace(1);
+    let d = repo.path();
+    let base = g(d, &["rev-parse", "main"]);
+    let mut s = Stream::new();
+    let branch = "refs/heads/dacli/001-work-1";
+    let work = s.commit(branch, &base, None, "w/1.txt", "work");
+    s.commit("refs/heads/main", &base, Some(&work), "w/1.txt", "merge 1");
+    fast_import(d, &s.text);
+    g(d, &["reset", "-q", "--hard", "main"]);
+    ok(&repo, &["task", "check", "1", "--n", "1"]);
+    ok(&repo, &["task", "done", "1"]);
+    let first = ok(&repo, &RECONCILE);
+    assert_eq!(observation(&first, &ids[0])["state"], "delivered");
+
+    ok(
+        &repo,
+        &["task", "reopen", "1", "--reason", "the fix was incomplete"],
+    );
+    let reopened = ok(&repo, &RECONCILE);
+    let o = observation(&reopened, &ids[0]);
+    assert_eq!(o["status"], "open", "{o}");
+    assert_eq!(
+        (o["state"].as_str(), o["why"].as_str()),
+        (Some("no_branch"), Some("work_before_reopen")),
+        "{o}"
+    );
+    assert!(
+        repairs_of(&reopened, &ids[0]).is_empty(),
+        "no `finish` is queued for the old merge: {reopened}"
+    );
+
+    // New work after the reopening (the pinned clock is 2026-03-02), merged: delivered again.
+    let date = "2026-03-03T10:00:00Z";
+    g_at(d, &["checkout", "-q", "dacli/001-work-1"], date);
+    std::fs::write(d.join("w/1.txt"), "fixed\n").unwrap();
+    g_at(d, &["commit", "-qam", "the rest of the fix"], date);
+    g_at(d, &["checkout", "-q", "main"], date);
+    g_at(
+        d,
+        &[
+            "merge",
+            "-q",
+            "--no-ff",
+            "-m",
+            "merge 1 again",
+            "dacli/001-work-1",
+        ],
+        date,
+    );
+    let again = ok(&repo, &RECONCILE);
+    let o = observation(&again, &ids[0]);
+    assert_eq!(o["state"], "delivered", "{o}");
+    assert!(repairs_of(&again, &ids[0]).contains(&"close_delivered_task".to_string()));
+}

@@ -7,15 +7,16 @@
 //! by `git worktree remove` without `--force`, after its cleanliness (untracked files
 //! included) is proven again.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::common::{
-    self, ApplyArgs, Base, Notice, Run, Start, announce, digest_of, frozen, observe_base,
-    project_slug, refused, relative, root_refusal, state_owner, task_of_branch,
+    self, ApplyArgs, Base, Notice, Run, Start, TRAILERS, announce, digest_of, frozen,
+    normalise_task_id, observe_base, project_slug, refused, relative, root_refusal, state_owner,
+    task_of_branch,
 };
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome};
 use crate::git::{self, Head, Repo};
@@ -471,11 +472,24 @@ fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, 
         Some(sha) => Some(repo.first_parent_line(sha)?),
         None => None,
     };
+    // Commits on the base that name a task by trailer: a squash merge of its branch.
+    let mut squashes: HashMap<String, Vec<String>> = HashMap::new();
+    if let Some(sha) = base.provable() {
+        for (commit, values) in repo.trailers(&[sha.to_string()], &TRAILERS)? {
+            for v in values {
+                squashes
+                    .entry(normalise_task_id(&v))
+                    .or_default()
+                    .push(commit.clone());
+            }
+        }
+    }
     let env = Env {
         ctx,
         repo: &repo,
         base: &base,
         mainline: mainline.as_ref(),
+        squashes: &squashes,
         tasks: &world.tasks,
         project: project.as_deref(),
         discard_ignored: req.discard_ignored,
@@ -603,14 +617,17 @@ struct Env<'a> {
     repo: &'a Repo,
     base: &'a Base,
     mainline: Option<&'a HashSet<String>>,
+    /// Commits on the base naming a task by trailer, by lower-case task id.
+    squashes: &'a HashMap<String, Vec<String>>,
     tasks: &'a [Located],
     project: Option<&'a str>,
     discard_ignored: bool,
 }
 
 impl Env<'_> {
-    /// `ancestor_of_fresh_base`: every commit of the tip is on the base.
-    fn ancestor(&self, tip: &str) -> Result<Proof, Error> {
+    /// `ancestor_of_fresh_base`: every commit of the tip is on the base, or a commit on the
+    /// base that names the task by trailer holds exactly the branch's changes (a squash merge).
+    fn ancestor(&self, tip: &str, task: Option<&Located>) -> Result<Proof, Error> {
         let Some(base) = self.base.provable() else {
             return Ok(Proof::new(
                 "ancestor_of_fresh_base",
@@ -627,12 +644,34 @@ impl Env<'_> {
                 "unique_commits",
             ));
         }
+        if let Some(t) = task {
+            for commit in self
+                .squashes
+                .get(&t.task.id.to_ascii_lowercase())
+                .into_iter()
+                .flatten()
+            {
+                if self.repo.holds_work_of(tip, base, commit)? {
+                    return Ok(Proof::new(
+                        "ancestor_of_fresh_base",
+                        Ok(true),
+                        format!(
+                            "squash-merged: {} on {} names {} and holds the branch's changes",
+                            &commit[..commit.len().min(12)],
+                            self.base.name,
+                            t.task.id
+                        ),
+                        "unique_commits",
+                    ));
+                }
+            }
+        }
         let unique = self.repo.unique_commits(tip, base)?.len();
         Ok(Proof::new(
             "ancestor_of_fresh_base",
             Ok(false),
             format!(
-                "{unique} commit{} not on {} (a squash or rebase merge can only be proven by PR evidence)",
+                "{unique} commit{} not on {} (a squash or rebase merge is proven only by a commit on the base naming the task in a `Dacli-Task:` trailer)",
                 if unique == 1 { "" } else { "s" },
                 self.base.name
             ),
@@ -751,7 +790,7 @@ fn branch_candidate(
     if !env.in_scope(task) {
         return Ok(None);
     }
-    let mut proofs = vec![known, env.ancestor(tip)?, env.not_on_mainline(tip)];
+    let mut proofs = vec![known, env.ancestor(tip, task)?, env.not_on_mainline(tip)];
     if kind == "local_branch" {
         let root = env.ctx.ws()?.root();
         let shown: Vec<String> = holders.iter().map(|h| relative(root, h)).collect();
@@ -1003,7 +1042,7 @@ fn dead_reason(
             )],
         ));
     };
-    let mut proofs = vec![env.ancestor(tip)?, env.not_on_mainline(tip)];
+    let mut proofs = vec![env.ancestor(tip, task)?, env.not_on_mainline(tip)];
     proofs.push(match task {
         Some(t) => Proof::new(
             "owner_terminal",

@@ -196,6 +196,14 @@ pub(super) fn project_slug(ctx: &Ctx, project: Option<&str>) -> Result<Option<St
     Ok(Some(slug.to_string()))
 }
 
+/// Trailer keys that name a task (`Dacli-Task: t-<ULID>`), compared case-insensitively.
+pub(super) const TRAILERS: [&str; 2] = ["Dacli-Task", "Task"];
+
+/// Trailer values are compared as lower-case ids, so `t-01KJ…` and `T-01kj…` agree.
+pub(super) fn normalise_task_id(v: &str) -> String {
+    v.trim().to_ascii_lowercase()
+}
+
 /// The recorded delivery of a task (FORMAT §12 `delivery`).
 #[derive(Debug, Clone, Default)]
 pub(super) struct Delivery {
