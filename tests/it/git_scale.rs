@@ -436,3 +436,142 @@ fn a_reopened_task_is_judged_by_the_work_after_its_reopening() {
     assert_eq!(o["state"], "delivered", "{o}");
     assert!(repairs_of(&again, &ids[0]).contains(&"close_delivered_task".to_string()));
 }
+
+fn evidence_files(repo: &Repo) -> usize {
+    std::fs::read_dir(repo.ws("evidence/cleanup"))
+        .map(|rd| rd.count())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_partial_cleanup_fails_as_a_conflict_and_a_retry_writes_no_new_evidence() {
+    let (repo, _) = workspace(2);
+    let d = repo.path();
+    let base = g(d, &["rev-parse", "main"]);
+    let mut s = Stream::new();
+    let mut main = base.clone();
+    for n in 1..=2 {
+        let work = s.commit(
+            &format!("refs/heads/dacli/{n:03}-work-{n}"),
+            &main,
+            None,
+            &format!("w/{n}.txt"),
+            "work",
+        );
+        main = s.commit(
+            "refs/heads/main",
+            &main,
+            Some(&work),
+            &format!("w/{n}.txt"),
+            "merge",
+        );
+    }
+    fast_import(d, &s.text);
+    g(d, &["reset", "-q", "--hard", "main"]);
+    let args = [
+        "repo",
+        "cleanup",
+        "--no-fetch",
+        "--include",
+        "local_branches",
+    ];
+    let plan = ok(&repo, &args);
+    assert_eq!(retiring(&plan).len(), 2, "{plan}");
+    let digest = plan["data"]["plan_digest"].as_str().unwrap().to_string();
+    let mut apply: Vec<&str> = args.to_vec();
+    apply.extend(["--apply", "--digest", &digest]);
+
+    // The apply stops after its plan file; meanwhile branch 2 moves, then the apply resumes.
+    let mut paused = apply.clone();
+    paused.push("--json");
+    let mut child = repo
+        .std_command(&paused)
+        .env("DACLI_TEST_PAUSE_AFTER_STEP", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut waited = 0;
+    while std::fs::read_dir(repo.ws("txn"))
+        .map(|rd| rd.count())
+        .unwrap_or(0)
+        == 0
+    {
+        assert!(waited < 3000, "the apply never started");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        waited += 1;
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    g(d, &["checkout", "-q", "dacli/002-work-2"]);
+    std::fs::write(d.join("late.txt"), "late\n").unwrap();
+    g(d, &["add", "late.txt"]);
+    g(d, &["commit", "-qm", "late work"]);
+    g(d, &["checkout", "-q", "main"]);
+
+    let (code, doc) = repo.json(&apply);
+    assert_eq!(code, 5, "a partial apply is a conflict: {doc}");
+    assert_eq!(doc["error"]["code"], "E_PARTIAL", "{doc}");
+    let message = doc["error"]["message"].as_str().unwrap();
+    assert!(message.contains("refs/heads/dacli/002-work-2"), "{message}");
+    assert!(
+        doc["error"]["hints"][0].as_str().unwrap().contains("--txn"),
+        "{doc}"
+    );
+    assert!(!branch_exists(d, "refs/heads/dacli/001-work-1"));
+    assert!(branch_exists(d, "refs/heads/dacli/002-work-2"));
+    assert_eq!(evidence_files(&repo), 1);
+
+    // Retrying changes nothing and writes no second evidence record.
+    for _ in 0..2 {
+        let (code, again) = repo.json(&apply);
+        assert_eq!(code, 5, "{again}");
+        assert_eq!(evidence_files(&repo), 1);
+    }
+}
+
+#[test]
+fn remote_branches_without_a_linked_github_repository_are_listed_and_kept() {
+    let (repo, _) = workspace(1);
+    let d = repo.path();
+    let base = g(d, &["rev-parse", "main"]);
+    let mut s = Stream::new();
+    let work = s.commit(
+        "refs/remotes/origin/dacli/001-work-1",
+        &base,
+        None,
+        "w/1.txt",
+        "work",
+    );
+    s.commit("refs/heads/main", &base, Some(&work), "w/1.txt", "merge");
+    fast_import(d, &s.text);
+    g(d, &["reset", "-q", "--hard", "main"]);
+    let plan = ok(
+        &repo,
+        &[
+            "repo",
+            "cleanup",
+            "--no-fetch",
+            "--include",
+            "remote_branches",
+        ],
+    );
+    let c = candidate(&plan, "refs/remotes/origin/dacli/001-work-1");
+    assert_eq!(c["kind"], "remote_branch");
+    assert_eq!(c["action"], "keep", "{c}");
+    let pr = c["proofs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["predicate"] == "no_open_pr_uses_it")
+        .unwrap();
+    assert_eq!(pr["result"], "unknown");
+    assert!(
+        pr["detail"]
+            .as_str()
+            .unwrap()
+            .contains("no GitHub repository is linked"),
+        "{pr}"
+    );
+}

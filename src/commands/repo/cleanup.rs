@@ -284,20 +284,6 @@ pub struct Response {
 }
 
 fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
-    let ws = ctx.ws()?;
-    let linked = ws
-        .config
-        .doc
-        .get("github")
-        .and_then(|g| g.get("repo"))
-        .is_some();
-    if req.include.contains(&Include::RemoteBranches) && !linked {
-        return refused(crate::model::Refusal::new(
-            "github.unlinked",
-            "remote branches are retired only for a linked GitHub repository, and this workspace has none",
-            "Ask a-root: `dacli github link <owner>/<name>`, or drop `remote_branches` from --include.",
-        ));
-    }
     let args = ApplyArgs {
         command: COMMAND,
         tool: TOOL,
@@ -815,9 +801,22 @@ fn branch_candidate(
             )
         });
     } else {
+        let linked = env
+            .ctx
+            .ws()?
+            .config
+            .doc
+            .get("github")
+            .and_then(|g| g.get("repo"))
+            .is_some();
+        let why = if linked {
+            "GitHub was not consulted; an open pull request may use this branch"
+        } else {
+            "no GitHub repository is linked, so no pull request can be checked; remote branches are listed and kept"
+        };
         proofs.push(Proof::new(
             "no_open_pr_uses_it",
-            Err("GitHub was not consulted; an open pull request may use this branch".into()),
+            Err(why.into()),
             "",
             "unproven",
         ));
@@ -1197,7 +1196,7 @@ fn execute(
     ctx: &Ctx,
     run: &mut Run<'_, '_>,
     plan: Plan,
-    mut notices: Vec<Notice>,
+    notices: Vec<Notice>,
 ) -> Result<Outcome<Response>, Error> {
     let ws = ctx.ws()?;
     let root = ws.root().to_path_buf();
@@ -1274,36 +1273,82 @@ fn execute(
                 }),
         )
         .collect();
-    let evidence_path = crate::ops::evidence::write(
-        ws,
-        &Evidence {
-            id: ctx.new_ulid(),
-            tool: TOOL,
-            created_by: &who.id,
-            grant: who.grant,
-            outcome: outcome.as_str(),
-            txn: Some(&txn_id),
-            plan_digest: Some(run.txn.plan_digest()),
-            git_head: head.as_deref(),
-            summary: vec![
-                ("retired", retired as i64),
-                ("kept", kept as i64),
-                ("failed", failed as i64),
-            ],
-            items,
-        },
-    )?;
-    let shown = ws.display(&evidence_path);
+    // A retry of a partial transaction that ends as the last one did proves nothing new: the
+    // evidence it wrote then stands, and no second record is made.
+    let items_digest =
+        crate::policy::apply::sha256_digest(format!("{outcome:?}{items:?}").as_bytes());
+    let earlier = last(&run.txn, "evidence", "evidence")
+        .filter(|(s, o)| {
+            *s == StepStatus::Done && o.get("items").and_then(Value::as_str) == Some(&items_digest)
+        })
+        .and_then(|(_, o)| {
+            o.get("evidence")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        });
+    let shown = match earlier {
+        Some(path) => path,
+        None => {
+            let path = crate::ops::evidence::write(
+                ws,
+                &Evidence {
+                    id: ctx.new_ulid(),
+                    tool: TOOL,
+                    created_by: &who.id,
+                    grant: who.grant,
+                    outcome: outcome.as_str(),
+                    txn: Some(&txn_id),
+                    plan_digest: Some(run.txn.plan_digest()),
+                    git_head: head.as_deref(),
+                    summary: vec![
+                        ("retired", retired as i64),
+                        ("kept", kept as i64),
+                        ("failed", failed as i64),
+                    ],
+                    items,
+                },
+            )?;
+            let shown = ws.display(&path);
+            if outcome != TxnOutcome::Completed {
+                run.step(
+                    "evidence",
+                    StepStatus::Done,
+                    json!({"subject": "evidence"}),
+                    json!({"evidence": shown, "items": items_digest}),
+                )?;
+            }
+            shown
+        }
+    };
     if outcome == TxnOutcome::Completed {
         run.finish(
             outcome,
             json!({"evidence": shown, "retired": retired, "kept": kept}),
         )?;
     } else {
-        notices.push(Notice::new(
-            "partial",
-            format!("{failed} action{} failed; the transaction stays open: resume with `dacli {COMMAND} --apply --digest {} --txn {txn_id}`", if failed == 1 { "" } else { "s" }, run.txn.plan_digest()),
-        ));
+        // Some guard no longer held (a branch moved, a worktree changed): a lost
+        // compare-and-swap, so the call fails as a conflict (exit 5) and says what to do.
+        let subjects: Vec<String> = plan
+            .candidates
+            .iter()
+            .zip(&results)
+            .filter(|(_, d)| d.as_ref().is_some_and(|d| d.result == "failed"))
+            .map(|(c, _)| c.path.clone().unwrap_or_else(|| c.id.clone()))
+            .collect();
+        announce(ctx, &notices);
+        return Err(Error::new(
+            crate::dispatch::ErrorKind::Conflict,
+            "E_PARTIAL",
+            format!(
+                "cleanup applied in part: {retired} retired, {failed} failed because {} changed after the preview ({}); transaction {txn_id} stays open; evidence: {shown}",
+                if failed == 1 { "its subject" } else { "their subjects" },
+                subjects.join(", ")
+            ),
+        )
+        .hint(format!(
+            "retry with `dacli {COMMAND} --apply --digest {} --txn {txn_id}` once the change is undone, or preview again for a new plan",
+            run.txn.plan_digest()
+        )));
     }
     announce(ctx, &notices);
     let digest = run.txn.plan_digest().to_string();
