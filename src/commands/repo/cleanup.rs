@@ -7,16 +7,15 @@
 //! by `git worktree remove` without `--force`, after its cleanliness (untracked files
 //! included) is proven again.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::common::{
-    self, ApplyArgs, Base, Notice, Run, Start, TRAILERS, announce, digest_of, frozen,
+    self, ApplyArgs, Base, BranchTasks, Notice, Run, Start, TRAILERS, announce, digest_of, frozen,
     normalise_task_id, observe_base, project_slug, refused, relative, root_refusal, state_owner,
-    task_of_branch,
 };
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome};
 use crate::git::{self, Head, Repo};
@@ -454,8 +453,8 @@ fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, 
     let repo = Repo::open(ws.root())?;
     let world = World::load(ws, &|facts| crate::policy::dod::evaluate(facts).passed)?;
     ctx.warn_all(world.warnings.iter().cloned());
-    let mainline = match base.provable() {
-        Some(sha) => Some(repo.first_parent_line(sha)?),
+    let ancestry = match base.provable() {
+        Some(sha) => Some(repo.ancestry(sha)?),
         None => None,
     };
     // Commits on the base that name a task by trailer: a squash merge of its branch.
@@ -470,13 +469,13 @@ fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, 
             }
         }
     }
+    let branch_tasks = BranchTasks::new(&world.tasks);
     let env = Env {
         ctx,
-        repo: &repo,
+        branch_tasks: &branch_tasks,
         base: &base,
-        mainline: mainline.as_ref(),
+        ancestry: ancestry.as_ref(),
         squashes: &squashes,
-        tasks: &world.tasks,
         project: project.as_deref(),
         discard_ignored: req.discard_ignored,
     };
@@ -600,12 +599,12 @@ impl Budget {
 
 struct Env<'a> {
     ctx: &'a Ctx<'a>,
-    repo: &'a Repo,
     base: &'a Base,
-    mainline: Option<&'a HashSet<String>>,
+    /// Reachability from the base (`None`: the base cannot be proven against).
+    ancestry: Option<&'a git::Ancestry<'a>>,
     /// Commits on the base naming a task by trailer, by lower-case task id.
     squashes: &'a HashMap<String, Vec<String>>,
-    tasks: &'a [Located],
+    branch_tasks: &'a BranchTasks<'a>,
     project: Option<&'a str>,
     discard_ignored: bool,
 }
@@ -614,7 +613,7 @@ impl Env<'_> {
     /// `ancestor_of_fresh_base`: every commit of the tip is on the base, or a commit on the
     /// base that names the task by trailer holds exactly the branch's changes (a squash merge).
     fn ancestor(&self, tip: &str, task: Option<&Located>) -> Result<Proof, Error> {
-        let Some(base) = self.base.provable() else {
+        let Some(ancestry) = self.ancestry else {
             return Ok(Proof::new(
                 "ancestor_of_fresh_base",
                 Err(self.base_unknown()),
@@ -622,7 +621,7 @@ impl Env<'_> {
                 "unproven",
             ));
         };
-        if self.repo.is_ancestor(tip, base)? {
+        if ancestry.contains(tip) {
             return Ok(Proof::new(
                 "ancestor_of_fresh_base",
                 Ok(true),
@@ -637,7 +636,7 @@ impl Env<'_> {
                 .into_iter()
                 .flatten()
             {
-                if self.repo.holds_work_of(tip, base, commit)? {
+                if ancestry.holds_work_of(tip, commit)? {
                     return Ok(Proof::new(
                         "ancestor_of_fresh_base",
                         Ok(true),
@@ -652,7 +651,7 @@ impl Env<'_> {
                 }
             }
         }
-        let unique = self.repo.unique_commits(tip, base)?.len();
+        let unique = ancestry.unique_count(tip)?;
         Ok(Proof::new(
             "ancestor_of_fresh_base",
             Ok(false),
@@ -668,14 +667,14 @@ impl Env<'_> {
     /// `tip_not_on_base_first_parent`: the tip is not a mainline commit (a branch created
     /// at the base without work looks merged by ancestry alone).
     fn not_on_mainline(&self, tip: &str) -> Proof {
-        match self.mainline {
+        match self.ancestry {
             None => Proof::new(
                 "tip_not_on_base_first_parent",
                 Err(self.base_unknown()),
                 "",
                 "unproven",
             ),
-            Some(line) if line.contains(tip) => Proof::new(
+            Some(a) if a.on_mainline(tip) => Proof::new(
                 "tip_not_on_base_first_parent",
                 Ok(false),
                 format!(
@@ -703,7 +702,7 @@ impl Env<'_> {
 
     /// `task_known` and the task.
     fn task(&self, short: &str) -> (Proof, Option<&Located>) {
-        match task_of_branch(self.tasks, short) {
+        match self.branch_tasks.task_of(short) {
             Ok(t) => (
                 Proof::new("task_known", Ok(true), t.task.id.clone(), "unproven"),
                 Some(t),
@@ -1203,6 +1202,7 @@ fn execute(
     let txn_id = run.txn.id().to_string();
     let mut results: Vec<Option<Done>> = Vec::new();
     let mut pruned = false;
+    let mut branches: Option<HashMap<String, Done>> = None;
     let retiring = plan
         .candidates
         .iter()
@@ -1222,7 +1222,20 @@ fn execute(
         started += 1;
         let done = match c.kind.as_str() {
             "worktree" => retire_worktree(run, &root, c)?,
-            "local_branch" => retire_branch(run, &root, c, &txn_id)?,
+            "local_branch" => {
+                if branches.is_none() {
+                    let all: Vec<&Candidate> = plan
+                        .candidates
+                        .iter()
+                        .filter(|b| b.kind == "local_branch" && b.action == "retire")
+                        .collect();
+                    branches = Some(retire_branches(run, &root, &all, &txn_id)?);
+                }
+                branches
+                    .as_mut()
+                    .and_then(|b| b.remove(&c.id))
+                    .ok_or_else(|| Error::internal(format!("no result for {}", c.id)))?
+            }
             "registration" => {
                 let d = prune(run, &root, c, pruned)?;
                 pruned = true;
@@ -1390,116 +1403,135 @@ fn retained_name(c: &Candidate, txn: &str) -> String {
     format!("refs/dacli/retired/{branch}/{txn}")
 }
 
-fn retire_branch(
+/// Retires every branch of the plan in two batches, each one ref transaction and one pair of
+/// step files whatever the number of branches: first each is pinned as
+/// `refs/dacli/retired/<branch>/<txn>` at its tip (created only if absent), then each still at
+/// that tip is deleted (compare-and-swap). Both are safe to repeat, so a resumed or retried
+/// transaction runs them again for whatever is not done.
+fn retire_branches(
     run: &mut Run<'_, '_>,
     root: &Path,
-    c: &Candidate,
+    cs: &[&Candidate],
     txn: &str,
-) -> Result<Done, Error> {
-    let name = c.reference.clone().unwrap_or_else(|| c.id.clone());
-    let tip = c.tip.clone().unwrap_or_default();
-    let retained = retained_name(c, txn);
-    let item = |result: &str, after: &str| EvidenceItem {
-        subject: name.clone(),
+) -> Result<HashMap<String, Done>, Error> {
+    let item = |c: &Candidate, result: &str, after: &str| EvidenceItem {
+        subject: c.reference.clone().unwrap_or_else(|| c.id.clone()),
         action: "retire_branch".into(),
         result: result.into(),
-        before: Some(tip.clone()),
+        before: c.tip.clone(),
         after: Some(after.into()),
         reasons: c.reason.iter().cloned().collect(),
     };
-    if last(&run.txn, "delete_branch", &name).is_some_and(|(s, _)| s == StepStatus::Done) {
-        return Ok(Done {
-            result: "done",
-            retained: Some(retained),
-            item: item("done", "none"),
-        });
-    }
-    if last(&run.txn, "pin_branch", &name).is_none_or(|(s, _)| s != StepStatus::Done) {
-        let guard = json!({"subject": name, "ref": retained, "expect": "absent"});
-        run.step(
-            "pin_branch",
-            StepStatus::Started,
-            guard.clone(),
-            Value::Null,
-        )?;
-        match Repo::open(root)?.create_ref(&retained, &tip, &format!("dacli: retire {name}")) {
-            Ok(_) => run.step("pin_branch", StepStatus::Done, guard, json!({"sha": tip}))?,
-            Err(e) => {
-                run.step(
-                    "pin_branch",
-                    StepStatus::Failed,
-                    guard,
-                    json!({"error": "retained_ref_taken"}),
-                )?;
-                return Err(e.into());
+    let mut out: HashMap<String, Done> = HashMap::new();
+    let repo = Repo::open(root)?;
+    // Pins: each absent one is created; one already at the tip is a repeated step.
+    let mut pins: Vec<(String, String)> = Vec::new();
+    let mut pinned: Vec<&Candidate> = Vec::new();
+    for c in cs {
+        let tip = c.tip.clone().unwrap_or_default();
+        let retained = retained_name(c, txn);
+        match repo.resolve(&retained)? {
+            None => {
+                pins.push((retained, tip));
+                pinned.push(c);
+            }
+            Some(sha) if sha == tip => pinned.push(c),
+            Some(_) => {
+                out.insert(
+                    c.id.clone(),
+                    Done {
+                        result: "failed",
+                        retained: Some(retained),
+                        item: item(c, "failed", &tip),
+                    },
+                );
             }
         }
     }
-    let guard = json!({"subject": name, "ref": name, "expect": tip});
+    let guard = json!({"subject": "branches", "pins": pins.len()});
     run.step(
-        "delete_branch",
+        "pin_branches",
+        StepStatus::Started,
+        guard.clone(),
+        Value::Null,
+    )?;
+    if let Err(e) = repo.create_refs(&pins, &format!("dacli: retire ({txn})")) {
+        run.step(
+            "pin_branches",
+            StepStatus::Failed,
+            guard,
+            json!({"error": "retained_ref_taken"}),
+        )?;
+        return Err(e.into());
+    }
+    run.step(
+        "pin_branches",
+        StepStatus::Done,
+        guard,
+        json!({"pinned": pinned.len()}),
+    )?;
+    // Deletions: a branch gone is done; one that moved fails; the rest go in one transaction.
+    let mut deletions: Vec<(String, String)> = Vec::new();
+    let mut failed: BTreeMap<String, String> = BTreeMap::new();
+    let mut deleted: Vec<String> = Vec::new();
+    for c in &pinned {
+        let name = c.reference.clone().unwrap_or_else(|| c.id.clone());
+        let tip = c.tip.clone().unwrap_or_default();
+        match repo.resolve(&name)? {
+            None => deleted.push(name),
+            Some(sha) if sha != tip => {
+                failed.insert(name, sha);
+            }
+            Some(_) => deletions.push((name, tip)),
+        }
+    }
+    let guard = json!({"subject": "branches", "delete": deletions.len()});
+    run.step(
+        "delete_branches",
         StepStatus::Started,
         guard.clone(),
         Value::Null,
     )?;
     let mut repo = Repo::open(root)?;
-    let current = repo.resolve(&name)?;
-    match current.as_deref() {
-        None => {
-            run.step(
-                "delete_branch",
-                StepStatus::Done,
-                guard,
-                json!({"sha": "none"}),
-            )?;
-            Ok(Done {
-                result: "done",
-                retained: Some(retained),
-                item: item("done", "none"),
-            })
-        }
-        Some(sha) if sha != tip => {
-            run.step(
-                "delete_branch",
-                StepStatus::Failed,
-                guard,
-                json!({"sha": sha}),
-            )?;
-            Ok(Done {
-                result: "failed",
-                retained: Some(retained),
-                item: item("failed", sha),
-            })
-        }
-        Some(_) => match repo.delete_branch_if_unchanged(&name, &tip) {
-            Ok(_) => {
-                run.step(
-                    "delete_branch",
-                    StepStatus::Done,
-                    guard,
-                    json!({"sha": "none"}),
-                )?;
-                Ok(Done {
-                    result: "done",
-                    retained: Some(retained),
-                    item: item("done", "none"),
-                })
+    if repo.delete_branches_if_unchanged(&deletions).is_ok() {
+        deleted.extend(deletions.into_iter().map(|(n, _)| n));
+    } else {
+        // One guard failed and the batch with it: each branch on its own, so that only the
+        // changed ones stay.
+        for (name, tip) in deletions {
+            match repo.delete_branch_if_unchanged(&name, &tip) {
+                Ok(_) => deleted.push(name),
+                Err(_) => {
+                    let now = repo.resolve(&name)?.unwrap_or_else(|| "none".into());
+                    failed.insert(name, now);
+                }
             }
-            Err(_) => {
-                run.step(
-                    "delete_branch",
-                    StepStatus::Failed,
-                    guard,
-                    json!({"sha": tip}),
-                )?;
-                Ok(Done {
-                    result: "failed",
-                    retained: Some(retained),
-                    item: item("failed", &tip),
-                })
-            }
-        },
+        }
     }
+    run.step(
+        "delete_branches",
+        StepStatus::Done,
+        guard,
+        json!({"deleted": deleted, "failed": failed}),
+    )?;
+    for c in pinned {
+        let name = c.reference.clone().unwrap_or_else(|| c.id.clone());
+        let retained = Some(retained_name(c, txn));
+        let done = match failed.get(&name) {
+            Some(sha) => Done {
+                result: "failed",
+                retained,
+                item: item(c, "failed", sha),
+            },
+            None => Done {
+                result: "done",
+                retained,
+                item: item(c, "done", "none"),
+            },
+        };
+        out.insert(c.id.clone(), done);
+    }
+    Ok(out)
 }
 
 fn retire_worktree(run: &mut Run<'_, '_>, root: &Path, c: &Candidate) -> Result<Done, Error> {
@@ -1797,17 +1829,29 @@ fn recorded(ctx: &Ctx, txn: &Txn) -> Result<Outcome<Response>, Error> {
         }
         let (step, subject) = match c.kind.as_str() {
             "worktree" => ("remove_worktree", c.id.clone()),
-            "local_branch" => ("delete_branch", c.reference.clone().unwrap_or_default()),
+            "local_branch" => ("delete_branches", c.reference.clone().unwrap_or_default()),
             "registration" => ("prune_registrations", "worktrees".to_string()),
             _ => ("archive_run", c.id.clone()),
         };
+        if c.kind == "local_branch" {
+            view.result = last(txn, "delete_branches", "branches").map(|(s, observed)| {
+                let failed = observed
+                    .get("failed")
+                    .and_then(|f| f.get(subject.as_str()))
+                    .is_some();
+                match s {
+                    StepStatus::Done if !failed => "done".to_string(),
+                    StepStatus::Done => "failed".to_string(),
+                    other => other.as_str().to_string(),
+                }
+            });
+            view.retained_ref = Some(retained_name(c, &id));
+            continue;
+        }
         view.result = last(txn, step, &subject).map(|(s, _)| match s {
             StepStatus::Done => "done".to_string(),
             other => other.as_str().to_string(),
         });
-        if c.kind == "local_branch" {
-            view.retained_ref = Some(retained_name(c, &id));
-        }
     }
     resp.outcome = txn.outcome().map(str::to_string);
     resp.already_applied = true;

@@ -5,17 +5,17 @@
 //!
 //! Unknown dominates: a state is claimed only when git proves it.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::common::{
-    self, ApplyArgs, Base, Notice, Run, Start, TRAILERS, announce, delivery_of, digest_of, frozen,
-    normalise_task_id, observe_base, project_slug, refused, task_of_branch,
+    self, ApplyArgs, Base, BranchTasks, Notice, Run, Start, TRAILERS, announce, delivery_of,
+    digest_of, frozen, normalise_task_id, observe_base, project_slug, refused,
 };
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome};
-use crate::git::Repo;
+use crate::git::{Ancestry, Repo};
 use crate::journal::evidence::{self, Evidence, EvidenceItem};
 use crate::journal::txn::{StepStatus, Txn, TxnOutcome};
 use crate::journal::view::World;
@@ -334,6 +334,7 @@ fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, 
         ));
     }
     // Every task branch, local and on origin, by the task it belongs to.
+    let branch_tasks = BranchTasks::new(&world.tasks);
     let mut branches: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
     let mut all_tips: Vec<String> = Vec::new();
     for prefix in ["refs/heads/dacli/", "refs/remotes/origin/dacli/"] {
@@ -343,7 +344,7 @@ fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, 
                 .strip_prefix("refs/heads/")
                 .or_else(|| name.strip_prefix("refs/remotes/origin/"))
                 .unwrap_or(&name);
-            if let Ok(t) = task_of_branch(&world.tasks, short) {
+            if let Ok(t) = branch_tasks.task_of(short) {
                 branches
                     .entry(t.task.id.clone())
                     .or_default()
@@ -363,8 +364,8 @@ fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, 
             }
         }
     }
-    let mainline = match base.provable() {
-        Some(sha) => Some(repo.first_parent_line(sha)?),
+    let ancestry = match base.provable() {
+        Some(sha) => Some(repo.ancestry(sha)?),
         None => None,
     };
     let recorded = evidence::items(ws, TOOL)?;
@@ -394,7 +395,7 @@ fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, 
         let obs = observe_task(
             &repo,
             &base,
-            mainline.as_ref(),
+            ancestry.as_ref(),
             t,
             branches.get(&t.task.id).map(Vec::as_slice).unwrap_or(&[]),
             trailer_commits
@@ -420,7 +421,7 @@ fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, 
 fn observe_task(
     repo: &Repo,
     base: &Base,
-    mainline: Option<&HashSet<String>>,
+    ancestry: Option<&Ancestry<'_>>,
     t: &Located,
     branches: &[(String, String)],
     trailers: &[String],
@@ -443,20 +444,19 @@ fn observe_task(
         }
     }
     refs.sort();
-    let provable = base.provable();
     let mut commits = Vec::new();
     for sha in &delivery.commits {
         if !sources.contains(&"recorded_delivery".to_string()) {
             sources.push("recorded_delivery".into());
         }
-        commits.push(known(repo, provable, sha, "recorded")?);
+        commits.push(known(repo, ancestry, sha, "recorded"));
     }
     if !trailers.is_empty() {
         sources.push("trailers".into());
     }
     for sha in trailers {
         if !commits.iter().any(|c: &Known| &c.sha == sha) {
-            commits.push(known(repo, provable, sha, "trailer")?);
+            commits.push(known(repo, ancestry, sha, "trailer"));
         }
     }
     // A reopened task is judged by the work after its reopening: what git shows from before
@@ -475,20 +475,17 @@ fn observe_task(
             earlier += 1;
             continue;
         }
-        let on_base = match provable {
-            Some(b) => Some(repo.is_ancestor(&sha, b)?),
-            None => None,
-        };
+        let on_base = ancestry.map(|a| a.contains(&sha));
         // A squash (or rebase) merge puts the branch's work on the base as a new commit: a
         // commit on the base that names the task by trailer and holds exactly the branch's
         // changes delivers it.
-        let squashed = match (provable, on_base) {
-            (Some(b), Some(false)) => squash_of(repo, &sha, b, &commits)?,
+        let squashed = match (ancestry, on_base) {
+            (Some(a), Some(false)) => squash_of(a, &sha, &commits)?,
             _ => None,
         };
         tips.push(Tip {
             reference: name,
-            bare: mainline.map(|m| m.contains(&sha)),
+            bare: ancestry.map(|a| a.on_mainline(&sha)),
             sha,
             on_base,
             squashed,
@@ -536,15 +533,14 @@ fn reopened_at(t: &Located) -> Option<i64> {
 
 /// The trailer commit on the base that holds the work of the off-base tip `sha`, if any.
 fn squash_of(
-    repo: &Repo,
+    ancestry: &Ancestry<'_>,
     sha: &str,
-    base: &str,
     commits: &[Known],
 ) -> Result<Option<String>, Error> {
     for c in commits {
         if c.source == "trailer"
             && c.on_base == Some(true)
-            && repo.holds_work_of(sha, base, &c.sha)?
+            && ancestry.holds_work_of(sha, &c.sha)?
         {
             return Ok(Some(c.sha.clone()));
         }
@@ -559,18 +555,15 @@ fn short_branch(full: &str) -> String {
         .to_string()
 }
 
-fn known(repo: &Repo, base: Option<&str>, sha: &str, source: &str) -> Result<Known, Error> {
+fn known(repo: &Repo, ancestry: Option<&Ancestry<'_>>, sha: &str, source: &str) -> Known {
     let present = repo.has_commit(sha);
-    let on_base = match base {
-        Some(b) if present => Some(repo.is_ancestor(sha, b)?),
-        _ => None,
-    };
-    Ok(Known {
+    let on_base = ancestry.filter(|_| present).map(|a| a.contains(sha));
+    Known {
         sha: sha.into(),
         source: source.into(),
         on_base,
         present,
-    })
+    }
 }
 
 /// The state, conservatively: `unknown` whenever a needed fact is missing.
