@@ -10,7 +10,7 @@ mod repo;
 
 use std::path::Path;
 
-pub use repo::{Cleanliness, Head, Repo, Worktree, cleanliness};
+pub use repo::{Ancestry, Cleanliness, Head, Repo, Worktree, cleanliness};
 
 /// A git failure, classified once for the dispatcher.
 #[derive(Debug, thiserror::Error)]

@@ -50,6 +50,78 @@ impl Cleanliness {
     }
 }
 
+/// Bytes of decoded objects a handle keeps.
+const OBJECT_CACHE: usize = 64 << 20;
+
+/// Every commit reachable from one base, and its first-parent line: ancestry of many tips in
+/// one pass (a lookup per tip, and a walk only over a tip's own commits).
+pub struct Ancestry<'r> {
+    repo: &'r Repo,
+    base: gix::ObjectId,
+    reachable: HashSet<gix::ObjectId>,
+    mainline: HashSet<gix::ObjectId>,
+}
+
+impl Ancestry<'_> {
+    /// Whether `sha` is the base or one of its ancestors.
+    pub fn contains(&self, sha: &str) -> bool {
+        oid(sha).is_ok_and(|id| self.reachable.contains(&id))
+    }
+
+    /// Whether `sha` is on the base's first-parent line.
+    pub fn on_mainline(&self, sha: &str) -> bool {
+        oid(sha).is_ok_and(|id| self.mainline.contains(&id))
+    }
+
+    /// The commits reachable from `tip` but not from the base (`base..tip`), and where they
+    /// meet the base's history: walked from the tip down to the base's history only.
+    fn unique(&self, tip: gix::ObjectId) -> Result<(usize, Vec<gix::ObjectId>), Error> {
+        let mut seen = HashSet::new();
+        let mut boundary = Vec::new();
+        let mut stack = vec![tip];
+        let mut count = 0;
+        while let Some(id) = stack.pop() {
+            if self.reachable.contains(&id) {
+                if !boundary.contains(&id) {
+                    boundary.push(id);
+                }
+                continue;
+            }
+            if !seen.insert(id) {
+                continue;
+            }
+            count += 1;
+            let commit = self.repo.repo.find_commit(id).map_err(Error::gix)?;
+            stack.extend(commit.parent_ids().map(|p| p.detach()));
+        }
+        Ok((count, boundary))
+    }
+
+    /// How many commits of `tip` are not on the base.
+    pub fn unique_count(&self, tip: &str) -> Result<usize, Error> {
+        Ok(self.unique(oid(tip)?)?.0)
+    }
+
+    /// [`Repo::holds_work_of`] against this base, finding the fork point from the tip's own
+    /// commits when they meet the base's history in one commit.
+    pub fn holds_work_of(&self, tip: &str, landed: &str) -> Result<bool, Error> {
+        let t = oid(tip)?;
+        let fork = match self.unique(t)?.1.as_slice() {
+            [one] => Some(*one),
+            _ => self
+                .repo
+                .repo
+                .merge_base(t, self.base)
+                .map_err(Error::gix)?
+                .map(|m| m.detach()),
+        };
+        match fork {
+            Some(fork) => self.repo.tree_holds(fork, t, oid(landed)?),
+            None => Ok(false),
+        }
+    }
+}
+
 /// An open repository.
 pub struct Repo {
     repo: gix::Repository,
@@ -58,10 +130,40 @@ pub struct Repo {
 impl Repo {
     /// Opens the repository whose work tree (main or linked) is `root`.
     pub fn open(root: &Path) -> Result<Repo, Error> {
-        let repo = gix::open(root).map_err(|_| Error::NotARepo {
+        let mut repo = gix::open(root).map_err(|_| Error::NotARepo {
             path: root.display().to_string(),
         })?;
+        // Comparing many branches reads the same large trees (a directory of thousands of
+        // files) again and again; a bounded cache keeps them decoded once.
+        repo.object_cache_size_if_unset(OBJECT_CACHE);
         Ok(Repo { repo })
+    }
+
+    /// Reachability from `base`, found in one walk of its history (through the commit-graph
+    /// when the repository has one), for testing any number of tips against it.
+    pub fn ancestry(&self, base: &str) -> Result<Ancestry<'_>, Error> {
+        let base = oid(base)?;
+        let mut reachable = HashSet::new();
+        let walk = self.repo.rev_walk([base]).all().map_err(Error::gix)?;
+        for info in walk {
+            reachable.insert(info.map_err(Error::gix)?.id);
+        }
+        let mut mainline = HashSet::new();
+        let walk = self
+            .repo
+            .rev_walk([base])
+            .first_parent_only()
+            .all()
+            .map_err(Error::gix)?;
+        for info in walk {
+            mainline.insert(info.map_err(Error::gix)?.id);
+        }
+        Ok(Ancestry {
+            repo: self,
+            base,
+            reachable,
+            mainline,
+        })
     }
 
     /// The work tree of this repository handle, if it has one.
@@ -137,46 +239,6 @@ impl Repo {
         Ok(out)
     }
 
-    /// Whether `a` is an ancestor of `b` (or equal). No merge base means `false`, never an error.
-    pub fn is_ancestor(&self, a: &str, b: &str) -> Result<bool, Error> {
-        let (a, b) = (oid(a)?, oid(b)?);
-        if a == b {
-            return Ok(true);
-        }
-        let base = self.repo.merge_base(a, b).map_err(Error::gix)?;
-        Ok(base.is_some_and(|m| m.detach() == a))
-    }
-
-    /// The commits of `base`'s first-parent line (the mainline).
-    pub fn first_parent_line(&self, base: &str) -> Result<HashSet<String>, Error> {
-        let walk = self
-            .repo
-            .rev_walk([oid(base)?])
-            .first_parent_only()
-            .all()
-            .map_err(Error::gix)?;
-        let mut out = HashSet::new();
-        for info in walk {
-            out.insert(info.map_err(Error::gix)?.id.to_string());
-        }
-        Ok(out)
-    }
-
-    /// The commits reachable from `tip` but not from `base` (`base..tip`), newest first.
-    pub fn unique_commits(&self, tip: &str, base: &str) -> Result<Vec<String>, Error> {
-        let walk = self
-            .repo
-            .rev_walk([oid(tip)?])
-            .with_hidden([oid(base)?])
-            .all()
-            .map_err(Error::gix)?;
-        let mut out = Vec::new();
-        for info in walk {
-            out.push(info.map_err(Error::gix)?.id.to_string());
-        }
-        Ok(out)
-    }
-
     /// Commits reachable from `tips` whose message ends in a trailer named by one of `keys`
     /// (compared case-insensitively), with every such value: `(commit, values)`. One walk.
     pub fn trailers(
@@ -210,6 +272,93 @@ impl Repo {
             }
         }
         Ok(out)
+    }
+
+    /// The committer time of a commit, in seconds since the epoch; `None` when the commit is
+    /// not in this repository.
+    pub fn commit_time(&self, sha: &str) -> Option<i64> {
+        let id = gix::ObjectId::from_hex(sha.as_bytes()).ok()?;
+        let commit = self.repo.find_commit(id).ok()?;
+        commit.time().ok().map(|t| t.seconds)
+    }
+
+    /// Whether `landed`'s tree has, at every path that differs between `fork` and `tip`, the
+    /// content (or absence) it has at `tip`; `false` when nothing differs.
+    fn tree_holds(
+        &self,
+        fork: gix::ObjectId,
+        tip: gix::ObjectId,
+        landed: gix::ObjectId,
+    ) -> Result<bool, Error> {
+        let tree_of = |id: gix::ObjectId| -> Result<gix::ObjectId, Error> {
+            let commit = self.repo.find_commit(id).map_err(Error::gix)?;
+            commit.tree_id().map(|i| i.detach()).map_err(Error::gix)
+        };
+        let mut changed = Vec::new();
+        self.tree_changes(Some(tree_of(fork)?), Some(tree_of(tip)?), "", &mut changed)?;
+        if changed.is_empty() {
+            return Ok(false);
+        }
+        let landed_tree = self
+            .repo
+            .find_commit(landed)
+            .map_err(Error::gix)?
+            .tree()
+            .map_err(Error::gix)?;
+        for (path, want) in changed {
+            let have = landed_tree
+                .lookup_entry_by_path(&path)
+                .map_err(Error::gix)?
+                .map(|e| e.object_id());
+            if have != want {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// The file paths whose blob differs between trees `a` and `b` (`None`: no tree), with
+    /// the blob at `b` (`None`: gone in `b`).
+    fn tree_changes(
+        &self,
+        a: Option<gix::ObjectId>,
+        b: Option<gix::ObjectId>,
+        prefix: &str,
+        out: &mut Vec<(String, Option<gix::ObjectId>)>,
+    ) -> Result<(), Error> {
+        let entries =
+            |id: Option<gix::ObjectId>| -> Result<BTreeMap<String, (gix::ObjectId, bool)>, Error> {
+                let mut map = BTreeMap::new();
+                let Some(id) = id else { return Ok(map) };
+                let tree = self.repo.find_tree(id).map_err(Error::gix)?;
+                for e in tree.decode().map_err(Error::gix)?.entries {
+                    map.insert(
+                        e.filename.to_str_lossy().into_owned(),
+                        (e.oid.to_owned(), e.mode.is_tree()),
+                    );
+                }
+                Ok(map)
+            };
+        let (left, right) = (entries(a)?, entries(b)?);
+        let names: std::collections::BTreeSet<&String> = left.keys().chain(right.keys()).collect();
+        for name in names {
+            let path = format!("{prefix}{name}");
+            let (l, r) = (left.get(name), right.get(name));
+            if l == r {
+                continue;
+            }
+            let l_tree = l.filter(|(_, t)| *t).map(|(id, _)| *id);
+            let r_tree = r.filter(|(_, t)| *t).map(|(id, _)| *id);
+            if l_tree.is_some() || r_tree.is_some() {
+                self.tree_changes(l_tree, r_tree, &format!("{path}/"), out)?;
+            }
+            match r {
+                Some((id, false)) => out.push((path, Some(*id))),
+                None if l.is_some_and(|(_, t)| !*t) => out.push((path, None)),
+                _ => {}
+            }
+        }
+        Ok(())
     }
 
     /// The linked worktrees (the main one excluded), by id.
@@ -334,6 +483,54 @@ impl Repo {
         };
         self.repo.edit_reference(edit).map_err(Error::gix)?;
         Ok(true)
+    }
+
+    /// Creates every ref `(name, sha)` in one transaction, each only if it does not exist
+    /// (compare-and-swap): one existing fails them all and creates none.
+    pub fn create_refs(&self, refs: &[(String, String)], message: &str) -> Result<(), Error> {
+        if refs.is_empty() {
+            return Ok(());
+        }
+        let mut edits = Vec::with_capacity(refs.len());
+        for (name, sha) in refs {
+            edits.push(RefEdit {
+                change: Change::Update {
+                    log: LogChange {
+                        mode: RefLog::AndReference,
+                        force_create_reflog: false,
+                        message: BString::from(message),
+                    },
+                    expected: PreviousValue::MustNotExist,
+                    new: Target::Object(oid(sha)?),
+                },
+                name: FullName::try_from(name.as_str()).map_err(Error::gix)?,
+                deref: false,
+            });
+        }
+        self.repo.edit_references(edits).map_err(Error::gix)?;
+        Ok(())
+    }
+
+    /// Deletes every local branch `(name, sha)` in one transaction, only if each still points
+    /// to its `sha` and is checked out nowhere: one that does not fails them all.
+    pub fn delete_branches_if_unchanged(
+        &mut self,
+        branches: &[(String, String)],
+    ) -> Result<(), Error> {
+        if branches.is_empty() {
+            return Ok(());
+        }
+        let mut list = Vec::with_capacity(branches.len());
+        for (name, sha) in branches {
+            list.push((
+                FullName::try_from(name.as_str()).map_err(Error::gix)?,
+                Target::Object(oid(sha)?),
+            ));
+        }
+        self.repo
+            .delete_local_branches_if_unchanged(list)
+            .map_err(Error::gix)?;
+        Ok(())
     }
 
     /// Deletes the local branch `name` only if it still points to `sha` and is checked out

@@ -13,6 +13,7 @@ mod docs;
 mod engine_prop;
 mod example;
 mod git;
+mod git_scale;
 mod github;
 mod github_details;
 mod github_openapi;

@@ -7,15 +7,15 @@
 //! by `git worktree remove` without `--force`, after its cleanliness (untracked files
 //! included) is proven again.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::common::{
-    self, ApplyArgs, Base, Notice, Run, Start, announce, digest_of, frozen, observe_base,
-    project_slug, refused, relative, root_refusal, state_owner, task_of_branch,
+    self, ApplyArgs, Base, BranchTasks, Notice, Run, Start, TRAILERS, announce, digest_of, frozen,
+    normalise_task_id, observe_base, project_slug, refused, relative, root_refusal, state_owner,
 };
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome};
 use crate::git::{self, Head, Repo};
@@ -89,7 +89,8 @@ pub struct Request {
     #[arg(long = "protect", value_name = "PATH")]
     #[serde(default)]
     protect: Vec<String>,
-    /// At most this many candidates in the plan.
+    /// At most this many retirements in the plan, counted after proof (kept candidates are
+    /// always listed); run again for the rest.
     #[arg(long, value_name = "N", default_value_t = 200)]
     #[serde(default = "default_limit")]
     limit: usize,
@@ -229,7 +230,7 @@ pub struct Plan {
     #[serde(default)]
     pub protect: Vec<String>,
     pub candidates: Vec<Candidate>,
-    /// Candidates beyond `--limit`, left out.
+    /// Proven candidates beyond `--limit`, left for a later run.
     #[serde(default)]
     pub omitted: u64,
 }
@@ -282,20 +283,6 @@ pub struct Response {
 }
 
 fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
-    let ws = ctx.ws()?;
-    let linked = ws
-        .config
-        .doc
-        .get("github")
-        .and_then(|g| g.get("repo"))
-        .is_some();
-    if req.include.contains(&Include::RemoteBranches) && !linked {
-        return refused(crate::model::Refusal::new(
-            "github.unlinked",
-            "remote branches are retired only for a linked GitHub repository, and this workspace has none",
-            "Ask a-root: `dacli github link <owner>/<name>`, or drop `remote_branches` from --include.",
-        ));
-    }
     let args = ApplyArgs {
         command: COMMAND,
         tool: TOOL,
@@ -428,6 +415,11 @@ fn nothing_provable(plan: &Plan) -> Option<crate::model::Refusal> {
 /// Everything the plan is made of, observed now.
 fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, Error> {
     let ws = ctx.ws()?;
+    if req.limit == 0 {
+        return Err(Error::usage(
+            "--limit must be at least 1: it is how many proven candidates one run retires",
+        ));
+    }
     let project = project_slug(ctx, req.project.as_deref())?;
     let mut include: Vec<Include> = if req.include.is_empty() {
         vec![
@@ -461,20 +453,39 @@ fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, 
     let repo = Repo::open(ws.root())?;
     let world = World::load(ws, &|facts| crate::policy::dod::evaluate(facts).passed)?;
     ctx.warn_all(world.warnings.iter().cloned());
-    let mainline = match base.provable() {
-        Some(sha) => Some(repo.first_parent_line(sha)?),
+    let ancestry = match base.provable() {
+        Some(sha) => Some(repo.ancestry(sha)?),
         None => None,
     };
+    // Commits on the base that name a task by trailer: a squash merge of its branch.
+    let mut squashes: HashMap<String, Vec<String>> = HashMap::new();
+    if let Some(sha) = base.provable() {
+        for (commit, values) in repo.trailers(&[sha.to_string()], &TRAILERS)? {
+            for v in values {
+                squashes
+                    .entry(normalise_task_id(&v))
+                    .or_default()
+                    .push(commit.clone());
+            }
+        }
+    }
+    let branch_tasks = BranchTasks::new(&world.tasks);
     let env = Env {
         ctx,
-        repo: &repo,
+        branch_tasks: &branch_tasks,
         base: &base,
-        mainline: mainline.as_ref(),
-        tasks: &world.tasks,
+        ancestry: ancestry.as_ref(),
+        squashes: &squashes,
         project: project.as_deref(),
         discard_ignored: req.discard_ignored,
     };
     let checked_out = repo.checked_out()?;
+    // `--limit` bounds what the plan retires, counted after proof in the plan's order (kind,
+    // then id): kept candidates never use it up, so a run always retires the next proven ones.
+    let mut budget = Budget {
+        left: req.limit,
+        omitted: 0,
+    };
     let mut candidates = Vec::new();
     let mut retired_worktrees: Vec<(String, PathBuf)> = Vec::new();
     if include.contains(&Include::Worktrees) {
@@ -482,7 +493,9 @@ fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, 
             if wt.prunable {
                 continue;
             }
-            if let Some(c) = worktree_candidate(&env, &wt, &req.protect)? {
+            if let Some(c) = worktree_candidate(&env, &wt, &req.protect)?
+                && let Some(c) = budget.admit(c)
+            {
                 if c.action == "retire"
                     && let Some(r) = &c.reference
                 {
@@ -503,25 +516,33 @@ fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, 
                     .iter()
                     .any(|(r, p)| r == &name && same_dir(p, h))
             });
-            if let Some(c) = branch_candidate(&env, "local_branch", &name, &tip, &holders, freed)? {
+            if let Some(c) = branch_candidate(&env, "local_branch", &name, &tip, &holders, freed)?
+                && let Some(c) = budget.admit(c)
+            {
                 candidates.push(c);
             }
         }
     }
     if include.contains(&Include::RemoteBranches) {
         for (name, tip) in repo.refs_with_prefix("refs/remotes/origin/dacli/")? {
-            if let Some(c) = branch_candidate(&env, "remote_branch", &name, &tip, &[], true)? {
+            if let Some(c) = branch_candidate(&env, "remote_branch", &name, &tip, &[], true)?
+                && let Some(c) = budget.admit(c)
+            {
                 candidates.push(c);
             }
         }
     }
     if include.contains(&Include::Registrations) {
         for wt in repo.worktrees()?.into_iter().filter(|w| w.prunable) {
-            candidates.push(registration_candidate(ctx, &wt));
+            if let Some(c) = budget.admit(registration_candidate(ctx, &wt)) {
+                candidates.push(c);
+            }
         }
     }
     if include.contains(&Include::Runs) {
-        candidates.extend(run_candidates(ctx, req.keep_runs)?);
+        let mut runs = run_candidates(ctx, req.keep_runs)?;
+        runs.sort_by(|a, b| a.id.cmp(&b.id));
+        candidates.extend(runs.into_iter().filter_map(|c| budget.admit(c)));
     }
     let order = |k: &str| match k {
         "worktree" => 0,
@@ -531,13 +552,13 @@ fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, 
         _ => 4,
     };
     candidates.sort_by(|a, b| (order(&a.kind), &a.id).cmp(&(order(&b.kind), &b.id)));
-    let omitted = candidates.len().saturating_sub(req.limit) as u64;
-    candidates.truncate(req.limit);
+    let omitted = budget.omitted;
     if omitted > 0 {
         notices.push(Notice::new(
             "limit",
             format!(
-                "{omitted} more candidates were left out (--limit {}); run again after this one",
+                "{omitted} more proven candidate{} left for the next run (--limit {}); apply this plan, then preview again",
+                if omitted == 1 { " is" } else { "s are" },
                 req.limit
             ),
         ));
@@ -553,20 +574,46 @@ fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, 
     })
 }
 
+/// How many more retirements the plan may hold (`--limit`), and how many proven ones it left
+/// out.
+struct Budget {
+    left: usize,
+    omitted: u64,
+}
+
+impl Budget {
+    /// The candidate as the plan holds it: a kept one always, a retired one while the limit
+    /// allows; `None` when it is left for a later run.
+    fn admit(&mut self, c: Candidate) -> Option<Candidate> {
+        if c.action != "retire" {
+            return Some(c);
+        }
+        if self.left == 0 {
+            self.omitted += 1;
+            return None;
+        }
+        self.left -= 1;
+        Some(c)
+    }
+}
+
 struct Env<'a> {
     ctx: &'a Ctx<'a>,
-    repo: &'a Repo,
     base: &'a Base,
-    mainline: Option<&'a HashSet<String>>,
-    tasks: &'a [Located],
+    /// Reachability from the base (`None`: the base cannot be proven against).
+    ancestry: Option<&'a git::Ancestry<'a>>,
+    /// Commits on the base naming a task by trailer, by lower-case task id.
+    squashes: &'a HashMap<String, Vec<String>>,
+    branch_tasks: &'a BranchTasks<'a>,
     project: Option<&'a str>,
     discard_ignored: bool,
 }
 
 impl Env<'_> {
-    /// `ancestor_of_fresh_base`: every commit of the tip is on the base.
-    fn ancestor(&self, tip: &str) -> Result<Proof, Error> {
-        let Some(base) = self.base.provable() else {
+    /// `ancestor_of_fresh_base`: every commit of the tip is on the base, or a commit on the
+    /// base that names the task by trailer holds exactly the branch's changes (a squash merge).
+    fn ancestor(&self, tip: &str, task: Option<&Located>) -> Result<Proof, Error> {
+        let Some(ancestry) = self.ancestry else {
             return Ok(Proof::new(
                 "ancestor_of_fresh_base",
                 Err(self.base_unknown()),
@@ -574,7 +621,7 @@ impl Env<'_> {
                 "unproven",
             ));
         };
-        if self.repo.is_ancestor(tip, base)? {
+        if ancestry.contains(tip) {
             return Ok(Proof::new(
                 "ancestor_of_fresh_base",
                 Ok(true),
@@ -582,12 +629,34 @@ impl Env<'_> {
                 "unique_commits",
             ));
         }
-        let unique = self.repo.unique_commits(tip, base)?.len();
+        if let Some(t) = task {
+            for commit in self
+                .squashes
+                .get(&t.task.id.to_ascii_lowercase())
+                .into_iter()
+                .flatten()
+            {
+                if ancestry.holds_work_of(tip, commit)? {
+                    return Ok(Proof::new(
+                        "ancestor_of_fresh_base",
+                        Ok(true),
+                        format!(
+                            "squash-merged: {} on {} names {} and holds the branch's changes",
+                            &commit[..commit.len().min(12)],
+                            self.base.name,
+                            t.task.id
+                        ),
+                        "unique_commits",
+                    ));
+                }
+            }
+        }
+        let unique = ancestry.unique_count(tip)?;
         Ok(Proof::new(
             "ancestor_of_fresh_base",
             Ok(false),
             format!(
-                "{unique} commit{} not on {} (a squash or rebase merge can only be proven by PR evidence)",
+                "{unique} commit{} not on {} (a squash or rebase merge is proven only by a commit on the base naming the task in a `Dacli-Task:` trailer)",
                 if unique == 1 { "" } else { "s" },
                 self.base.name
             ),
@@ -598,14 +667,14 @@ impl Env<'_> {
     /// `tip_not_on_base_first_parent`: the tip is not a mainline commit (a branch created
     /// at the base without work looks merged by ancestry alone).
     fn not_on_mainline(&self, tip: &str) -> Proof {
-        match self.mainline {
+        match self.ancestry {
             None => Proof::new(
                 "tip_not_on_base_first_parent",
                 Err(self.base_unknown()),
                 "",
                 "unproven",
             ),
-            Some(line) if line.contains(tip) => Proof::new(
+            Some(a) if a.on_mainline(tip) => Proof::new(
                 "tip_not_on_base_first_parent",
                 Ok(false),
                 format!(
@@ -633,7 +702,7 @@ impl Env<'_> {
 
     /// `task_known` and the task.
     fn task(&self, short: &str) -> (Proof, Option<&Located>) {
-        match task_of_branch(self.tasks, short) {
+        match self.branch_tasks.task_of(short) {
             Ok(t) => (
                 Proof::new("task_known", Ok(true), t.task.id.clone(), "unproven"),
                 Some(t),
@@ -706,7 +775,7 @@ fn branch_candidate(
     if !env.in_scope(task) {
         return Ok(None);
     }
-    let mut proofs = vec![known, env.ancestor(tip)?, env.not_on_mainline(tip)];
+    let mut proofs = vec![known, env.ancestor(tip, task)?, env.not_on_mainline(tip)];
     if kind == "local_branch" {
         let root = env.ctx.ws()?.root();
         let shown: Vec<String> = holders.iter().map(|h| relative(root, h)).collect();
@@ -731,9 +800,22 @@ fn branch_candidate(
             )
         });
     } else {
+        let linked = env
+            .ctx
+            .ws()?
+            .config
+            .doc
+            .get("github")
+            .and_then(|g| g.get("repo"))
+            .is_some();
+        let why = if linked {
+            "GitHub was not consulted; an open pull request may use this branch"
+        } else {
+            "no GitHub repository is linked, so no pull request can be checked; remote branches are listed and kept"
+        };
         proofs.push(Proof::new(
             "no_open_pr_uses_it",
-            Err("GitHub was not consulted; an open pull request may use this branch".into()),
+            Err(why.into()),
             "",
             "unproven",
         ));
@@ -958,7 +1040,7 @@ fn dead_reason(
             )],
         ));
     };
-    let mut proofs = vec![env.ancestor(tip)?, env.not_on_mainline(tip)];
+    let mut proofs = vec![env.ancestor(tip, task)?, env.not_on_mainline(tip)];
     proofs.push(match task {
         Some(t) => Proof::new(
             "owner_terminal",
@@ -1113,13 +1195,14 @@ fn execute(
     ctx: &Ctx,
     run: &mut Run<'_, '_>,
     plan: Plan,
-    mut notices: Vec<Notice>,
+    notices: Vec<Notice>,
 ) -> Result<Outcome<Response>, Error> {
     let ws = ctx.ws()?;
     let root = ws.root().to_path_buf();
     let txn_id = run.txn.id().to_string();
     let mut results: Vec<Option<Done>> = Vec::new();
     let mut pruned = false;
+    let mut branches: Option<HashMap<String, Done>> = None;
     let retiring = plan
         .candidates
         .iter()
@@ -1139,7 +1222,20 @@ fn execute(
         started += 1;
         let done = match c.kind.as_str() {
             "worktree" => retire_worktree(run, &root, c)?,
-            "local_branch" => retire_branch(run, &root, c, &txn_id)?,
+            "local_branch" => {
+                if branches.is_none() {
+                    let all: Vec<&Candidate> = plan
+                        .candidates
+                        .iter()
+                        .filter(|b| b.kind == "local_branch" && b.action == "retire")
+                        .collect();
+                    branches = Some(retire_branches(run, &root, &all, &txn_id)?);
+                }
+                branches
+                    .as_mut()
+                    .and_then(|b| b.remove(&c.id))
+                    .ok_or_else(|| Error::internal(format!("no result for {}", c.id)))?
+            }
             "registration" => {
                 let d = prune(run, &root, c, pruned)?;
                 pruned = true;
@@ -1190,36 +1286,82 @@ fn execute(
                 }),
         )
         .collect();
-    let evidence_path = crate::ops::evidence::write(
-        ws,
-        &Evidence {
-            id: ctx.new_ulid(),
-            tool: TOOL,
-            created_by: &who.id,
-            grant: who.grant,
-            outcome: outcome.as_str(),
-            txn: Some(&txn_id),
-            plan_digest: Some(run.txn.plan_digest()),
-            git_head: head.as_deref(),
-            summary: vec![
-                ("retired", retired as i64),
-                ("kept", kept as i64),
-                ("failed", failed as i64),
-            ],
-            items,
-        },
-    )?;
-    let shown = ws.display(&evidence_path);
+    // A retry of a partial transaction that ends as the last one did proves nothing new: the
+    // evidence it wrote then stands, and no second record is made.
+    let items_digest =
+        crate::policy::apply::sha256_digest(format!("{outcome:?}{items:?}").as_bytes());
+    let earlier = last(&run.txn, "evidence", "evidence")
+        .filter(|(s, o)| {
+            *s == StepStatus::Done && o.get("items").and_then(Value::as_str) == Some(&items_digest)
+        })
+        .and_then(|(_, o)| {
+            o.get("evidence")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        });
+    let shown = match earlier {
+        Some(path) => path,
+        None => {
+            let path = crate::ops::evidence::write(
+                ws,
+                &Evidence {
+                    id: ctx.new_ulid(),
+                    tool: TOOL,
+                    created_by: &who.id,
+                    grant: who.grant,
+                    outcome: outcome.as_str(),
+                    txn: Some(&txn_id),
+                    plan_digest: Some(run.txn.plan_digest()),
+                    git_head: head.as_deref(),
+                    summary: vec![
+                        ("retired", retired as i64),
+                        ("kept", kept as i64),
+                        ("failed", failed as i64),
+                    ],
+                    items,
+                },
+            )?;
+            let shown = ws.display(&path);
+            if outcome != TxnOutcome::Completed {
+                run.step(
+                    "evidence",
+                    StepStatus::Done,
+                    json!({"subject": "evidence"}),
+                    json!({"evidence": shown, "items": items_digest}),
+                )?;
+            }
+            shown
+        }
+    };
     if outcome == TxnOutcome::Completed {
         run.finish(
             outcome,
             json!({"evidence": shown, "retired": retired, "kept": kept}),
         )?;
     } else {
-        notices.push(Notice::new(
-            "partial",
-            format!("{failed} action{} failed; the transaction stays open: resume with `dacli {COMMAND} --apply --digest {} --txn {txn_id}`", if failed == 1 { "" } else { "s" }, run.txn.plan_digest()),
-        ));
+        // Some guard no longer held (a branch moved, a worktree changed): a lost
+        // compare-and-swap, so the call fails as a conflict (exit 5) and says what to do.
+        let subjects: Vec<String> = plan
+            .candidates
+            .iter()
+            .zip(&results)
+            .filter(|(_, d)| d.as_ref().is_some_and(|d| d.result == "failed"))
+            .map(|(c, _)| c.path.clone().unwrap_or_else(|| c.id.clone()))
+            .collect();
+        announce(ctx, &notices);
+        return Err(Error::new(
+            crate::dispatch::ErrorKind::Conflict,
+            "E_PARTIAL",
+            format!(
+                "cleanup applied in part: {retired} retired, {failed} failed because {} changed after the preview ({}); transaction {txn_id} stays open; evidence: {shown}",
+                if failed == 1 { "its subject" } else { "their subjects" },
+                subjects.join(", ")
+            ),
+        )
+        .hint(format!(
+            "retry with `dacli {COMMAND} --apply --digest {} --txn {txn_id}` once the change is undone, or preview again for a new plan",
+            run.txn.plan_digest()
+        )));
     }
     announce(ctx, &notices);
     let digest = run.txn.plan_digest().to_string();
@@ -1261,116 +1403,135 @@ fn retained_name(c: &Candidate, txn: &str) -> String {
     format!("refs/dacli/retired/{branch}/{txn}")
 }
 
-fn retire_branch(
+/// Retires every branch of the plan in two batches, each one ref transaction and one pair of
+/// step files whatever the number of branches: first each is pinned as
+/// `refs/dacli/retired/<branch>/<txn>` at its tip (created only if absent), then each still at
+/// that tip is deleted (compare-and-swap). Both are safe to repeat, so a resumed or retried
+/// transaction runs them again for whatever is not done.
+fn retire_branches(
     run: &mut Run<'_, '_>,
     root: &Path,
-    c: &Candidate,
+    cs: &[&Candidate],
     txn: &str,
-) -> Result<Done, Error> {
-    let name = c.reference.clone().unwrap_or_else(|| c.id.clone());
-    let tip = c.tip.clone().unwrap_or_default();
-    let retained = retained_name(c, txn);
-    let item = |result: &str, after: &str| EvidenceItem {
-        subject: name.clone(),
+) -> Result<HashMap<String, Done>, Error> {
+    let item = |c: &Candidate, result: &str, after: &str| EvidenceItem {
+        subject: c.reference.clone().unwrap_or_else(|| c.id.clone()),
         action: "retire_branch".into(),
         result: result.into(),
-        before: Some(tip.clone()),
+        before: c.tip.clone(),
         after: Some(after.into()),
         reasons: c.reason.iter().cloned().collect(),
     };
-    if last(&run.txn, "delete_branch", &name).is_some_and(|(s, _)| s == StepStatus::Done) {
-        return Ok(Done {
-            result: "done",
-            retained: Some(retained),
-            item: item("done", "none"),
-        });
-    }
-    if last(&run.txn, "pin_branch", &name).is_none_or(|(s, _)| s != StepStatus::Done) {
-        let guard = json!({"subject": name, "ref": retained, "expect": "absent"});
-        run.step(
-            "pin_branch",
-            StepStatus::Started,
-            guard.clone(),
-            Value::Null,
-        )?;
-        match Repo::open(root)?.create_ref(&retained, &tip, &format!("dacli: retire {name}")) {
-            Ok(_) => run.step("pin_branch", StepStatus::Done, guard, json!({"sha": tip}))?,
-            Err(e) => {
-                run.step(
-                    "pin_branch",
-                    StepStatus::Failed,
-                    guard,
-                    json!({"error": "retained_ref_taken"}),
-                )?;
-                return Err(e.into());
+    let mut out: HashMap<String, Done> = HashMap::new();
+    let repo = Repo::open(root)?;
+    // Pins: each absent one is created; one already at the tip is a repeated step.
+    let mut pins: Vec<(String, String)> = Vec::new();
+    let mut pinned: Vec<&Candidate> = Vec::new();
+    for c in cs {
+        let tip = c.tip.clone().unwrap_or_default();
+        let retained = retained_name(c, txn);
+        match repo.resolve(&retained)? {
+            None => {
+                pins.push((retained, tip));
+                pinned.push(c);
+            }
+            Some(sha) if sha == tip => pinned.push(c),
+            Some(_) => {
+                out.insert(
+                    c.id.clone(),
+                    Done {
+                        result: "failed",
+                        retained: Some(retained),
+                        item: item(c, "failed", &tip),
+                    },
+                );
             }
         }
     }
-    let guard = json!({"subject": name, "ref": name, "expect": tip});
+    let guard = json!({"subject": "branches", "pins": pins.len()});
     run.step(
-        "delete_branch",
+        "pin_branches",
+        StepStatus::Started,
+        guard.clone(),
+        Value::Null,
+    )?;
+    if let Err(e) = repo.create_refs(&pins, &format!("dacli: retire ({txn})")) {
+        run.step(
+            "pin_branches",
+            StepStatus::Failed,
+            guard,
+            json!({"error": "retained_ref_taken"}),
+        )?;
+        return Err(e.into());
+    }
+    run.step(
+        "pin_branches",
+        StepStatus::Done,
+        guard,
+        json!({"pinned": pinned.len()}),
+    )?;
+    // Deletions: a branch gone is done; one that moved fails; the rest go in one transaction.
+    let mut deletions: Vec<(String, String)> = Vec::new();
+    let mut failed: BTreeMap<String, String> = BTreeMap::new();
+    let mut deleted: Vec<String> = Vec::new();
+    for c in &pinned {
+        let name = c.reference.clone().unwrap_or_else(|| c.id.clone());
+        let tip = c.tip.clone().unwrap_or_default();
+        match repo.resolve(&name)? {
+            None => deleted.push(name),
+            Some(sha) if sha != tip => {
+                failed.insert(name, sha);
+            }
+            Some(_) => deletions.push((name, tip)),
+        }
+    }
+    let guard = json!({"subject": "branches", "delete": deletions.len()});
+    run.step(
+        "delete_branches",
         StepStatus::Started,
         guard.clone(),
         Value::Null,
     )?;
     let mut repo = Repo::open(root)?;
-    let current = repo.resolve(&name)?;
-    match current.as_deref() {
-        None => {
-            run.step(
-                "delete_branch",
-                StepStatus::Done,
-                guard,
-                json!({"sha": "none"}),
-            )?;
-            Ok(Done {
-                result: "done",
-                retained: Some(retained),
-                item: item("done", "none"),
-            })
-        }
-        Some(sha) if sha != tip => {
-            run.step(
-                "delete_branch",
-                StepStatus::Failed,
-                guard,
-                json!({"sha": sha}),
-            )?;
-            Ok(Done {
-                result: "failed",
-                retained: Some(retained),
-                item: item("failed", sha),
-            })
-        }
-        Some(_) => match repo.delete_branch_if_unchanged(&name, &tip) {
-            Ok(_) => {
-                run.step(
-                    "delete_branch",
-                    StepStatus::Done,
-                    guard,
-                    json!({"sha": "none"}),
-                )?;
-                Ok(Done {
-                    result: "done",
-                    retained: Some(retained),
-                    item: item("done", "none"),
-                })
+    if repo.delete_branches_if_unchanged(&deletions).is_ok() {
+        deleted.extend(deletions.into_iter().map(|(n, _)| n));
+    } else {
+        // One guard failed and the batch with it: each branch on its own, so that only the
+        // changed ones stay.
+        for (name, tip) in deletions {
+            match repo.delete_branch_if_unchanged(&name, &tip) {
+                Ok(_) => deleted.push(name),
+                Err(_) => {
+                    let now = repo.resolve(&name)?.unwrap_or_else(|| "none".into());
+                    failed.insert(name, now);
+                }
             }
-            Err(_) => {
-                run.step(
-                    "delete_branch",
-                    StepStatus::Failed,
-                    guard,
-                    json!({"sha": tip}),
-                )?;
-                Ok(Done {
-                    result: "failed",
-                    retained: Some(retained),
-                    item: item("failed", &tip),
-                })
-            }
-        },
+        }
     }
+    run.step(
+        "delete_branches",
+        StepStatus::Done,
+        guard,
+        json!({"deleted": deleted, "failed": failed}),
+    )?;
+    for c in pinned {
+        let name = c.reference.clone().unwrap_or_else(|| c.id.clone());
+        let retained = Some(retained_name(c, txn));
+        let done = match failed.get(&name) {
+            Some(sha) => Done {
+                result: "failed",
+                retained,
+                item: item(c, "failed", sha),
+            },
+            None => Done {
+                result: "done",
+                retained,
+                item: item(c, "done", "none"),
+            },
+        };
+        out.insert(c.id.clone(), done);
+    }
+    Ok(out)
 }
 
 fn retire_worktree(run: &mut Run<'_, '_>, root: &Path, c: &Candidate) -> Result<Done, Error> {
@@ -1668,17 +1829,29 @@ fn recorded(ctx: &Ctx, txn: &Txn) -> Result<Outcome<Response>, Error> {
         }
         let (step, subject) = match c.kind.as_str() {
             "worktree" => ("remove_worktree", c.id.clone()),
-            "local_branch" => ("delete_branch", c.reference.clone().unwrap_or_default()),
+            "local_branch" => ("delete_branches", c.reference.clone().unwrap_or_default()),
             "registration" => ("prune_registrations", "worktrees".to_string()),
             _ => ("archive_run", c.id.clone()),
         };
+        if c.kind == "local_branch" {
+            view.result = last(txn, "delete_branches", "branches").map(|(s, observed)| {
+                let failed = observed
+                    .get("failed")
+                    .and_then(|f| f.get(subject.as_str()))
+                    .is_some();
+                match s {
+                    StepStatus::Done if !failed => "done".to_string(),
+                    StepStatus::Done => "failed".to_string(),
+                    other => other.as_str().to_string(),
+                }
+            });
+            view.retained_ref = Some(retained_name(c, &id));
+            continue;
+        }
         view.result = last(txn, step, &subject).map(|(s, _)| match s {
             StepStatus::Done => "done".to_string(),
             other => other.as_str().to_string(),
         });
-        if c.kind == "local_branch" {
-            view.retained_ref = Some(retained_name(c, &id));
-        }
     }
     resp.outcome = txn.outcome().map(str::to_string);
     resp.already_applied = true;

@@ -196,6 +196,14 @@ pub(super) fn project_slug(ctx: &Ctx, project: Option<&str>) -> Result<Option<St
     Ok(Some(slug.to_string()))
 }
 
+/// Trailer keys that name a task (`Dacli-Task: t-<ULID>`), compared case-insensitively.
+pub(super) const TRAILERS: [&str; 2] = ["Dacli-Task", "Task"];
+
+/// Trailer values are compared as lower-case ids, so `t-01KJ…` and `T-01kj…` agree.
+pub(super) fn normalise_task_id(v: &str) -> String {
+    v.trim().to_ascii_lowercase()
+}
+
 /// The recorded delivery of a task (FORMAT §12 `delivery`).
 #[derive(Debug, Clone, Default)]
 pub(super) struct Delivery {
@@ -226,33 +234,50 @@ pub(super) fn delivery_of(t: &Located) -> Delivery {
     }
 }
 
-/// The task a branch (short name, `dacli/...`) belongs to: the one whose recorded delivery
-/// names it, else the task the part after `dacli/` refers to (`002-slug`, `checkout/002-slug`).
-/// `Err` carries why it is not known (no match, or several).
-pub(super) fn task_of_branch<'a>(all: &'a [Located], branch: &str) -> Result<&'a Located, String> {
-    let recorded: Vec<&Located> = all
-        .iter()
-        .filter(|t| delivery_of(t).branch.as_deref() == Some(branch))
-        .collect();
-    match recorded.as_slice() {
-        [one] => return Ok(one),
-        [] => {}
-        many => {
-            return Err(format!(
-                "{} tasks record this branch in `delivery`",
-                many.len()
-            ));
+/// The tasks branches belong to, indexed once so that thousands of branches are matched
+/// without reading every task's `delivery` for each.
+pub(super) struct BranchTasks<'a> {
+    all: &'a [Located],
+    /// Tasks by the branch their recorded delivery names.
+    recorded: std::collections::HashMap<String, Vec<usize>>,
+}
+
+impl<'a> BranchTasks<'a> {
+    pub fn new(all: &'a [Located]) -> BranchTasks<'a> {
+        let mut recorded: std::collections::HashMap<String, Vec<usize>> =
+            std::collections::HashMap::new();
+        for (i, t) in all.iter().enumerate() {
+            if let Some(b) = delivery_of(t).branch {
+                recorded.entry(b).or_default().push(i);
+            }
         }
+        BranchTasks { all, recorded }
     }
-    let Some(rest) = branch.strip_prefix("dacli/") else {
-        return Err("not a `dacli/` task branch".into());
-    };
-    match tasks::resolve(all, rest) {
-        Ok(t) => Ok(t),
-        Err(tasks::ResolveError::Ambiguous { candidates, .. }) => {
-            Err(format!("`{rest}` matches {} tasks", candidates.len()))
+
+    /// The task a branch (short name, `dacli/...`) belongs to: the one whose recorded delivery
+    /// names it, else the task the part after `dacli/` refers to (`002-slug`,
+    /// `checkout/002-slug`). `Err` carries why it is not known (no match, or several).
+    pub fn task_of(&self, branch: &str) -> Result<&'a Located, String> {
+        match self.recorded.get(branch).map(Vec::as_slice) {
+            Some([one]) => return Ok(&self.all[*one]),
+            Some(many) if many.len() > 1 => {
+                return Err(format!(
+                    "{} tasks record this branch in `delivery`",
+                    many.len()
+                ));
+            }
+            _ => {}
         }
-        Err(_) => Err(format!("no task matches `{rest}`")),
+        let Some(rest) = branch.strip_prefix("dacli/") else {
+            return Err("not a `dacli/` task branch".into());
+        };
+        match tasks::resolve(self.all, rest) {
+            Ok(t) => Ok(t),
+            Err(tasks::ResolveError::Ambiguous { candidates, .. }) => {
+                Err(format!("`{rest}` matches {} tasks", candidates.len()))
+            }
+            Err(_) => Err(format!("no task matches `{rest}`")),
+        }
     }
 }
 

@@ -5,17 +5,17 @@
 //!
 //! Unknown dominates: a state is claimed only when git proves it.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::common::{
-    self, ApplyArgs, Base, Notice, Run, Start, announce, delivery_of, digest_of, frozen,
-    observe_base, project_slug, refused, task_of_branch,
+    self, ApplyArgs, Base, BranchTasks, Notice, Run, Start, TRAILERS, announce, delivery_of,
+    digest_of, frozen, normalise_task_id, observe_base, project_slug, refused,
 };
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome};
-use crate::git::Repo;
+use crate::git::{Ancestry, Repo};
 use crate::journal::evidence::{self, Evidence, EvidenceItem};
 use crate::journal::txn::{StepStatus, Txn, TxnOutcome};
 use crate::journal::view::World;
@@ -28,8 +28,6 @@ use crate::policy::apply::{self as contract, ApplyRequest};
 
 const TOOL: &str = "reconcile-delivery";
 const COMMAND: &str = "delivery reconcile";
-/// Trailer keys that name a task (`Dacli-Task: t-<ULID>`), compared case-insensitively.
-const TRAILERS: [&str; 2] = ["Dacli-Task", "Task"];
 
 /// A repair class (`--repair`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum, Deserialize)]
@@ -124,6 +122,10 @@ pub struct Tip {
     /// The tip is a mainline commit: a branch without work of its own.
     #[serde(default)]
     bare: Option<bool>,
+    /// The commit on the base that squash-merged this tip: it names the task by trailer and
+    /// holds exactly the branch's changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    squashed: Option<String>,
 }
 
 /// A commit known to be the task's (recorded in `delivery`, or by trailer).
@@ -153,7 +155,8 @@ pub struct Observation {
     state: String,
     /// Why, as an enumeration value: `all_work_on_base`, `unlanded_commits`,
     /// `commits_without_branch`, `nothing_recorded`, `base_unknown`, `bare_tip`,
-    /// `recorded_branch_gone`, `recorded_commit_missing`.
+    /// `recorded_branch_gone`, `recorded_commit_missing`, `work_before_reopen` (all that git
+    /// shows predates the task's reopening).
     why: String,
     tips: Vec<Tip>,
     commits: Vec<Known>,
@@ -331,6 +334,7 @@ fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, 
         ));
     }
     // Every task branch, local and on origin, by the task it belongs to.
+    let branch_tasks = BranchTasks::new(&world.tasks);
     let mut branches: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
     let mut all_tips: Vec<String> = Vec::new();
     for prefix in ["refs/heads/dacli/", "refs/remotes/origin/dacli/"] {
@@ -340,7 +344,7 @@ fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, 
                 .strip_prefix("refs/heads/")
                 .or_else(|| name.strip_prefix("refs/remotes/origin/"))
                 .unwrap_or(&name);
-            if let Ok(t) = task_of_branch(&world.tasks, short) {
+            if let Ok(t) = branch_tasks.task_of(short) {
                 branches
                     .entry(t.task.id.clone())
                     .or_default()
@@ -360,8 +364,8 @@ fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, 
             }
         }
     }
-    let mainline = match base.provable() {
-        Some(sha) => Some(repo.first_parent_line(sha)?),
+    let ancestry = match base.provable() {
+        Some(sha) => Some(repo.ancestry(sha)?),
         None => None,
     };
     let recorded = evidence::items(ws, TOOL)?;
@@ -391,7 +395,7 @@ fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, 
         let obs = observe_task(
             &repo,
             &base,
-            mainline.as_ref(),
+            ancestry.as_ref(),
             t,
             branches.get(&t.task.id).map(Vec::as_slice).unwrap_or(&[]),
             trailer_commits
@@ -414,15 +418,10 @@ fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, 
     })
 }
 
-/// Trailer values are compared as lower-case ids, so `t-01KJ…` and `T-01kj…` agree.
-fn normalise_task_id(v: &str) -> String {
-    v.trim().to_ascii_lowercase()
-}
-
 fn observe_task(
     repo: &Repo,
     base: &Base,
-    mainline: Option<&HashSet<String>>,
+    ancestry: Option<&Ancestry<'_>>,
     t: &Located,
     branches: &[(String, String)],
     trailers: &[String],
@@ -445,38 +444,61 @@ fn observe_task(
         }
     }
     refs.sort();
-    let provable = base.provable();
-    for (name, sha) in refs {
-        let on_base = match provable {
-            Some(b) => Some(repo.is_ancestor(&sha, b)?),
-            None => None,
-        };
-        tips.push(Tip {
-            reference: name,
-            bare: mainline.map(|m| m.contains(&sha)),
-            sha,
-            on_base,
-        });
-    }
     let mut commits = Vec::new();
     for sha in &delivery.commits {
         if !sources.contains(&"recorded_delivery".to_string()) {
             sources.push("recorded_delivery".into());
         }
-        commits.push(known(repo, provable, sha, "recorded")?);
+        commits.push(known(repo, ancestry, sha, "recorded"));
     }
     if !trailers.is_empty() {
         sources.push("trailers".into());
     }
     for sha in trailers {
         if !commits.iter().any(|c: &Known| &c.sha == sha) {
-            commits.push(known(repo, provable, sha, "trailer")?);
+            commits.push(known(repo, ancestry, sha, "trailer"));
         }
+    }
+    // A reopened task is judged by the work after its reopening: what git shows from before
+    // it is the delivery that was reopened, and proves nothing about the new one.
+    let reopened_at = reopened_at(t);
+    let before_reopen =
+        |sha: &str| reopened_at.is_some_and(|at| repo.commit_time(sha).is_some_and(|c| c <= at));
+    let mut earlier = 0usize;
+    commits.retain(|c| {
+        let old = c.present && before_reopen(&c.sha);
+        earlier += usize::from(old);
+        !old
+    });
+    for (name, sha) in refs {
+        if before_reopen(&sha) {
+            earlier += 1;
+            continue;
+        }
+        let on_base = ancestry.map(|a| a.contains(&sha));
+        // A squash (or rebase) merge puts the branch's work on the base as a new commit: a
+        // commit on the base that names the task by trailer and holds exactly the branch's
+        // changes delivers it.
+        let squashed = match (ancestry, on_base) {
+            (Some(a), Some(false)) => squash_of(a, &sha, &commits)?,
+            _ => None,
+        };
+        tips.push(Tip {
+            reference: name,
+            bare: ancestry.map(|a| a.on_mainline(&sha)),
+            sha,
+            on_base,
+            squashed,
+        });
     }
     if !tips.is_empty() {
         sources.push("git".into());
     }
-    let (state, why) = classify(base, &tips, &commits, delivery.branch.is_some());
+    let (state, why) = if tips.is_empty() && commits.is_empty() && earlier > 0 {
+        ("no_branch", "work_before_reopen")
+    } else {
+        classify(base, &tips, &commits, delivery.branch.is_some())
+    };
     Ok(Observation {
         task: t.task.id.clone(),
         reference: t.task_ref().reference,
@@ -495,6 +517,37 @@ fn observe_task(
     })
 }
 
+/// When the task was last reopened (seconds since the epoch), from its Log.
+fn reopened_at(t: &Located) -> Option<i64> {
+    if t.doc.generation() == 0 {
+        return None;
+    }
+    t.doc
+        .log()
+        .iter()
+        .rev()
+        .find(|l| l.text.starts_with("reopened"))
+        .and_then(|l| l.at.parse::<jiff::Timestamp>().ok())
+        .map(|at| at.as_second())
+}
+
+/// The trailer commit on the base that holds the work of the off-base tip `sha`, if any.
+fn squash_of(
+    ancestry: &Ancestry<'_>,
+    sha: &str,
+    commits: &[Known],
+) -> Result<Option<String>, Error> {
+    for c in commits {
+        if c.source == "trailer"
+            && c.on_base == Some(true)
+            && ancestry.holds_work_of(sha, &c.sha)?
+        {
+            return Ok(Some(c.sha.clone()));
+        }
+    }
+    Ok(None)
+}
+
 fn short_branch(full: &str) -> String {
     full.strip_prefix("refs/heads/")
         .or_else(|| full.strip_prefix("refs/remotes/origin/"))
@@ -502,18 +555,15 @@ fn short_branch(full: &str) -> String {
         .to_string()
 }
 
-fn known(repo: &Repo, base: Option<&str>, sha: &str, source: &str) -> Result<Known, Error> {
+fn known(repo: &Repo, ancestry: Option<&Ancestry<'_>>, sha: &str, source: &str) -> Known {
     let present = repo.has_commit(sha);
-    let on_base = match base {
-        Some(b) if present => Some(repo.is_ancestor(sha, b)?),
-        _ => None,
-    };
-    Ok(Known {
+    let on_base = ancestry.filter(|_| present).map(|a| a.contains(sha));
+    Known {
         sha: sha.into(),
         source: source.into(),
         on_base,
         present,
-    })
+    }
 }
 
 /// The state, conservatively: `unknown` whenever a needed fact is missing.
@@ -536,7 +586,9 @@ fn classify(
     if commits.iter().any(|c| !c.present) {
         return ("unknown", "recorded_commit_missing");
     }
-    let unlanded_tip = tips.iter().any(|t| t.on_base == Some(false));
+    let unlanded_tip = tips
+        .iter()
+        .any(|t| t.on_base == Some(false) && t.squashed.is_none());
     let unlanded_commit = commits.iter().any(|c| c.on_base == Some(false));
     if unlanded_tip {
         return ("pending", "unlanded_commits");
@@ -547,7 +599,10 @@ fn classify(
     // Everything known is on the base. Work of its own shows as a tip off the mainline or as
     // a commit that names the task; a bare tip alone cannot tell "no work" from a
     // fast-forward merge.
-    let work_seen = tips.iter().any(|t| t.bare == Some(false)) || !commits.is_empty();
+    let work_seen = tips
+        .iter()
+        .any(|t| t.bare == Some(false) || t.squashed.is_some())
+        || !commits.is_empty();
     if work_seen {
         ("delivered", "all_work_on_base")
     } else {
