@@ -6,10 +6,12 @@
 
 pub mod cli;
 mod repo;
+mod tree;
 
 use std::path::Path;
 
 pub use repo::{Cleanliness, Head, Repo, Worktree, cleanliness};
+pub use tree::{Changed, CommitInfo, blob_id};
 
 /// A git failure, classified once for the dispatcher.
 #[derive(Debug, thiserror::Error)]

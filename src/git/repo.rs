@@ -52,7 +52,7 @@ impl Cleanliness {
 
 /// An open repository.
 pub struct Repo {
-    repo: gix::Repository,
+    pub(super) repo: gix::Repository,
 }
 
 impl Repo {

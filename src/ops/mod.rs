@@ -29,6 +29,7 @@ pub mod owner;
 pub mod projects;
 pub mod queues;
 pub mod reports;
+pub mod review;
 pub mod risks;
 pub mod roles;
 pub mod runtimes;

@@ -28,6 +28,7 @@ mod reliability_crash;
 mod reliability_fuzz;
 mod reliability_hostile;
 mod reliability_secrets;
+mod review;
 mod roles;
 mod runtimes;
 mod shortcuts;
