@@ -33,6 +33,7 @@ pub mod review;
 pub mod risks;
 pub mod roles;
 pub mod runtimes;
+pub mod search;
 pub mod shortcuts;
 pub mod tasks;
 pub mod templates;

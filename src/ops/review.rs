@@ -510,14 +510,19 @@ fn problem(path: &str, e: crate::model::FieldError) -> Problem {
     }
 }
 
-struct TaskSide {
-    project: String,
-    folder: String,
-    head: TaskHead,
-    doc: TaskDoc,
+pub(super) struct TaskSide {
+    pub(super) project: String,
+    pub(super) folder: String,
+    pub(super) head: TaskHead,
+    pub(super) doc: TaskDoc,
 }
 
-fn parse_task(shown: &str, project: &str, folder: &str, bytes: &[u8]) -> Result<TaskSide, Problem> {
+pub(super) fn parse_task(
+    shown: &str,
+    project: &str,
+    folder: &str,
+    bytes: &[u8],
+) -> Result<TaskSide, Problem> {
     let doc = Document::parse(shown, bytes)?;
     let head = TaskHead::parse(&doc.front, &doc.body, file_name(shown), folder, doc.title())
         .map_err(|e| problem(shown, e))?;
@@ -536,12 +541,12 @@ fn parse_task(shown: &str, project: &str, folder: &str, bytes: &[u8]) -> Result<
     })
 }
 
-struct NoteSide {
-    head: NoteHead,
-    body: String,
+pub(super) struct NoteSide {
+    pub(super) head: NoteHead,
+    pub(super) body: String,
 }
 
-fn parse_note(
+pub(super) fn parse_note(
     shown: &str,
     project: Option<&str>,
     dir: &str,
@@ -560,18 +565,22 @@ fn parse_note(
     })
 }
 
-fn parse_risk(shown: &str, bytes: &[u8]) -> Result<(RiskHead, String), Problem> {
+pub(super) fn parse_risk(shown: &str, bytes: &[u8]) -> Result<(RiskHead, String), Problem> {
     let doc = Document::parse(shown, bytes)?;
     let head = RiskHead::parse(&doc.front, &doc.body).map_err(|e| problem(shown, e))?;
     Ok((head, doc.body))
 }
 
-fn parse_event(shown: &str, bytes: &[u8]) -> Result<EventHead, Problem> {
+pub(super) fn parse_event(shown: &str, bytes: &[u8]) -> Result<EventHead, Problem> {
     let doc = Document::parse(shown, bytes)?;
     EventHead::parse(&doc.front, &doc.body, file_name(shown), shown).map_err(|e| problem(shown, e))
 }
 
-fn parse_glossary(shown: &str, slug: &str, bytes: &[u8]) -> Result<Vec<glossary::Entry>, Problem> {
+pub(super) fn parse_glossary(
+    shown: &str,
+    slug: &str,
+    bytes: &[u8],
+) -> Result<Vec<glossary::Entry>, Problem> {
     let doc = Document::parse(shown, bytes)?;
     glossary::GlossaryHead::parse(&doc.front, slug).map_err(|e| problem(shown, e))?;
     Ok(glossary::entries(&doc.body))

@@ -31,6 +31,7 @@ mod reliability_secrets;
 mod review;
 mod roles;
 mod runtimes;
+mod search;
 mod shortcuts;
 mod spine;
 mod store;

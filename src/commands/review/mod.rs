@@ -5,9 +5,10 @@
 mod compare;
 mod log;
 mod render;
+mod search;
 
 use crate::dispatch::Command;
 
 pub(super) fn commands() -> Vec<Command> {
-    vec![compare::command(), log::command()]
+    vec![compare::command(), log::command(), search::command()]
 }
