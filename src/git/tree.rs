@@ -33,6 +33,25 @@ pub struct Changed {
     pub new: Option<String>,
 }
 
+/// Git's order of tree entries: a tree sorts as if its name ended in `/`.
+fn key_cmp(
+    a: &gix::objs::tree::EntryRef<'_>,
+    b: &gix::objs::tree::EntryRef<'_>,
+) -> std::cmp::Ordering {
+    let (at, bt) = (a.mode.is_tree(), b.mode.is_tree());
+    if at == bt {
+        return a.filename.cmp(b.filename);
+    }
+    let key = |name: &[u8], tree: bool| {
+        let mut k = name.to_vec();
+        if tree {
+            k.push(b'/');
+        }
+        k
+    };
+    key(a.filename, at).cmp(&key(b.filename, bt))
+}
+
 /// The id git gives `bytes` as a blob (what `git hash-object` prints).
 pub fn blob_id(bytes: &[u8]) -> String {
     gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Blob, bytes)
@@ -178,39 +197,75 @@ impl Repo {
         if old == new {
             return Ok(());
         }
-        type Side = (Option<(ObjectId, bool)>, Option<(ObjectId, bool)>);
-        let mut names: BTreeMap<String, Side> = BTreeMap::new();
-        if let Some(t) = old {
-            for (name, id, is_tree) in self.entries(t)? {
-                names.entry(name).or_default().0 = Some((id, is_tree));
-            }
-        }
-        if let Some(t) = new {
-            for (name, id, is_tree) in self.entries(t)? {
-                names.entry(name).or_default().1 = Some((id, is_tree));
-            }
-        }
-        for (name, (o, n)) in names {
-            if o == n {
+        let old_tree = old
+            .map(|t| self.repo.find_tree(t).map_err(Error::gix))
+            .transpose()?;
+        let new_tree = new
+            .map(|t| self.repo.find_tree(t).map_err(Error::gix))
+            .transpose()?;
+        let da = old_tree
+            .as_ref()
+            .map(|t| t.decode())
+            .transpose()
+            .map_err(Error::gix)?;
+        let db = new_tree
+            .as_ref()
+            .map(|t| t.decode())
+            .transpose()
+            .map_err(Error::gix)?;
+        let a: &[gix::objs::tree::EntryRef<'_>] = da.as_ref().map_or(&[], |d| &d.entries);
+        let b: &[gix::objs::tree::EntryRef<'_>] = db.as_ref().map_or(&[], |d| &d.entries);
+        // Both lists are in git's order (a tree sorts as its name followed by `/`), so one
+        // merge walk pairs them; equal entries cost one comparison and no allocation.
+        let (mut i, mut j) = (0, 0);
+        while i < a.len() || j < b.len() {
+            let order = match (a.get(i), b.get(j)) {
+                (Some(x), Some(y)) => key_cmp(x, y),
+                (Some(_), None) => std::cmp::Ordering::Less,
+                _ => std::cmp::Ordering::Greater,
+            };
+            let (o, n) = match order {
+                std::cmp::Ordering::Equal => {
+                    i += 1;
+                    j += 1;
+                    (a.get(i - 1), b.get(j - 1))
+                }
+                std::cmp::Ordering::Less => {
+                    i += 1;
+                    (a.get(i - 1), None)
+                }
+                std::cmp::Ordering::Greater => {
+                    j += 1;
+                    (None, b.get(j - 1))
+                }
+            };
+            if let (Some(x), Some(y)) = (o, n)
+                && x.oid == y.oid
+            {
                 continue;
             }
+            let name = o
+                .or(n)
+                .map(|e| e.filename.to_str_lossy().into_owned())
+                .unwrap_or_default();
             let path = format!("{prefix}{name}");
             if skip(&path) {
                 continue;
             }
-            let sub = format!("{path}/");
-            let tree_of = |s: Option<(ObjectId, bool)>| s.filter(|s| s.1).map(|s| s.0);
-            let blob_of = |s: Option<(ObjectId, bool)>| s.filter(|s| !s.1).map(|s| s.0.to_string());
-            // A name can be a file on one side and a directory on the other.
-            if tree_of(o).is_some() || tree_of(n).is_some() {
-                self.diff_into(tree_of(o), tree_of(n), &sub, skip, out)?;
-            }
-            let (ob, nb) = (blob_of(o), blob_of(n));
-            if ob != nb {
+            let is_tree = o.or(n).is_some_and(|e| e.mode.is_tree());
+            if is_tree {
+                self.diff_into(
+                    o.map(|e| e.oid.to_owned()),
+                    n.map(|e| e.oid.to_owned()),
+                    &format!("{path}/"),
+                    skip,
+                    out,
+                )?;
+            } else {
                 out.push(Changed {
                     path,
-                    old: ob,
-                    new: nb,
+                    old: o.map(|e| e.oid.to_string()),
+                    new: n.map(|e| e.oid.to_string()),
                 });
             }
         }

@@ -491,3 +491,45 @@ fn log_refuses_an_unknown_task_and_finds_a_removed_one_by_id() {
     let _ = one_json;
     let _ = git_out;
 }
+
+#[test]
+fn the_parent_of_a_root_commit_is_the_empty_tree() {
+    let repo = Repo::initialized();
+    ok(&repo, &["project", "add", "Shop"]);
+    ok(
+        &repo,
+        &[
+            "task",
+            "add",
+            "First",
+            "--project",
+            "shop",
+            "--accept",
+            "done",
+        ],
+    );
+    commit(repo.path(), "one");
+    let v = ok(&repo, &["review", "HEAD^..HEAD"]);
+    assert!(v["data"]["base"]["commit"].is_null(), "{v}");
+    assert_eq!(v["data"]["base"]["rev"], "HEAD^");
+    let task = &v["data"]["projects"][0]["tasks"][0];
+    assert_eq!(task["changes"][0]["change"], "created", "{v}");
+    assert_eq!(task["changes"][0]["status"], "open");
+    // Config and the root agent are records of their own, not outside the format.
+    let kinds: Vec<&str> = v["data"]["other"]
+        .as_array()
+        .expect("other")
+        .iter()
+        .map(|o| o["kind"].as_str().unwrap_or(""))
+        .collect();
+    assert!(
+        kinds.contains(&"config") && kinds.contains(&"agent"),
+        "{kinds:?}"
+    );
+    assert_eq!(v["data"]["counts"]["outside_format"], 0);
+    // A second commit has a parent: `HEAD^` is that commit again.
+    ok(&repo, &["task", "claim", "1"]);
+    commit(repo.path(), "two");
+    let v = ok(&repo, &["review", "HEAD^..HEAD"]);
+    assert!(v["data"]["base"]["commit"].is_string(), "{v}");
+}

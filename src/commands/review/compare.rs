@@ -76,6 +76,18 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
 /// Reads the two sides a range names.
 fn sides(repo: &Repo, range: Option<&str>) -> Result<(Side, Side), Error> {
     let resolve = |rev: &str| -> Result<Side, Error> {
+        // The parent of a root commit is the empty tree: `<root>^..<rev>` reviews everything
+        // up to `<rev>`, the way a first commit's own diff shows every file added.
+        let parent_of = rev.strip_suffix('^').or_else(|| rev.strip_suffix("~1"));
+        if let Some(child) = parent_of
+            && let Ok(sha) = repo.rev_parse(child)
+            && repo.commit_info(&sha).is_ok_and(|c| c.parents.is_empty())
+        {
+            return Ok(Side {
+                rev: rev.to_string(),
+                commit: None,
+            });
+        }
         let commit = repo.rev_parse(rev).map_err(|e| {
             Error::not_found(format!("RANGE: {e}")).hint("name a commit, branch or tag")
         })?;
