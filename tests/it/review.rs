@@ -533,3 +533,117 @@ fn the_parent_of_a_root_commit_is_the_empty_tree() {
     let v = ok(&repo, &["review", "HEAD^..HEAD"]);
     assert!(v["data"]["base"]["commit"].is_string(), "{v}");
 }
+
+/// Every ref of `dir` but dacli's private ones, with what it points to.
+fn user_refs(dir: &Path) -> String {
+    git_out(dir, &["for-each-ref", "--format=%(refname) %(objectname)"])
+        .lines()
+        .filter(|l| !l.starts_with("refs/dacli/"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn review_pr_fetches_into_private_refs_and_compares_the_head_with_its_base() {
+    let repo = Repo::initialized();
+    let root = repo.path().to_path_buf();
+    ok(&repo, &["project", "add", "Shop"]);
+    ok(
+        &repo,
+        &[
+            "task",
+            "add",
+            "First",
+            "--project",
+            "shop",
+            "--accept",
+            "done",
+        ],
+    );
+    commit(&root, "plan");
+    // A bare "GitHub" remote holding the pull request's refs as GitHub does.
+    let remote = tempfile::tempdir().expect("temp dir");
+    git(remote.path(), &["init", "-q", "--bare"]);
+    git(
+        &root,
+        &[
+            "remote",
+            "add",
+            "origin",
+            &remote.path().display().to_string(),
+        ],
+    );
+    git(&root, &["push", "-q", "origin", "main"]);
+    git(&root, &["checkout", "-q", "-b", "feature"]);
+    ok(&repo, &["task", "claim", "1"]);
+    commit(&root, "claim");
+    git(&root, &["push", "-q", "origin", "feature:refs/pull/7/head"]);
+    // Meanwhile the base moves on; the test merge is made on its new tip.
+    git(&root, &["checkout", "-q", "main"]);
+    ok(
+        &repo,
+        &[
+            "task",
+            "add",
+            "Second",
+            "--project",
+            "shop",
+            "--accept",
+            "done",
+        ],
+    );
+    commit(&root, "base moves");
+    git(&root, &["push", "-q", "origin", "main"]);
+    git(&root, &["checkout", "-q", "-b", "merge-test"]);
+    // git would take the one task file moving open/ → active/ for a directory rename.
+    git(
+        &root,
+        &[
+            "-c",
+            "merge.directoryRenames=false",
+            "merge",
+            "-q",
+            "--no-ff",
+            "--no-edit",
+            "feature",
+        ],
+    );
+    git(
+        &root,
+        &["push", "-q", "origin", "merge-test:refs/pull/7/merge"],
+    );
+    git(&root, &["checkout", "-q", "main"]);
+    git(&root, &["branch", "-q", "-D", "feature", "merge-test"]);
+
+    let before = user_refs(&root);
+    let v = ok(&repo, &["review", "--pr", "7"]);
+    assert_eq!(user_refs(&root), before, "no user ref moves");
+    let data = &v["data"];
+    assert_eq!(data["head"]["rev"], "pr 7");
+    let private = git_out(&root, &["rev-parse", "refs/dacli/review/pr-7/head"]);
+    assert_eq!(data["head"]["commit"], private.trim());
+    // Only the pull request's own change: the claim, not the base's new task.
+    let tasks = data["projects"][0]["tasks"].as_array().expect("tasks");
+    assert_eq!(tasks.len(), 1, "{data}");
+    assert_eq!(tasks[0]["ref"], "shop/001-first");
+    assert_eq!(tasks[0]["changes"][0]["change"], "status");
+    let md = text(&repo, &["review", "--pr", "7", "--format", "markdown"]);
+    assert!(
+        md.starts_with("<!-- dacli-review -->\n## dacli review: pr 7 base"),
+        "{md}"
+    );
+
+    // A pull request without a test merge (a conflict) is named, with a way out.
+    git(&root, &["push", "-q", "origin", "main:refs/pull/8/head"]);
+    let (code, v) = repo.json(&["review", "--pr", "8"]);
+    assert_eq!(code, 4, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("test merge"),
+        "{v}"
+    );
+    let (code, _) = repo.json(&["review", "--pr", "7", "HEAD"]);
+    assert_eq!(code, 2);
+}

@@ -21,10 +21,24 @@ pub struct Request {
     #[arg(value_name = "RANGE")]
     #[serde(default)]
     range: Option<String>,
+    /// Review pull request N: its head and GitHub's test merge are fetched from `--remote` into
+    /// `refs/dacli/review/pr-N/` (no ref of yours moves), and the head is compared with where it
+    /// left the base branch.
+    #[arg(long, value_name = "N", conflicts_with = "range")]
+    #[serde(default)]
+    pr: Option<u64>,
+    /// The remote `--pr` fetches from.
+    #[arg(long, value_name = "NAME", default_value = "origin", requires = "pr")]
+    #[serde(default = "origin")]
+    remote: String,
     /// `text` (default) or `markdown` (for a pull request comment); `--json` gives the data.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     #[serde(default)]
     format: Format,
+}
+
+fn origin() -> String {
+    "origin".to_string()
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, Deserialize, Serialize)]
@@ -63,7 +77,10 @@ pub(super) fn command() -> Command {
 fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     let ws = ctx.ws()?;
     let repo = model::open_repo(ws)?;
-    let (base, head) = sides(&repo, req.range.as_deref())?;
+    let (base, head) = match req.pr {
+        Some(n) => pr_sides(ws, &repo, &req.remote, n)?,
+        None => sides(&repo, req.range.as_deref())?,
+    };
     let report = review(ws, &repo, &base, &head)?;
     Ok(Outcome::Done(Response {
         base,
@@ -71,6 +88,36 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         report,
         format: req.format,
     }))
+}
+
+/// Fetches pull request `n` and names its sides: the head, and where it left the base (the
+/// merge base of the head and the base tip GitHub's test merge was made on).
+fn pr_sides(ws: &Workspace, repo: &Repo, remote: &str, n: u64) -> Result<(Side, Side), Error> {
+    if n == 0 {
+        return Err(Error::usage("--pr: a pull request number is at least 1"));
+    }
+    let (head_ref, merge_ref) = crate::git::cli::fetch_pull(ws.root(), remote, n)?;
+    let head = repo.rev_parse(&head_ref)?;
+    let Some(merge_ref) = merge_ref else {
+        return Err(Error::not_found(format!(
+            "pull request {n} has no test merge on `{remote}` (refs/pull/{n}/merge): it may conflict with its base"
+        ))
+        .hint(format!("compare by hand: `dacli review <base>..{head_ref}`")));
+    };
+    let merge = repo.rev_parse(&merge_ref)?;
+    let info = repo.commit_info(&merge)?;
+    let tip = info.parents.first().cloned().unwrap_or(merge);
+    let base = repo.merge_base(&tip, &head)?.unwrap_or(tip);
+    Ok((
+        Side {
+            rev: format!("pr {n} base"),
+            commit: Some(base),
+        },
+        Side {
+            rev: format!("pr {n}"),
+            commit: Some(head),
+        },
+    ))
 }
 
 /// Reads the two sides a range names.
