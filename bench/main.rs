@@ -13,6 +13,7 @@
 mod gitscale;
 mod mixed;
 mod mkws;
+mod review;
 mod rss;
 mod run;
 
@@ -36,7 +37,7 @@ fn main() -> ExitCode {
     }
 }
 
-const USAGE: &str = "usage: bench mkws [--dacli PATH] [--events E] N DIR | bench run [--dacli PATH] [--sizes 100,1000,10000] [--events E | --events-per-task K] [--runs R] [--sections cli,mcp,mixed,cold,git] [--mcp-calls C] [--out FILE] | bench rss PROG [ARGS...]";
+const USAGE: &str = "usage: bench mkws [--dacli PATH] [--events E] N DIR | bench run [--dacli PATH] [--sizes 100,1000,10000] [--events E | --events-per-task K] [--runs R] [--sections cli,mcp,mixed,cold,review,git] [--mcp-calls C] [--out FILE] | bench rss PROG [ARGS...]";
 
 /// The value after flag `name`, removed from `args`.
 fn take_flag(args: &mut Vec<String>, name: &str) -> Option<String> {

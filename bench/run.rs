@@ -25,7 +25,7 @@ pub struct Options {
 }
 
 /// The sections of a run, in the order they run (`--sections` picks some).
-const SECTIONS: [&str; 5] = ["cli", "mcp", "mixed", "cold", "git"];
+const SECTIONS: [&str; 6] = ["cli", "mcp", "mixed", "cold", "review", "git"];
 
 pub fn main(args: &[String]) -> Result<(), String> {
     let mut args = args.to_vec();
@@ -243,6 +243,9 @@ fn measure(opts: &Options, built: &Built) -> Result<Value, String> {
     }
     if wants("cold") {
         out["cold"] = crate::mixed::measure_cold(opts, built)?;
+    }
+    if wants("review") {
+        out["review"] = crate::review::measure(opts, built)?;
     }
     // Last: it adds a history of task branches to the workspace and retires some of them.
     if wants("git") {

@@ -10,6 +10,7 @@ mod knowledge;
 mod planning;
 mod queues;
 mod repo;
+mod review;
 mod runtimes;
 mod shortcuts;
 mod team;
@@ -33,6 +34,7 @@ pub fn table() -> Table {
     commands.extend(repo::commands());
     commands.extend(runtimes::commands());
     commands.extend(github::commands());
+    commands.extend(review::commands());
     Table::new(commands).with_groups(&[
         (
             "agent",

@@ -247,3 +247,33 @@ pub(super) fn run(root: &Path, args: &[&str], deadline: Duration) -> Result<(), 
     let status = wait(&mut child, &shown, deadline)?;
     finish(&mut child, status, shown)
 }
+
+/// Fetches pull request `n` from `remote` into dacli's private refs, as `git` fetches it:
+/// its head (`refs/pull/<n>/head`) and, when the host offers one, its test merge with the base
+/// (`refs/pull/<n>/merge`, whose first parent is the base branch's tip). No user ref moves.
+/// Returns the two private refs (`None`: no test merge, e.g. a conflicting pull request).
+pub fn fetch_pull(root: &Path, remote: &str, n: u64) -> Result<(String, Option<String>), Error> {
+    let fetch = |from: &str, to: &str| {
+        let refspec = format!("+{from}:{to}");
+        run(
+            root,
+            &[
+                "fetch",
+                "-q",
+                "--no-tags",
+                "--no-write-fetch-head",
+                "--no-recurse-submodules",
+                "--refmap=",
+                remote,
+                "--",
+                &refspec,
+            ],
+            FETCH_DEADLINE,
+        )
+    };
+    let head = format!("refs/dacli/review/pr-{n}/head");
+    let merge = format!("refs/dacli/review/pr-{n}/merge");
+    fetch(&format!("refs/pull/{n}/head"), &head)?;
+    let merged = fetch(&format!("refs/pull/{n}/merge"), &merge).is_ok();
+    Ok((head, merged.then_some(merge)))
+}

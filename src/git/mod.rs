@@ -7,10 +7,12 @@
 pub mod cli;
 pub mod remote;
 mod repo;
+mod tree;
 
 use std::path::Path;
 
 pub use repo::{Ancestry, Cleanliness, Head, Repo, Worktree, cleanliness};
+pub use tree::{Changed, CommitInfo, blob_id};
 
 /// A git failure, classified once for the dispatcher.
 #[derive(Debug, thiserror::Error)]

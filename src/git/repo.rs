@@ -124,7 +124,7 @@ impl Ancestry<'_> {
 
 /// An open repository.
 pub struct Repo {
-    repo: gix::Repository,
+    pub(super) repo: gix::Repository,
 }
 
 impl Repo {

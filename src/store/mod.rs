@@ -11,6 +11,7 @@ mod error;
 mod fs;
 pub mod index;
 mod lock;
+pub mod search;
 pub mod stamp;
 
 pub use canon::{canonicalize, is_canonical, noncanonical_reasons};

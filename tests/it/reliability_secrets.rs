@@ -221,6 +221,9 @@ fn h43_s1_the_token_of_a_spawned_agent_never_leaves_its_spawn_output() {
     s.run(&["answer", &question, "Half-even."]);
     s.run(&["threads"]);
     s.run(&["sync"]);
+    s.run(&["review"]);
+    s.run(&["log", "checkout/2"]);
+    s.run(&["search", "rounding"]);
     let events = s.run(&["events", "list"]);
     let event = events["data"]["events"][0]["id"]
         .as_str()

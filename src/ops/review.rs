@@ -1,0 +1,1391 @@
+//! The review read model: what changed in a workspace between two trees, named the way a
+//! reviewer reads it (task 12 moved open → done, criterion 2 checked, a decision recorded),
+//! rather than as raw diffs of frontmatter and event files.
+//!
+//! Both sides are read through git (`git::Repo`) without a checkout; the working tree side is
+//! read from disk. Every record is parsed with the same model functions every other reader
+//! uses (`store::Document`, `model::{task, note, risk, event, glossary}`), so a file this page
+//! cannot read is exactly one `lint` reports, with the same reason.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::git::{self, Repo};
+use crate::model::FieldErrorKind;
+use crate::model::body::{Criterion, section_range, section_text};
+use crate::model::event::{EventHead, is_journal};
+use crate::model::glossary;
+use crate::model::note::{NoteHead, kind_of_dir};
+use crate::model::risk::RiskHead;
+use crate::model::task::{Dependency, Status, TaskHead, TaskRef};
+use crate::model::taskdoc::TaskDoc;
+use crate::store::{DirEntryKind, Document, Problem, Reason, TEMP_PREFIX};
+use crate::workspace::{STATUS_FOLDERS, Workspace};
+
+use super::Error;
+
+/// The directories of a workspace that hold machine-local or derived data (FORMAT §21):
+/// never part of a review.
+const DERIVED: [&str; 4] = ["cache", "runs", ".locks", "worktrees"];
+
+/// One file that differs, by path relative to the workspace directory, with its bytes on each
+/// side (`None`: absent there).
+#[derive(Debug, Clone)]
+pub struct FileChange {
+    pub path: String,
+    pub old: Option<Vec<u8>>,
+    pub new: Option<Vec<u8>>,
+}
+
+/// Whether a path (relative to the workspace directory) is derived or machine-local data.
+pub fn is_derived(path: &str) -> bool {
+    let first = path.split('/').next().unwrap_or("");
+    let last = path.rsplit('/').next().unwrap_or("");
+    DERIVED.contains(&first) || last.starts_with(TEMP_PREFIX)
+}
+
+/// The workspace directory relative to the work-tree root, `/`-separated (`.dacli`).
+pub fn ws_prefix(ws: &Workspace) -> String {
+    ws.display(ws.dir()).replace('\\', "/")
+}
+
+/// The repository of the workspace's work tree.
+pub fn open_repo(ws: &Workspace) -> Result<Repo, Error> {
+    Ok(Repo::open(ws.root())?)
+}
+
+/// The workspace's tree in commit `sha`, if the commit has one.
+pub fn ws_tree(repo: &Repo, prefix: &str, sha: &str) -> Result<Option<String>, Error> {
+    let info = repo.commit_info(sha)?;
+    Ok(repo.subtree(&info.tree, prefix)?)
+}
+
+/// The files that differ between the workspace in commit `base` and in commit `head`
+/// (`None`: the working tree on disk).
+pub fn file_changes(
+    ws: &Workspace,
+    repo: &Repo,
+    base: Option<&str>,
+    head: Option<&str>,
+) -> Result<Vec<FileChange>, Error> {
+    let prefix = ws_prefix(ws);
+    let old_tree = match base {
+        Some(sha) => ws_tree(repo, &prefix, sha)?,
+        None => None,
+    };
+    let skip = |p: &str| is_derived(p);
+    let mut out = Vec::new();
+    match head {
+        Some(sha) => {
+            let new_tree = ws_tree(repo, &prefix, sha)?;
+            for c in repo.diff_trees(old_tree.as_deref(), new_tree.as_deref(), &skip)? {
+                out.push(FileChange {
+                    old: c.old.map(|b| repo.blob(&b)).transpose()?,
+                    new: c.new.map(|b| repo.blob(&b)).transpose()?,
+                    path: c.path,
+                });
+            }
+        }
+        None => {
+            let committed = match &old_tree {
+                Some(t) => repo.list_tree(t, &skip)?,
+                None => BTreeMap::new(),
+            };
+            let mut on_disk = BTreeMap::new();
+            walk_disk(ws, ws.dir(), "", &mut on_disk)?;
+            for (path, bytes) in &on_disk {
+                match committed.get(path) {
+                    Some(id) if *id == git::blob_id(bytes) => {}
+                    Some(id) => out.push(FileChange {
+                        path: path.clone(),
+                        old: Some(repo.blob(id)?),
+                        new: Some(bytes.clone()),
+                    }),
+                    None => out.push(FileChange {
+                        path: path.clone(),
+                        old: None,
+                        new: Some(bytes.clone()),
+                    }),
+                }
+            }
+            for (path, id) in &committed {
+                if !on_disk.contains_key(path) {
+                    out.push(FileChange {
+                        path: path.clone(),
+                        old: Some(repo.blob(id)?),
+                        new: None,
+                    });
+                }
+            }
+            out.sort_by(|a, b| a.path.cmp(&b.path));
+        }
+    }
+    Ok(out)
+}
+
+/// Every regular file below `dir` but derived data, by path relative to the workspace
+/// directory. A file that cannot be read (a FIFO, an escaping symlink) is read as empty, so it
+/// is reported as unparseable rather than skipped.
+fn walk_disk(
+    ws: &Workspace,
+    dir: &Path,
+    prefix: &str,
+    out: &mut BTreeMap<String, Vec<u8>>,
+) -> Result<(), Error> {
+    for (name, path) in ws.fs.list_dir(dir)? {
+        let rel = format!("{prefix}{name}");
+        if is_derived(&rel) {
+            continue;
+        }
+        match ws.fs.entry_kind(&path)? {
+            DirEntryKind::Dir => walk_disk(ws, &path, &format!("{rel}/"), out)?,
+            DirEntryKind::SymlinkInside if path.is_dir() => {}
+            _ => {
+                let bytes = ws.fs.read(&path).unwrap_or_default();
+                out.insert(rel, bytes);
+            }
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The report.
+
+/// One piece of a word-level diff.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Segment {
+    /// `equal`, `delete` or `insert`.
+    pub op: &'static str,
+    pub text: String,
+}
+
+/// A word-level diff of two texts (the `similar` crate), adjacent pieces of one kind merged.
+pub fn word_diff(old: &str, new: &str) -> Vec<Segment> {
+    use similar::{ChangeTag, TextDiff};
+    let diff = TextDiff::from_words(old, new);
+    let mut out: Vec<Segment> = Vec::new();
+    for change in diff.iter_all_changes() {
+        let op = match change.tag() {
+            ChangeTag::Equal => "equal",
+            ChangeTag::Delete => "delete",
+            ChangeTag::Insert => "insert",
+        };
+        match out.last_mut() {
+            Some(last) if last.op == op => last.text.push_str(change.value()),
+            _ => out.push(Segment {
+                op,
+                text: change.value().to_string(),
+            }),
+        }
+    }
+    out
+}
+
+/// One semantic change of a task, project or risk.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "change", rename_all = "snake_case")]
+pub enum Change {
+    Created {
+        title: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        status: Option<String>,
+    },
+    Removed {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        status: Option<String>,
+    },
+    Status {
+        from: String,
+        to: String,
+    },
+    Assignee {
+        from: Option<String>,
+        to: Option<String>,
+    },
+    Owner {
+        from: String,
+        to: String,
+    },
+    CriterionChecked {
+        n: u32,
+        text: String,
+    },
+    CriterionUnchecked {
+        n: u32,
+        text: String,
+    },
+    CriterionAdded {
+        n: u32,
+        text: String,
+        checked: bool,
+    },
+    CriterionRemoved {
+        n: u32,
+        text: String,
+    },
+    CriterionEdited {
+        n: u32,
+        diff: Vec<Segment>,
+    },
+    Estimate {
+        from: Option<String>,
+        to: Option<String>,
+    },
+    Priority {
+        from: String,
+        to: String,
+    },
+    Resolution {
+        from: Option<String>,
+        to: Option<String>,
+    },
+    Parent {
+        from: Option<String>,
+        to: Option<String>,
+    },
+    Title {
+        from: String,
+        to: String,
+        diff: Vec<Segment>,
+    },
+    Body {
+        diff: Vec<Segment>,
+    },
+    DependencyAdded {
+        on: String,
+        #[serde(rename = "type")]
+        kind: String,
+    },
+    DependencyRemoved {
+        on: String,
+        #[serde(rename = "type")]
+        kind: String,
+    },
+    /// A frontmatter field of a risk or project (`impact`, `likelihood`, `status` ...).
+    Field {
+        field: String,
+        from: Option<String>,
+        to: Option<String>,
+    },
+    /// Lines appended to a task's `## Log`.
+    Logged {
+        lines: Vec<String>,
+    },
+}
+
+/// A task and what happened to it.
+#[derive(Debug, Clone, Serialize)]
+pub struct TaskReview {
+    pub id: String,
+    #[serde(rename = "ref")]
+    pub reference: String,
+    pub title: String,
+    pub changes: Vec<Change>,
+}
+
+/// A note added, removed or edited.
+#[derive(Debug, Clone, Serialize)]
+pub struct NoteReview {
+    pub id: String,
+    /// `added`, `removed` or `edited`.
+    pub change: &'static str,
+    pub kind: String,
+    pub title: String,
+    pub about: Option<String>,
+    pub severity: Option<String>,
+    /// A decision's `## Chose` and `## Rejected`, first lines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chose: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rejected: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<Vec<Segment>>,
+    pub path: String,
+}
+
+/// A risk and what happened to it.
+#[derive(Debug, Clone, Serialize)]
+pub struct RiskReview {
+    pub id: String,
+    pub title: String,
+    pub changes: Vec<Change>,
+}
+
+/// A glossary term added, changed or removed.
+#[derive(Debug, Clone, Serialize)]
+pub struct TermChange {
+    pub term: String,
+    /// `added`, `changed` or `removed`.
+    pub change: &'static str,
+    pub from: Option<String>,
+    pub to: Option<String>,
+}
+
+/// What changed in one project (or, for `project = "workspace"`, in the workspace scope).
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct ProjectReview {
+    pub project: String,
+    pub changes: Vec<Change>,
+    pub tasks: Vec<TaskReview>,
+    pub notes: Vec<NoteReview>,
+    pub risks: Vec<RiskReview>,
+    pub glossary: Vec<TermChange>,
+}
+
+/// One event added (or removed) in the range.
+#[derive(Debug, Clone, Serialize)]
+pub struct EventItem {
+    pub id: String,
+    pub kind: String,
+    pub created: String,
+    pub summary: String,
+    /// `pending`, `settled` or `rejected` (on the new side), `removed`.
+    pub state: &'static str,
+    pub path: String,
+}
+
+/// The events of one author about one object.
+#[derive(Debug, Clone, Serialize)]
+pub struct AgentEvents {
+    pub agent: String,
+    pub events: Vec<EventItem>,
+}
+
+/// The events about one object (`about`; `None`: about nothing).
+#[derive(Debug, Clone, Serialize)]
+pub struct EventGroup {
+    pub about: Option<String>,
+    /// The task reference, when `about` is a task this review knows.
+    #[serde(rename = "ref")]
+    pub reference: Option<String>,
+    pub agents: Vec<AgentEvents>,
+}
+
+/// A question (a `help` event) or an answer added.
+#[derive(Debug, Clone, Serialize)]
+pub struct QuestionItem {
+    pub id: String,
+    /// `question` or `answer`.
+    pub kind: &'static str,
+    pub about: Option<String>,
+    /// The task reference, when `about` is a task this review knows.
+    #[serde(rename = "ref")]
+    pub reference: Option<String>,
+    pub by: String,
+    /// The answered question's event id (answers).
+    pub question: Option<String>,
+    pub text: String,
+    pub state: &'static str,
+}
+
+/// A file that does not parse on the new side.
+#[derive(Debug, Clone, Serialize)]
+pub struct Unparseable {
+    pub path: String,
+    pub reason: String,
+    pub detail: String,
+}
+
+/// A file outside the format, or a record this review does not interpret.
+#[derive(Debug, Clone, Serialize)]
+pub struct PathChange {
+    pub path: String,
+    /// What it is (`agent`, `role`, `config` ...; `unknown` outside the format).
+    pub kind: String,
+    /// `added`, `modified` or `removed`.
+    pub change: &'static str,
+}
+
+/// How much changed.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct Counts {
+    pub files: usize,
+    pub tasks: usize,
+    pub notes: usize,
+    pub risks: usize,
+    pub events: usize,
+    pub pending: usize,
+    pub receipts: usize,
+    pub unparseable: usize,
+    pub outside_format: usize,
+}
+
+/// The whole review.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct Report {
+    pub projects: Vec<ProjectReview>,
+    pub events: Vec<EventGroup>,
+    pub questions: Vec<QuestionItem>,
+    pub unparseable: Vec<Unparseable>,
+    pub other: Vec<PathChange>,
+    pub outside_format: Vec<PathChange>,
+    pub counts: Counts,
+}
+
+impl Report {
+    /// Whether nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.counts.files == 0
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading one path.
+
+/// What a path of the workspace holds, by the layout of FORMAT §1.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Place {
+    Project(String),
+    Task {
+        project: String,
+        folder: String,
+    },
+    Note {
+        project: Option<String>,
+        dir: String,
+    },
+    Risk(String),
+    Glossary(String),
+    Event,
+    /// A record of the layout this review does not interpret (agents, roles, config ...).
+    Other(&'static str),
+    Outside,
+}
+
+fn place(path: &str) -> Place {
+    let seg: Vec<&str> = path.split('/').collect();
+    let md = path.ends_with(".md");
+    match seg.as_slice() {
+        ["config.toml"] => Place::Other("config"),
+        [".gitignore"] => Place::Other("gitignore"),
+        ["projects", p, "project.md"] => Place::Project(p.to_string()),
+        ["projects", p, "glossary.md"] => Place::Glossary(p.to_string()),
+        ["projects", p, "tasks", folder, _] if md && STATUS_FOLDERS.contains(folder) => {
+            Place::Task {
+                project: p.to_string(),
+                folder: folder.to_string(),
+            }
+        }
+        ["projects", p, "notes", dir, _] if md && kind_of_dir(dir).is_some() => Place::Note {
+            project: Some(p.to_string()),
+            dir: dir.to_string(),
+        },
+        ["notes", dir, _] if md && kind_of_dir(dir).is_some() => Place::Note {
+            project: None,
+            dir: dir.to_string(),
+        },
+        ["projects", p, "risks", _] if md => Place::Risk(p.to_string()),
+        ["events", _, _, _, _] if md => Place::Event,
+        ["agents", _] if md => Place::Other("agent"),
+        ["roles", _] if md => Place::Other("role"),
+        ["shortcuts", _] if md => Place::Other("shortcut"),
+        ["runtimes", _] if md => Place::Other("runtime"),
+        ["queues", _] if md => Place::Other("queue"),
+        ["templates", ..] => Place::Other("template"),
+        ["evidence", ..] => Place::Other("evidence"),
+        ["txn", ..] => Place::Other("txn"),
+        ["trains", _] => Place::Other("train"),
+        ["github", "consent", _] => Place::Other("consent"),
+        ["archive", ..] => Place::Other("archive"),
+        _ => Place::Outside,
+    }
+}
+
+fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+fn problem(path: &str, e: crate::model::FieldError) -> Problem {
+    Problem {
+        path: path.to_string(),
+        reason: match e.kind {
+            FieldErrorKind::Schema => Reason::Schema,
+            FieldErrorKind::WrongKind => Reason::WrongKind,
+            FieldErrorKind::IdMismatch => Reason::IdMismatch,
+        },
+        detail: e.detail,
+    }
+}
+
+pub(super) struct TaskSide {
+    pub(super) project: String,
+    pub(super) folder: String,
+    pub(super) head: TaskHead,
+    pub(super) doc: TaskDoc,
+}
+
+pub(super) fn parse_task(
+    shown: &str,
+    project: &str,
+    folder: &str,
+    bytes: &[u8],
+) -> Result<TaskSide, Problem> {
+    let doc = Document::parse(shown, bytes)?;
+    let head = TaskHead::parse(&doc.front, &doc.body, file_name(shown), folder, doc.title())
+        .map_err(|e| problem(shown, e))?;
+    let status = Status::parse(folder).unwrap_or(Status::Open);
+    let tdoc = TaskDoc {
+        front: doc.front,
+        body: doc.body,
+        status,
+    };
+    tdoc.estimate().map_err(|e| problem(shown, e))?;
+    Ok(TaskSide {
+        project: project.to_string(),
+        folder: folder.to_string(),
+        head,
+        doc: tdoc,
+    })
+}
+
+pub(super) struct NoteSide {
+    pub(super) head: NoteHead,
+    pub(super) body: String,
+}
+
+pub(super) fn parse_note(
+    shown: &str,
+    project: Option<&str>,
+    dir: &str,
+    bytes: &[u8],
+) -> Result<NoteSide, Problem> {
+    let doc = Document::parse(shown, bytes)?;
+    let scope = if project.is_some() {
+        "project"
+    } else {
+        "workspace"
+    };
+    let head = NoteHead::parse(&doc.front, &doc.body, dir, scope).map_err(|e| problem(shown, e))?;
+    Ok(NoteSide {
+        head,
+        body: doc.body,
+    })
+}
+
+pub(super) fn parse_risk(shown: &str, bytes: &[u8]) -> Result<(RiskHead, String), Problem> {
+    let doc = Document::parse(shown, bytes)?;
+    let head = RiskHead::parse(&doc.front, &doc.body).map_err(|e| problem(shown, e))?;
+    Ok((head, doc.body))
+}
+
+pub(super) fn parse_event(shown: &str, bytes: &[u8]) -> Result<EventHead, Problem> {
+    let doc = Document::parse(shown, bytes)?;
+    EventHead::parse(&doc.front, &doc.body, file_name(shown), shown).map_err(|e| problem(shown, e))
+}
+
+pub(super) fn parse_glossary(
+    shown: &str,
+    slug: &str,
+    bytes: &[u8],
+) -> Result<Vec<glossary::Entry>, Problem> {
+    let doc = Document::parse(shown, bytes)?;
+    glossary::GlossaryHead::parse(&doc.front, slug).map_err(|e| problem(shown, e))?;
+    Ok(glossary::entries(&doc.body))
+}
+
+fn parse_project(shown: &str, bytes: &[u8]) -> Result<Document, Problem> {
+    let doc = Document::parse(shown, bytes)?;
+    if doc.front.get("kind").and_then(|v| v.as_str()) != Some("project") {
+        return Err(Problem {
+            path: shown.to_string(),
+            reason: Reason::WrongKind,
+            detail: "`kind` is not \"project\"".to_string(),
+        });
+    }
+    Ok(doc)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Comparing.
+
+/// The prose of a body a reviewer reads as an edit: everything but the title line and the
+/// sections reported on their own (`## Acceptance`, `## Log`).
+fn prose(body: &str) -> String {
+    let mut cut: Vec<std::ops::Range<usize>> = Vec::new();
+    for name in ["Acceptance", "Log"] {
+        if let Some(r) = section_range(body, name) {
+            // The heading line too: it ends where the section's content starts.
+            let start = body[..r.start]
+                .trim_end_matches('\n')
+                .rfind('\n')
+                .map_or(0, |i| i + 1);
+            cut.push(start..r.end);
+        }
+    }
+    cut.sort_by_key(|r| r.start);
+    let mut out = String::new();
+    let mut at = 0;
+    for r in cut {
+        if r.start >= at {
+            out.push_str(&body[at..r.start]);
+            at = r.end;
+        }
+    }
+    out.push_str(&body[at..]);
+    let mut lines: Vec<&str> = Vec::new();
+    let mut title_seen = false;
+    for line in out.lines() {
+        if !title_seen && line.starts_with("# ") {
+            title_seen = true;
+            continue;
+        }
+        lines.push(line);
+    }
+    lines.join("\n").trim().to_string()
+}
+
+fn estimate_text(doc: &TaskDoc) -> Option<String> {
+    doc.estimate()
+        .ok()
+        .flatten()
+        .map(|e| format!("{}/{}/{}", e.optimistic, e.probable, e.pessimistic))
+}
+
+fn criteria_changes(old: &[Criterion], new: &[Criterion], out: &mut Vec<Change>) {
+    for c in new {
+        match old.iter().find(|o| o.n == c.n) {
+            None => out.push(Change::CriterionAdded {
+                n: c.n,
+                text: c.text.clone(),
+                checked: c.checked,
+            }),
+            Some(o) => {
+                if o.text != c.text {
+                    out.push(Change::CriterionEdited {
+                        n: c.n,
+                        diff: word_diff(&o.text, &c.text),
+                    });
+                }
+                if !o.checked && c.checked {
+                    out.push(Change::CriterionChecked {
+                        n: c.n,
+                        text: c.text.clone(),
+                    });
+                } else if o.checked && !c.checked {
+                    out.push(Change::CriterionUnchecked {
+                        n: c.n,
+                        text: c.text.clone(),
+                    });
+                }
+            }
+        }
+    }
+    for o in old.iter().filter(|o| !new.iter().any(|c| c.n == o.n)) {
+        out.push(Change::CriterionRemoved {
+            n: o.n,
+            text: o.text.clone(),
+        });
+    }
+}
+
+fn task_changes(old: Option<&TaskSide>, new: Option<&TaskSide>) -> Vec<Change> {
+    let mut out = Vec::new();
+    let (o, n) = match (old, new) {
+        (None, Some(n)) => {
+            out.push(Change::Created {
+                title: n.head.title.clone(),
+                status: Some(n.folder.clone()),
+            });
+            if n.head.assignee.is_some() {
+                out.push(Change::Assignee {
+                    from: None,
+                    to: n.head.assignee.clone(),
+                });
+            }
+            let checked: Vec<_> = n.doc.criteria().into_iter().filter(|c| c.checked).collect();
+            for c in checked {
+                out.push(Change::CriterionChecked {
+                    n: c.n,
+                    text: c.text,
+                });
+            }
+            return out;
+        }
+        (Some(o), None) => {
+            out.push(Change::Removed {
+                status: Some(o.folder.clone()),
+            });
+            return out;
+        }
+        (Some(o), Some(n)) => (o, n),
+        (None, None) => return out,
+    };
+    if o.folder != n.folder {
+        out.push(Change::Status {
+            from: o.folder.clone(),
+            to: n.folder.clone(),
+        });
+    }
+    if o.head.assignee != n.head.assignee {
+        out.push(Change::Assignee {
+            from: o.head.assignee.clone(),
+            to: n.head.assignee.clone(),
+        });
+    }
+    if o.head.owner != n.head.owner {
+        out.push(Change::Owner {
+            from: o.head.owner.clone(),
+            to: n.head.owner.clone(),
+        });
+    }
+    if o.head.resolution != n.head.resolution {
+        out.push(Change::Resolution {
+            from: o.head.resolution.clone(),
+            to: n.head.resolution.clone(),
+        });
+    }
+    if o.head.title != n.head.title {
+        out.push(Change::Title {
+            from: o.head.title.clone(),
+            to: n.head.title.clone(),
+            diff: word_diff(&o.head.title, &n.head.title),
+        });
+    }
+    if o.head.priority != n.head.priority {
+        out.push(Change::Priority {
+            from: o.head.priority.clone(),
+            to: n.head.priority.clone(),
+        });
+    }
+    let (oe, ne) = (estimate_text(&o.doc), estimate_text(&n.doc));
+    if oe != ne {
+        out.push(Change::Estimate { from: oe, to: ne });
+    }
+    let (op, np) = (o.doc.parent(), n.doc.parent());
+    if op != np {
+        out.push(Change::Parent {
+            from: op.map(str::to_string),
+            to: np.map(str::to_string),
+        });
+    }
+    let (od, nd) = (o.doc.depends_on(), n.doc.depends_on());
+    let has = |list: &[Dependency], d: &Dependency| list.iter().any(|x| x == d);
+    for d in nd.iter().filter(|d| !has(&od, d)) {
+        out.push(Change::DependencyAdded {
+            on: d.on.clone(),
+            kind: d.kind.clone(),
+        });
+    }
+    for d in od.iter().filter(|d| !has(&nd, d)) {
+        out.push(Change::DependencyRemoved {
+            on: d.on.clone(),
+            kind: d.kind.clone(),
+        });
+    }
+    criteria_changes(&o.doc.criteria(), &n.doc.criteria(), &mut out);
+    let (ob, nb) = (prose(&o.doc.body), prose(&n.doc.body));
+    if ob != nb {
+        out.push(Change::Body {
+            diff: word_diff(&ob, &nb),
+        });
+    }
+    let (ol, nl) = (&o.head.log, &n.head.log);
+    if nl.len() > ol.len() && nl[..ol.len()] == ol[..] {
+        out.push(Change::Logged {
+            lines: nl[ol.len()..]
+                .iter()
+                .map(|l| format!("{} {} {}", l.at, l.agent, l.text))
+                .collect(),
+        });
+    }
+    out
+}
+
+fn first_line(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("")
+        .to_string()
+}
+
+fn note_review(path: &str, old: Option<&NoteSide>, new: Option<&NoteSide>) -> Option<NoteReview> {
+    let (side, change) = match (old, new) {
+        (None, Some(n)) => (n, "added"),
+        (Some(o), None) => (o, "removed"),
+        (Some(o), Some(n)) if o.body != n.body || o.head.id != n.head.id => (n, "edited"),
+        _ => return None,
+    };
+    let decision = side.head.kind == "decision";
+    Some(NoteReview {
+        id: side.head.id.clone(),
+        change,
+        kind: side.head.kind.clone(),
+        title: side.head.title.clone(),
+        about: side.head.about.clone(),
+        severity: side.head.severity.clone(),
+        chose: decision
+            .then(|| section_text(&side.body, "Chose").map(first_line))
+            .flatten(),
+        rejected: decision
+            .then(|| section_text(&side.body, "Rejected").map(first_line))
+            .flatten(),
+        diff: match (old, new) {
+            (Some(o), Some(n)) => Some(word_diff(&o.body, &n.body)),
+            _ => None,
+        },
+        path: path.to_string(),
+    })
+}
+
+fn risk_changes(old: Option<&(RiskHead, String)>, new: Option<&(RiskHead, String)>) -> Vec<Change> {
+    let mut out = Vec::new();
+    match (old, new) {
+        (None, Some((n, _))) => {
+            out.push(Change::Created {
+                title: n.title.clone(),
+                status: Some(n.status.clone()),
+            });
+            for (field, v) in [("impact", &n.impact), ("likelihood", &n.likelihood)] {
+                out.push(Change::Field {
+                    field: field.to_string(),
+                    from: None,
+                    to: Some(v.clone()),
+                });
+            }
+        }
+        (Some((o, _)), None) => out.push(Change::Removed {
+            status: Some(o.status.clone()),
+        }),
+        (Some((o, ob)), Some((n, nb))) => {
+            if o.title != n.title {
+                out.push(Change::Title {
+                    from: o.title.clone(),
+                    to: n.title.clone(),
+                    diff: word_diff(&o.title, &n.title),
+                });
+            }
+            for (field, a, b) in [
+                ("status", &o.status, &n.status),
+                ("impact", &o.impact, &n.impact),
+                ("likelihood", &o.likelihood, &n.likelihood),
+                ("owner", &o.owner, &n.owner),
+            ] {
+                if a != b {
+                    out.push(Change::Field {
+                        field: field.to_string(),
+                        from: Some(a.clone()),
+                        to: Some(b.clone()),
+                    });
+                }
+            }
+            let (op, np) = (prose(ob), prose(nb));
+            if op != np {
+                out.push(Change::Body {
+                    diff: word_diff(&op, &np),
+                });
+            }
+        }
+        (None, None) => {}
+    }
+    out
+}
+
+fn glossary_changes(old: &[glossary::Entry], new: &[glossary::Entry]) -> Vec<TermChange> {
+    let key = |e: &glossary::Entry| e.term.to_lowercase();
+    let old_by: BTreeMap<String, &glossary::Entry> = old.iter().map(|e| (key(e), e)).collect();
+    let new_by: BTreeMap<String, &glossary::Entry> = new.iter().map(|e| (key(e), e)).collect();
+    let mut out = Vec::new();
+    for e in new {
+        match old_by.get(&key(e)) {
+            None => out.push(TermChange {
+                term: e.term.clone(),
+                change: "added",
+                from: None,
+                to: Some(e.definition.clone()),
+            }),
+            Some(o) if o.definition != e.definition => out.push(TermChange {
+                term: e.term.clone(),
+                change: "changed",
+                from: Some(o.definition.clone()),
+                to: Some(e.definition.clone()),
+            }),
+            Some(_) => {}
+        }
+    }
+    for e in old.iter().filter(|e| !new_by.contains_key(&key(e))) {
+        out.push(TermChange {
+            term: e.term.clone(),
+            change: "removed",
+            from: Some(e.definition.clone()),
+            to: None,
+        });
+    }
+    out
+}
+
+/// Reads `changes` (paths relative to the workspace directory `prefix`) into a review.
+/// `refs` names tasks the changes do not touch (for the events about them), by id.
+pub fn analyse(
+    prefix: &str,
+    changes: &[FileChange],
+    refs: &dyn Fn(&str) -> Option<String>,
+) -> Report {
+    let shown = |p: &str| {
+        if prefix.is_empty() {
+            p.to_string()
+        } else {
+            format!("{prefix}/{p}")
+        }
+    };
+    let mut report = Report::default();
+    let mut projects: BTreeMap<String, ProjectReview> = BTreeMap::new();
+    let mut old_tasks: BTreeMap<String, TaskSide> = BTreeMap::new();
+    let mut new_tasks: BTreeMap<String, TaskSide> = BTreeMap::new();
+    let mut old_events: BTreeMap<String, EventHead> = BTreeMap::new();
+    let mut new_events: Vec<EventHead> = Vec::new();
+    let unparseable = |p: Problem, out: &mut Vec<Unparseable>| {
+        out.push(Unparseable {
+            path: p.path,
+            reason: p.reason.as_str().to_string(),
+            detail: p.detail,
+        })
+    };
+    report.counts.files = changes.len();
+    for c in changes {
+        let path = shown(&c.path);
+        let change = match (&c.old, &c.new) {
+            (None, _) => "added",
+            (_, None) => "removed",
+            _ => "modified",
+        };
+        match place(&c.path) {
+            Place::Task { project, folder } => {
+                if let Some(b) = &c.old
+                    && let Ok(t) = parse_task(&path, &project, &folder, b)
+                {
+                    old_tasks.insert(t.head.id.clone(), t);
+                }
+                if let Some(b) = &c.new {
+                    match parse_task(&path, &project, &folder, b) {
+                        Ok(t) => {
+                            new_tasks.insert(t.head.id.clone(), t);
+                        }
+                        Err(p) => unparseable(p, &mut report.unparseable),
+                    }
+                }
+            }
+            Place::Note { project, dir } => {
+                let old = c
+                    .old
+                    .as_ref()
+                    .and_then(|b| parse_note(&path, project.as_deref(), &dir, b).ok());
+                let new = match &c.new {
+                    Some(b) => match parse_note(&path, project.as_deref(), &dir, b) {
+                        Ok(n) => Some(n),
+                        Err(p) => {
+                            unparseable(p, &mut report.unparseable);
+                            continue;
+                        }
+                    },
+                    None => None,
+                };
+                if let Some(r) = note_review(&path, old.as_ref(), new.as_ref()) {
+                    let key = project.unwrap_or_else(|| "workspace".to_string());
+                    project_entry(&mut projects, &key).notes.push(r);
+                }
+            }
+            Place::Risk(project) => {
+                let old = c.old.as_ref().and_then(|b| parse_risk(&path, b).ok());
+                let new = match &c.new {
+                    Some(b) => match parse_risk(&path, b) {
+                        Ok(r) => Some(r),
+                        Err(p) => {
+                            unparseable(p, &mut report.unparseable);
+                            continue;
+                        }
+                    },
+                    None => None,
+                };
+                let Some(side) = new.as_ref().or(old.as_ref()) else {
+                    continue;
+                };
+                let changes = risk_changes(old.as_ref(), new.as_ref());
+                if !changes.is_empty() {
+                    let r = RiskReview {
+                        id: side.0.id.clone(),
+                        title: side.0.title.clone(),
+                        changes,
+                    };
+                    project_entry(&mut projects, &project).risks.push(r);
+                }
+            }
+            Place::Glossary(project) => {
+                let old = c
+                    .old
+                    .as_ref()
+                    .and_then(|b| parse_glossary(&path, &project, b).ok())
+                    .unwrap_or_default();
+                let new = match &c.new {
+                    Some(b) => match parse_glossary(&path, &project, b) {
+                        Ok(g) => g,
+                        Err(p) => {
+                            unparseable(p, &mut report.unparseable);
+                            continue;
+                        }
+                    },
+                    None => Vec::new(),
+                };
+                let terms = glossary_changes(&old, &new);
+                project_entry(&mut projects, &project)
+                    .glossary
+                    .extend(terms);
+            }
+            Place::Project(project) => {
+                let old = c.old.as_ref().and_then(|b| parse_project(&path, b).ok());
+                let new = match &c.new {
+                    Some(b) => match parse_project(&path, b) {
+                        Ok(d) => Some(d),
+                        Err(p) => {
+                            unparseable(p, &mut report.unparseable);
+                            continue;
+                        }
+                    },
+                    None => None,
+                };
+                let entry = project_entry(&mut projects, &project);
+                entry
+                    .changes
+                    .extend(project_changes(old.as_ref(), new.as_ref()));
+            }
+            Place::Event => {
+                if let Some(b) = &c.old
+                    && let Ok(e) = parse_event(&path, b)
+                {
+                    old_events.insert(e.id.clone(), e);
+                }
+                if let Some(b) = &c.new {
+                    match parse_event(&path, b) {
+                        Ok(e) => new_events.push(e),
+                        Err(p) => unparseable(p, &mut report.unparseable),
+                    }
+                }
+            }
+            Place::Other(kind) => {
+                if let Some(b) = &c.new
+                    && let Err(p) = check_record(&path, b)
+                {
+                    unparseable(p, &mut report.unparseable);
+                }
+                report.other.push(PathChange {
+                    path,
+                    kind: kind.to_string(),
+                    change,
+                });
+            }
+            Place::Outside => report.outside_format.push(PathChange {
+                path,
+                kind: "unknown".to_string(),
+                change,
+            }),
+        }
+    }
+
+    // Tasks, joined by id across moves.
+    let ids: BTreeSet<&String> = old_tasks.keys().chain(new_tasks.keys()).collect();
+    let mut task_refs: BTreeMap<String, String> = BTreeMap::new();
+    for id in ids {
+        let (o, n) = (old_tasks.get(id), new_tasks.get(id));
+        let Some(side) = n.or(o) else { continue };
+        let tref = TaskRef::of(&side.project, &side.head);
+        task_refs.insert(id.clone(), tref.reference.clone());
+        let changes = task_changes(o, n);
+        if changes.is_empty() {
+            continue;
+        }
+        report.counts.tasks += 1;
+        project_entry(&mut projects, &side.project)
+            .tasks
+            .push(TaskReview {
+                id: id.clone(),
+                reference: tref.reference,
+                title: side.head.title.clone(),
+                changes,
+            });
+    }
+
+    // Events: settled by a receipt on the new side, grouped by what they are about and who.
+    let mut applied: BTreeSet<String> = BTreeSet::new();
+    let mut rejected: BTreeSet<String> = BTreeSet::new();
+    for e in new_events.iter().filter(|e| e.kind == "applied") {
+        applied.extend(e.applied.iter().cloned());
+        rejected.extend(e.rejected.iter().map(|(id, _)| id.clone()));
+        report.counts.receipts += 1;
+    }
+    let mut groups: BTreeMap<Option<String>, BTreeMap<String, Vec<EventItem>>> = BTreeMap::new();
+    let new_ids: BTreeSet<String> = new_events.iter().map(|e| e.id.clone()).collect();
+    for e in &new_events {
+        if e.kind == "applied" || old_events.contains_key(&e.id) {
+            continue;
+        }
+        let state = if rejected.contains(&e.id) {
+            "rejected"
+        } else if is_journal(&e.kind) || applied.contains(&e.id) {
+            "settled"
+        } else {
+            "pending"
+        };
+        report.counts.events += 1;
+        if state == "pending" {
+            report.counts.pending += 1;
+        }
+        if e.kind == "help" || e.kind == "answer" {
+            report.questions.push(QuestionItem {
+                id: e.id.clone(),
+                kind: if e.kind == "help" {
+                    "question"
+                } else {
+                    "answer"
+                },
+                about: e.about.clone(),
+                reference: None,
+                by: e.created_by.clone(),
+                question: e.question.clone(),
+                text: first_line(&e.body),
+                state,
+            });
+        }
+        groups
+            .entry(e.about.clone())
+            .or_default()
+            .entry(e.created_by.clone())
+            .or_default()
+            .push(event_item(e, state));
+    }
+    for (id, e) in &old_events {
+        if new_ids.contains(id) || e.kind == "applied" {
+            continue;
+        }
+        groups
+            .entry(e.about.clone())
+            .or_default()
+            .entry(e.created_by.clone())
+            .or_default()
+            .push(event_item(e, "removed"));
+    }
+    for (about, agents) in groups {
+        let reference = about
+            .as_deref()
+            .and_then(|a| task_refs.get(a).cloned().or_else(|| refs(a)));
+        report.events.push(EventGroup {
+            about,
+            reference,
+            agents: agents
+                .into_iter()
+                .map(|(agent, mut events)| {
+                    events.sort_by(|a, b| a.id.cmp(&b.id));
+                    AgentEvents { agent, events }
+                })
+                .collect(),
+        });
+    }
+
+    for q in &mut report.questions {
+        q.reference = q
+            .about
+            .as_deref()
+            .and_then(|a| task_refs.get(a).cloned().or_else(|| refs(a)));
+    }
+    for p in projects.values_mut() {
+        p.tasks.sort_by(|a, b| a.reference.cmp(&b.reference));
+        p.notes.sort_by(|a, b| a.id.cmp(&b.id));
+        p.risks.sort_by(|a, b| a.id.cmp(&b.id));
+        report.counts.notes += p.notes.len();
+        report.counts.risks += p.risks.len();
+    }
+    // The workspace scope last, after the projects in name order.
+    let ws_scope = projects.remove("workspace");
+    report.projects = projects.into_values().collect();
+    report.projects.extend(ws_scope);
+    report.counts.unparseable = report.unparseable.len();
+    report.counts.outside_format = report.outside_format.len();
+    report
+}
+
+fn event_item(e: &EventHead, state: &'static str) -> EventItem {
+    EventItem {
+        id: e.id.clone(),
+        kind: e.kind.clone(),
+        created: crate::model::format_time(e.created),
+        summary: e.summary(),
+        state,
+        path: e.path.clone(),
+    }
+}
+
+fn project_entry<'a>(
+    map: &'a mut BTreeMap<String, ProjectReview>,
+    slug: &str,
+) -> &'a mut ProjectReview {
+    map.entry(slug.to_string())
+        .or_insert_with(|| ProjectReview {
+            project: slug.to_string(),
+            ..ProjectReview::default()
+        })
+}
+
+fn project_changes(old: Option<&Document>, new: Option<&Document>) -> Vec<Change> {
+    let title = |d: &Document| d.title().unwrap_or("").to_string();
+    match (old, new) {
+        (None, Some(n)) => vec![Change::Created {
+            title: title(n),
+            status: None,
+        }],
+        (Some(_), None) => vec![Change::Removed { status: None }],
+        (Some(o), Some(n)) => {
+            let mut out = Vec::new();
+            if title(o) != title(n) {
+                out.push(Change::Title {
+                    from: title(o),
+                    to: title(n),
+                    diff: word_diff(&title(o), &title(n)),
+                });
+            }
+            let owner = |d: &Document| {
+                d.front
+                    .get("owner")
+                    .and_then(|v| v.as_str())
+                    .map(str::to_string)
+            };
+            if owner(o) != owner(n) {
+                out.push(Change::Field {
+                    field: "owner".to_string(),
+                    from: owner(o),
+                    to: owner(n),
+                });
+            }
+            let (ob, nb) = (prose(&o.body), prose(&n.body));
+            if ob != nb {
+                out.push(Change::Body {
+                    diff: word_diff(&ob, &nb),
+                });
+            }
+            out
+        }
+        (None, None) => Vec::new(),
+    }
+}
+
+/// Checks that a record of the layout this review does not interpret still parses.
+fn check_record(path: &str, bytes: &[u8]) -> Result<(), Problem> {
+    if path.ends_with(".md") {
+        Document::parse(path, bytes).map(|_| ())
+    } else if path.ends_with(".toml") {
+        crate::store::TomlRecord::parse(path, bytes).map(|_| ())
+    } else {
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// One task's history.
+
+/// What one commit did to one task.
+#[derive(Debug)]
+pub struct TaskCommit {
+    pub commit: git::CommitInfo,
+    pub changes: Vec<Change>,
+    pub events: Vec<EventItem>,
+}
+
+/// The commits reachable from `HEAD` that changed task `id` or added events about it, newest
+/// first, at most `limit`; `true` when more exist. A commit is compared with its first
+/// parent; a merge counts only when the task differs from every parent (a resolved conflict).
+pub fn task_history(
+    ws: &Workspace,
+    repo: &Repo,
+    id: &str,
+    limit: usize,
+) -> Result<(Vec<TaskCommit>, bool), Error> {
+    let prefix = ws_prefix(ws);
+    let Ok(head) = repo.rev_parse("HEAD") else {
+        return Ok((Vec::new(), false));
+    };
+    let needle = id.as_bytes();
+    let relevant = |p: &str| {
+        p == "projects"
+            || p == "events"
+            || p.starts_with("events/")
+            || p.strip_prefix("projects/").is_some_and(|rest| {
+                let mut s = rest.split('/');
+                s.next();
+                matches!(s.next(), None | Some("tasks"))
+            })
+    };
+    let skip = |p: &str| !relevant(p);
+    let mut tree_of: std::collections::HashMap<String, Option<String>> = Default::default();
+    let mut ws_tree_cached = |sha: &str| -> Result<Option<String>, Error> {
+        if let Some(t) = tree_of.get(sha) {
+            return Ok(t.clone());
+        }
+        let t = ws_tree(repo, &prefix, sha)?;
+        tree_of.insert(sha.to_string(), t.clone());
+        Ok(t)
+    };
+    let mut out = Vec::new();
+    for sha in repo.history(&head, None)? {
+        let info = repo.commit_info(&sha)?;
+        let tree = ws_tree_cached(&sha)?;
+        let mut per_parent = Vec::new();
+        let parents = if info.parents.is_empty() {
+            vec![None]
+        } else {
+            info.parents.iter().map(Some).collect()
+        };
+        for parent in parents {
+            let ptree = match parent {
+                Some(p) => ws_tree_cached(p)?,
+                None => None,
+            };
+            let mut changes = Vec::new();
+            for c in repo.diff_trees(ptree.as_deref(), tree.as_deref(), &skip)? {
+                let old = c.old.map(|b| repo.blob(&b)).transpose()?;
+                let new = c.new.map(|b| repo.blob(&b)).transpose()?;
+                let mentions = |b: &Option<Vec<u8>>| {
+                    b.as_ref()
+                        .is_some_and(|b| b.windows(needle.len()).any(|w| w == needle))
+                };
+                if mentions(&old) || mentions(&new) {
+                    changes.push(FileChange {
+                        path: c.path,
+                        old,
+                        new,
+                    });
+                }
+            }
+            per_parent.push(changes);
+        }
+        if per_parent.iter().any(Vec::is_empty) {
+            continue;
+        }
+        let report = analyse(&prefix, &per_parent[0], &|_| None);
+        let changes: Vec<Change> = report
+            .projects
+            .iter()
+            .flat_map(|p| p.tasks.iter())
+            .filter(|t| t.id == id)
+            .flat_map(|t| t.changes.iter().cloned())
+            .collect();
+        let events: Vec<EventItem> = report
+            .events
+            .iter()
+            .filter(|g| g.about.as_deref() == Some(id))
+            .flat_map(|g| g.agents.iter().flat_map(|a| a.events.iter().cloned()))
+            .collect();
+        if changes.is_empty() && events.is_empty() {
+            continue;
+        }
+        if out.len() == limit {
+            return Ok((out, true));
+        }
+        out.push(TaskCommit {
+            commit: info,
+            changes,
+            events,
+        });
+    }
+    Ok((out, false))
+}

@@ -1,0 +1,299 @@
+//! `dacli search`: ranked full-text search on a derived FTS5 index that never lies.
+
+use serde_json::Value;
+
+use crate::support::Repo;
+
+fn ok(repo: &Repo, args: &[&str]) -> Value {
+    let (code, v) = repo.json(args);
+    assert_eq!(code, 0, "{args:?}: {v}");
+    v
+}
+
+fn refs(v: &Value) -> Vec<String> {
+    v["data"]["hits"]
+        .as_array()
+        .expect("hits")
+        .iter()
+        .map(|h| h["ref"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+/// Two projects with tasks, a decision, a risk, a glossary term and a question.
+fn workspace() -> Repo {
+    let repo = Repo::initialized();
+    ok(&repo, &["project", "add", "Shop"]);
+    ok(&repo, &["project", "add", "Billing"]);
+    ok(
+        &repo,
+        &[
+            "task",
+            "add",
+            "Add the rounding shim",
+            "--project",
+            "shop",
+            "--accept",
+            "Every caller goes through the shim",
+        ],
+    );
+    ok(
+        &repo,
+        &[
+            "task",
+            "add",
+            "Write docs",
+            "--project",
+            "shop",
+            "--context",
+            "Explain how rounding works, with a worked example.",
+            "--accept",
+            "A page exists",
+        ],
+    );
+    ok(
+        &repo,
+        &[
+            "task",
+            "add",
+            "Invoice totals",
+            "--project",
+            "billing",
+            "--accept",
+            "Totals use the rounding shim",
+        ],
+    );
+    ok(
+        &repo,
+        &[
+            "note",
+            "add",
+            "decision",
+            "Round once at the boundary",
+            "--project",
+            "shop",
+            "--chose",
+            "Round half-even once",
+            "--rejected",
+            "An async queue of jobs",
+            "--because",
+            "One place to test",
+        ],
+    );
+    ok(
+        &repo,
+        &[
+            "risk",
+            "add",
+            "Refunds may be rounded twice",
+            "--project",
+            "shop",
+            "--impact",
+            "low",
+            "--likelihood",
+            "low",
+        ],
+    );
+    ok(
+        &repo,
+        &[
+            "glossary",
+            "add",
+            "--project",
+            "shop",
+            "minor unit",
+            "the smallest unit of a currency",
+        ],
+    );
+    ok(
+        &repo,
+        &[
+            "ask",
+            "shop/2",
+            "Which currency table holds the minor unit?",
+        ],
+    );
+    repo
+}
+
+#[test]
+fn search_ranks_title_matches_first_with_ref_kind_and_excerpt() {
+    let repo = workspace();
+    let v = ok(&repo, &["search", "rounding"]);
+    let r = refs(&v);
+    // Title matches first (task 1, the risk's "rounded" does not match the word), then bodies.
+    assert_eq!(r[0], "shop/001-add-the-rounding-shim", "{v}");
+    assert!(v["data"]["hits"][0]["in_title"].as_bool().unwrap_or(false));
+    assert!(r.contains(&"shop/002-write-docs".to_string()), "{r:?}");
+    assert!(
+        r.contains(&"billing/001-invoice-totals".to_string()),
+        "{r:?}"
+    );
+    let title_hits = v["data"]["hits"]
+        .as_array()
+        .expect("hits")
+        .iter()
+        .take_while(|h| h["in_title"] == true)
+        .count();
+    assert_eq!(title_hits, 1, "{v}");
+    for h in v["data"]["hits"].as_array().expect("hits") {
+        let excerpt = h["excerpt"].as_str().unwrap_or("");
+        assert!(excerpt.contains("[rounding]"), "{h}");
+        assert!(!excerpt.contains('\n'), "{h}");
+        assert!(h["kind"].is_string());
+    }
+    let text = repo.dacli(&["search", "rounding"]).output().expect("runs");
+    let text = String::from_utf8(text.stdout).expect("utf-8");
+    assert!(
+        text.starts_with("shop/001-add-the-rounding-shim  task  Add the rounding shim\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn search_takes_phrases_and_prefixes() {
+    let repo = workspace();
+    let v = ok(&repo, &["search", "\"async queue\""]);
+    assert_eq!(refs(&v).len(), 1, "{v}");
+    assert_eq!(v["data"]["hits"][0]["kind"], "note");
+    // The words apart, in another order, are no phrase.
+    let v = ok(&repo, &["search", "\"queue async\""]);
+    assert!(refs(&v).is_empty(), "{v}");
+    // A prefix reaches "rounded" and "rounding" and "round".
+    let v = ok(&repo, &["search", "round*"]);
+    let kinds: Vec<&str> = v["data"]["hits"]
+        .as_array()
+        .expect("hits")
+        .iter()
+        .map(|h| h["kind"].as_str().unwrap_or(""))
+        .collect();
+    assert!(
+        kinds.contains(&"risk") && kinds.contains(&"note") && kinds.contains(&"task"),
+        "{kinds:?}"
+    );
+    // Without the star, "round" is a word of its own.
+    let v = ok(&repo, &["search", "round"]);
+    assert!(!refs(&v).iter().any(|r| r.starts_with("shop/001")), "{v}");
+    // Punctuation is no syntax error; a word-joined term is a phrase.
+    let v = ok(&repo, &["search", "half-even"]);
+    assert_eq!(refs(&v).len(), 1, "{v}");
+    let (code, _) = repo.json(&["search", "-- ::"]);
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn search_filters_by_kind_project_status_and_limit() {
+    let repo = workspace();
+    let v = ok(
+        &repo,
+        &[
+            "search",
+            "rounding",
+            "--kind",
+            "task",
+            "--project",
+            "billing",
+        ],
+    );
+    assert_eq!(refs(&v), ["billing/001-invoice-totals"], "{v}");
+    let v = ok(&repo, &["search", "minor", "--kind", "question"]);
+    assert_eq!(refs(&v).len(), 1, "{v}");
+    assert_eq!(v["data"]["hits"][0]["kind"], "question");
+    let v = ok(&repo, &["search", "minor", "--kind", "glossary"]);
+    assert_eq!(refs(&v), ["shop/glossary#minor unit"], "{v}");
+    let v = ok(
+        &repo,
+        &["search", "refunds", "--kind", "risk", "--status", "open"],
+    );
+    assert_eq!(refs(&v).len(), 1, "{v}");
+    let v = ok(
+        &repo,
+        &["search", "refunds", "--kind", "risk", "--status", "closed"],
+    );
+    assert!(refs(&v).is_empty(), "{v}");
+    ok(&repo, &["task", "claim", "shop/1"]);
+    let v = ok(
+        &repo,
+        &["search", "shim", "--kind", "task", "--status", "active"],
+    );
+    assert_eq!(refs(&v), ["shop/001-add-the-rounding-shim"], "{v}");
+    let v = ok(&repo, &["search", "rounding", "--limit", "1"]);
+    assert_eq!(refs(&v).len(), 1);
+    assert_eq!(v["data"]["truncated"], true);
+    let (code, _) = repo.json(&["search", "rounding", "--limit", "0"]);
+    assert_eq!(code, 2);
+    let (code, _) = repo.json(&["search", "x", "--project", "Bad Slug"]);
+    assert_eq!(code, 2);
+}
+
+/// Every search answer, for comparing before and after the cache is deleted.
+fn answers(repo: &Repo) -> Vec<Value> {
+    [
+        "rounding",
+        "shim",
+        "round*",
+        "\"minor unit\"",
+        "totals",
+        "currency",
+        "exactly",
+    ]
+    .iter()
+    .map(|q| ok(repo, &["search", q])["data"].clone())
+    .collect()
+}
+
+#[test]
+fn deleting_the_cache_changes_no_answer_even_after_an_in_place_edit() {
+    let repo = workspace();
+    let warm = answers(&repo);
+    assert!(repo.ws("cache/search.sqlite").exists());
+    std::fs::remove_dir_all(repo.ws("cache")).expect("rm cache");
+    assert_eq!(answers(&repo), warm);
+
+    // An edit in place that keeps the size and restores the modification time: only the
+    // change time tells, and the index must read the file again.
+    let file = repo.ws("projects/billing/tasks/open/001-invoice-totals.md");
+    let before = std::fs::metadata(&file)
+        .expect("meta")
+        .modified()
+        .expect("mtime");
+    let text = std::fs::read_to_string(&file).expect("read");
+    let edited = text.replace(
+        "Totals use the rounding shim",
+        "Totals use the exactly shim",
+    );
+    assert_eq!(
+        edited.len(),
+        text.len() - "rounding".len() + "exactly".len()
+    );
+    std::fs::write(&file, &edited).expect("write");
+    std::fs::File::options()
+        .write(true)
+        .open(&file)
+        .expect("open")
+        .set_modified(before)
+        .expect("set mtime");
+    let after_edit = answers(&repo);
+    assert_ne!(after_edit, warm);
+    let exactly = ok(&repo, &["search", "exactly"]);
+    assert_eq!(refs(&exactly), ["billing/001-invoice-totals"], "{exactly}");
+    let rounding = ok(&repo, &["search", "rounding", "--project", "billing"]);
+    assert!(refs(&rounding).is_empty(), "{rounding}");
+    std::fs::remove_dir_all(repo.ws("cache")).expect("rm cache");
+    assert_eq!(answers(&repo), after_edit);
+
+    // A removed file leaves the index.
+    std::fs::remove_file(&file).expect("rm");
+    let gone = ok(&repo, &["search", "exactly"]);
+    assert!(refs(&gone).is_empty(), "{gone}");
+}
+
+#[test]
+fn a_damaged_search_database_is_rebuilt() {
+    let repo = workspace();
+    let warm = answers(&repo);
+    std::fs::write(repo.ws("cache/search.sqlite"), b"not a database at all").expect("write");
+    for suffix in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(repo.ws(&format!("cache/search.sqlite{suffix}")));
+    }
+    assert_eq!(answers(&repo), warm);
+}
