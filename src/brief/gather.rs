@@ -428,7 +428,8 @@ fn task_block(scope: &Scope<'_>, t: &FoldedTask) -> String {
         out.push_str(&format!(
             "\n\n**Your claim lost:** {} claimed this task earlier in another clone, and the \
              earlier claim wins; this task is not yours. Next: pick another task ({}).",
-            doc.assignee().map_or_else(|| "another agent".to_string(), label),
+            doc.assignee()
+                .map_or_else(|| "another agent".to_string(), label),
             (scope.reader.commands)("`dacli next`"),
         ));
     }

@@ -195,20 +195,23 @@ impl TaskDoc {
         parse_log(&self.body)
     }
 
-    /// True when `who` claimed this task and lost it to an earlier claim made in another
-    /// clone (the Log says so), and has not got it back since.
+    /// True when `who`'s last word on holding this task is a claim (or a claim the Log says
+    /// lost), yet someone else holds it or nobody does: an earlier claim made in another
+    /// clone won, and the merge or the owner's sync moved the task on. A release by `who`,
+    /// or an owner's assignment to `who`, ends the question.
     pub fn claim_lost_by(&self, who: &str) -> bool {
-        if self.assignee() == Some(who) {
+        if self.assignee() == Some(who) || self.status == Status::Done {
             return false;
         }
         let lost = format!("claim lost by {who}:");
+        let assigned = format!("assigned {who}");
         self.log()
             .iter()
             .rev()
             .find_map(|l| {
-                if l.text.starts_with(&lost) {
+                if l.text.starts_with(&lost) || (l.agent == who && l.text == "claimed") {
                     Some(true)
-                } else if l.agent == who && l.text == "claimed" {
+                } else if (l.agent == who && l.text == "released") || l.text == assigned {
                     Some(false)
                 } else {
                     None

@@ -494,3 +494,42 @@ fn four_clones_of_three_agents_converge_through_a_bare_remote() {
 fn a_clone_killed_in_the_middle_of_sync_remote_recovers_and_loses_nothing() {
     converge(true);
 }
+
+/// Two agents in two clones claim one task and each clone's owner applies its own claim
+/// before they exchange: after the exchange every clone names the earlier claimant, and the
+/// loser's `task show` and brief say its claim lost and what to do next.
+#[test]
+fn the_loser_of_a_claim_across_clones_is_told_and_pointed_at_another_task() {
+    let (_parent, clones, tokens) = team(2);
+    let (winner, loser) = (&tokens[0][0], &tokens[1][0]);
+    ok(&clones[0], &["task", "claim", "1"], Some(winner));
+    ok(&clones[1], &["task", "claim", "1"], Some(loser));
+    // Each clone's owner applies the claim it sees: both succeed locally.
+    for dir in &clones {
+        ok(dir, &["sync"], None);
+    }
+    let loser_id = ok(&clones[1], &["whoami"], Some(loser))["data"]["agent"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let shown = ok(&clones[1], &["task", "show", "1"], Some(loser));
+    assert_eq!(shown["data"]["assignee"], loser_id.as_str(), "{shown}");
+    settle(&clones, &tokens);
+    for dir in &clones {
+        let shown = ok(dir, &["task", "show", "1"], Some(loser));
+        assert_ne!(shown["data"]["assignee"], loser_id.as_str(), "{shown}");
+        let notice = &shown["data"]["notices"][0];
+        assert_eq!(notice["code"], "claim_lost", "{shown}");
+        assert!(
+            notice["message"].as_str().unwrap().contains("dacli next"),
+            "{notice}"
+        );
+        let brief = real(dir, &["context", "1"], Some(loser)).output().unwrap();
+        let text = String::from_utf8_lossy(&brief.stdout);
+        assert!(text.contains("Your claim lost"), "{text}");
+        assert!(text.contains("dacli next"), "{text}");
+        // The winner is told nothing of the kind.
+        let theirs = ok(dir, &["task", "show", "1"], Some(winner));
+        assert!(theirs["data"].get("notices").is_none(), "{theirs}");
+    }
+}
