@@ -152,12 +152,18 @@ pub enum Integrated {
     Conflicts(Vec<String>),
 }
 
-fn dacli_identity() -> [String; 4] {
+/// The configuration every git command of an exchange runs with: dacli's identity, and no
+/// directory-rename detection. A status folder is no renamed directory: when one side moves
+/// the only task of `open/` to `active/`, git would otherwise take `open/` for renamed and
+/// put the other side's new `open/` task under `active/` as a conflict.
+fn dacli_identity() -> [String; 6] {
     [
         "-c".into(),
         format!("user.name={AUTHOR_NAME}"),
         "-c".into(),
         format!("user.email={AUTHOR_EMAIL}"),
+        "-c".into(),
+        "merge.directoryRenames=false".into(),
     ]
 }
 

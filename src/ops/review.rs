@@ -461,6 +461,7 @@ fn place(path: &str) -> Place {
     match seg.as_slice() {
         ["config.toml"] => Place::Other("config"),
         [".gitignore"] => Place::Other("gitignore"),
+        [".gitattributes"] => Place::Other("gitattributes"),
         ["projects", p, "project.md"] => Place::Project(p.to_string()),
         ["projects", p, "glossary.md"] => Place::Glossary(p.to_string()),
         ["projects", p, "tasks", folder, _] if md && STATUS_FOLDERS.contains(folder) => {

@@ -533,3 +533,55 @@ fn the_loser_of_a_claim_across_clones_is_told_and_pointed_at_another_task() {
         assert!(theirs["data"].get("notices").is_none(), "{theirs}");
     }
 }
+
+/// One clone moves the only task of `open/` to `active/` while another adds a task to
+/// `open/`: git must not take the status folder for a renamed directory, so the exchange is
+/// clean and the new task stays open in every clone.
+#[test]
+fn moving_the_only_open_task_does_not_rename_the_folder_for_another_clones_new_task() {
+    let seed = Repo::initialized();
+    seed.dacli(&["project", "add", "P", "--slug", "checkout"])
+        .assert()
+        .success();
+    seed.dacli(&["task", "add", "Only open task", "--accept", "x"])
+        .assert()
+        .success();
+    git(seed.path(), &["add", "-A"]);
+    git(seed.path(), &["commit", "-qm", "workspace"]);
+    let parent = tempfile::tempdir().unwrap();
+    let bare = parent.path().join("remote.git");
+    git(
+        parent.path(),
+        &["init", "-q", "--bare", "-b", "main", bare.to_str().unwrap()],
+    );
+    git(seed.path(), &["push", "-q", bare.to_str().unwrap(), "main"]);
+    let clones: Vec<PathBuf> = (0..2)
+        .map(|i| {
+            let name = format!("c{i}");
+            git(
+                parent.path(),
+                &["clone", "-q", bare.to_str().unwrap(), &name],
+            );
+            parent.path().join(name)
+        })
+        .collect();
+    // The owner claims its only open task in one clone (the file moves to active/) ...
+    ok(&clones[0], &["task", "claim", "1"], None);
+    ok(&clones[0], &["sync", "--remote"], None);
+    // ... while the other clone adds a task to open/.
+    let added = ok(
+        &clones[1],
+        &["task", "add", "New open task", "--accept", "y"],
+        None,
+    );
+    let id = added["data"]["task"]["id"].as_str().unwrap().to_string();
+    ok(&clones[1], &["sync", "--remote"], None);
+    ok(&clones[0], &["sync", "--remote"], None);
+    for dir in &clones {
+        no_conflict_markers(dir);
+        let all = tasks(dir);
+        let new = all.iter().find(|t| t["id"] == id.as_str()).unwrap();
+        assert_eq!(new["status"], "open", "{all:?}");
+        assert_eq!(all.len(), 2, "{all:?}");
+    }
+}

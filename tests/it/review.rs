@@ -250,11 +250,14 @@ fn history() -> (Repo, tempfile::TempDir) {
     );
 
     // A hand edit, a file that does not parse, a stray and derived data.
-    let shim = std::fs::read_dir(repo.ws("projects/shop/tasks/active"))
-        .expect("active")
-        .map(|e| e.expect("entry").path())
-        .find(|p| p.display().to_string().contains("001-"))
-        .expect("task 1 is active");
+    let shown = ok(&repo, &["task", "show", "shop/1"]);
+    assert_eq!(
+        shown["data"]["status"], "active",
+        "task 1 is active: {shown}"
+    );
+    let shim = repo
+        .path()
+        .join(shown["data"]["path"].as_str().expect("path"));
     let body = std::fs::read_to_string(&shim).expect("read");
     std::fs::write(
         &shim,
@@ -474,15 +477,12 @@ fn log_refuses_an_unknown_task_and_finds_a_removed_one_by_id() {
     // Remove task 2 from the working tree and commit: its id still finds its history.
     let v = ok(&repo, &["log", "shop/2"]);
     let id = v["data"]["task"]["id"].as_str().expect("id").to_string();
-    for folder in ["open", "active", "blocked", "done"] {
-        let dir = repo.ws(&format!("projects/shop/tasks/{folder}"));
-        for e in std::fs::read_dir(&dir).into_iter().flatten() {
-            let p = e.expect("entry").path();
-            if p.display().to_string().contains("002-") {
-                std::fs::remove_file(&p).expect("rm");
-            }
-        }
-    }
+    let shown = ok(&repo, &["task", "show", "shop/2"]);
+    std::fs::remove_file(
+        repo.path()
+            .join(shown["data"]["path"].as_str().expect("path")),
+    )
+    .expect("rm");
     commit(repo.path(), "drop docs task");
     let v = ok(&repo, &["log", &id]);
     let commits = v["data"]["commits"].as_array().expect("commits");
