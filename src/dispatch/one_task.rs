@@ -75,6 +75,13 @@ impl OneTask {
                 other => other?,
             };
             ctx.warn_all(snap.warnings.clone());
+            if let Some(detail) = snap.resolve_notice(reference) {
+                ctx.warn_all(vec![crate::store::Problem {
+                    path: ws.display(&ws.dir().join(entry.file())),
+                    reason: crate::store::Reason::Renumbered,
+                    detail,
+                }]);
+            }
             let journal = journal::snapshot::task_journal(ws, &snap.events, entry.id())?;
             ctx.warn_all(journal.warnings.clone());
             let pending: Vec<&EventHead> = journal.pending_about(entry.id()).collect();

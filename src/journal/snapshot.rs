@@ -402,6 +402,15 @@ impl Snapshot {
         tasks::resolve_keys(&self.tasks, reference)
     }
 
+    /// The notice a reader shows when `reference` resolved by the merge rule (a number two
+    /// tasks share after a merge, or a handle whose number a merge changed), if it did.
+    pub fn resolve_notice(&self, reference: &str) -> Option<String> {
+        tasks::resolve_noted(&self.tasks, reference, |p| {
+            self.tasks.iter().any(|t| t.project() == p)
+        })
+        .1
+    }
+
     /// [`Snapshot::resolve`], except that a reference only an unreadable task file answers is
     /// that file's problem ([`tasks::ResolveError::Malformed`]), as [`super::view::World`]
     /// answers it.

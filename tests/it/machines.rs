@@ -130,6 +130,17 @@ fn clones_adding_one_title_merge_cleanly_and_the_older_ulid_keeps_the_number() {
     // The shared number names the older task, with a notice.
     let shown = ok(one, &["task", "show", "1"], None);
     assert_eq!(shown["data"]["id"], older.as_str(), "{shown}");
+    let notices: Vec<&Value> = shown["warnings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|w| w["reason"] == "renumbered")
+        .collect();
+    assert_eq!(notices.len(), 1, "{shown}");
+    assert!(
+        notices[0]["detail"].as_str().unwrap().contains(&younger),
+        "{shown}"
+    );
 
     // The owner's sync gives the younger task the next number, once.
     let synced = ok(one, &["sync"], None);
@@ -353,8 +364,9 @@ fn views(dir: &Path) -> Vec<Value> {
     [
         &["status"][..],
         &["task", "list", "--all"],
-        &["note", "list"],
-        &["events", "list"],
+        &["note", "list", "--limit", "100000"],
+        // `events list` shows 100 by default; every event is compared and counted.
+        &["events", "list", "--limit", "100000"],
     ]
     .iter()
     .map(|args| ok(dir, args, None)["data"].clone())
