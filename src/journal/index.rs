@@ -336,6 +336,16 @@ impl Events {
         }
     }
 
+    /// The receipt (its id) that settled `id`, if any: the first `applied` event naming it,
+    /// as [`super::Journal::receipt_of`] answers.
+    pub fn receipt_of(&self, id: &str) -> Option<&str> {
+        self.entries
+            .iter()
+            .filter(|e| e.kind() == "applied")
+            .find(|e| e.applied().contains(&id) || e.rejected().iter().any(|(r, _)| *r == id))
+            .map(EventEntry::id)
+    }
+
     /// True when the event waits for a receipt.
     pub fn is_pending(&self, ev: &EventEntry) -> bool {
         match self.position(ev) {

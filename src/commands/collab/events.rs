@@ -3,10 +3,15 @@
 use serde::{Deserialize, Serialize};
 
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Outcome};
-use crate::journal::{self, EventState, Journal};
+use std::cell::OnceCell;
+use std::collections::HashSet;
+
+use crate::journal::index::{EventEntry, Events};
+use crate::journal::{self, EventState};
 use crate::model::event::EventHead;
 use crate::model::format_time;
 use crate::model::id::parse_ulid;
+use crate::workspace::Workspace;
 
 #[derive(Debug, Serialize)]
 pub struct EventView {
@@ -20,28 +25,91 @@ pub struct EventView {
     summary: String,
 }
 
-fn view(journal: &Journal, e: &EventHead, tasks: &[crate::objects::tasks::Located]) -> EventView {
-    let state = journal.state(e);
-    let unresolved = state == EventState::Pending
-        && e.about.as_deref().is_some_and(|a| {
-            a.starts_with("t-") && crate::objects::tasks::by_id(tasks, a).is_none()
-        });
-    EventView {
-        id: e.id.clone(),
-        kind: e.kind.clone(),
-        author: e.created_by.clone(),
-        about: e.about.clone(),
-        created: format_time(e.created),
-        state: if unresolved {
-            "unresolved"
-        } else {
-            state.as_str()
-        },
-        rejected: match state {
-            EventState::Rejected(r) => Some(r),
-            _ => None,
-        },
-        summary: e.summary(),
+/// What a listing of the log reads: the index's entries with their states, and the ids of the
+/// workspace's tasks (read only when a pending event's `about` must be checked against them).
+struct Log<'w> {
+    ws: &'w Workspace,
+    events: Events,
+    task_ids: OnceCell<HashSet<String>>,
+}
+
+impl<'w> Log<'w> {
+    fn read(ctx: &Ctx, ws: &'w Workspace) -> Result<Log<'w>, Error> {
+        let events = journal::index::read(ws)?;
+        ctx.warn_all(events.warnings.iter().cloned());
+        Ok(Log {
+            ws,
+            events,
+            task_ids: OnceCell::new(),
+        })
+    }
+
+    fn has_task(&self, id: &str) -> Result<bool, Error> {
+        if self.task_ids.get().is_none() {
+            let tasks = crate::objects::index::all_tasks(self.ws)?;
+            let ids = tasks.items.iter().map(|t| t.id().to_string()).collect();
+            let _ = self.task_ids.set(ids);
+        }
+        Ok(self.task_ids.get().is_some_and(|ids| ids.contains(id)))
+    }
+
+    /// The state a reader is shown: a pending event about a task that does not exist is
+    /// `unresolved`.
+    fn shown_state(&self, e: &EventEntry) -> Result<(&'static str, Option<String>), Error> {
+        let state = self.events.state(e);
+        let unresolved = state == EventState::Pending
+            && match e.about() {
+                Some(a) if a.starts_with("t-") => !self.has_task(a)?,
+                _ => false,
+            };
+        Ok(match state {
+            _ if unresolved => ("unresolved", None),
+            EventState::Rejected(r) => ("rejected", Some(r)),
+            other => (other.as_str(), None),
+        })
+    }
+
+    /// The view of `e`; its summary comes from its file, verified against its checksum.
+    fn view(&self, e: &EventEntry, head: &EventHead) -> Result<EventView, Error> {
+        let (state, rejected) = self.shown_state(e)?;
+        Ok(EventView {
+            id: head.id.clone(),
+            kind: head.kind.clone(),
+            author: head.created_by.clone(),
+            about: head.about.clone(),
+            created: format_time(head.created),
+            state,
+            rejected,
+            summary: head.summary(),
+        })
+    }
+
+    /// The views of `entries`; an event whose file no longer verifies is a warning, not a row.
+    fn views(&self, ctx: &Ctx, entries: &[&EventEntry]) -> Result<Vec<EventView>, Error> {
+        let mut out = Vec::with_capacity(entries.len());
+        for e in entries {
+            match self.events.load(self.ws, e) {
+                Ok(head) => out.push(self.view(e, &head)?),
+                Err(crate::objects::Error::Store(crate::store::Error::Malformed(p))) => {
+                    ctx.warn_all([p]);
+                }
+                // Archived since it was listed: it is no longer part of the live log.
+                Err(gone) if gone.is_vanished() => {}
+                Err(other) => return Err(other.into()),
+            }
+        }
+        Ok(out)
+    }
+
+    /// `about` as the id events carry: a task reference resolves against the tasks.
+    fn about_id(&self, about: &str) -> Result<String, Error> {
+        if about == "workspace" || about.starts_with("p-") {
+            return Ok(about.to_string());
+        }
+        let tasks = crate::objects::index::all_tasks(self.ws)?;
+        Ok(crate::objects::tasks::resolve_keys(&tasks.items, about)?
+            .id()
+            .to_string())
     }
 }
 
@@ -114,27 +182,10 @@ fn parse_time(ctx: &Ctx, flag: &str, s: &str) -> Result<jiff::Timestamp, Error> 
     crate::policy::plan::parse_time(s, ctx.now()).map_err(|m| Error::usage(format!("{flag}: {m}")))
 }
 
-fn about_id(tasks: &[crate::objects::tasks::Located], about: &str) -> Result<String, Error> {
-    if about == "workspace" || about.starts_with("p-") {
-        return Ok(about.to_string());
-    }
-    Ok(crate::objects::tasks::resolve(tasks, about)?
-        .task
-        .id
-        .clone())
-}
-
 fn list(ctx: &Ctx, req: ListRequest) -> Result<Outcome<ListResponse>, Error> {
     let ws = ctx.ws()?;
-    let journal = journal::read(ws)?;
-    ctx.warn_all(journal.warnings.clone());
-    let tasks = crate::objects::tasks::list_all(ws)?;
-    ctx.warn_all(tasks.warnings);
-    let about = req
-        .about
-        .as_deref()
-        .map(|a| about_id(&tasks.items, a))
-        .transpose()?;
+    let log = Log::read(ctx, ws)?;
+    let about = req.about.as_deref().map(|a| log.about_id(a)).transpose()?;
     let since = req
         .since
         .as_deref()
@@ -145,21 +196,29 @@ fn list(ctx: &Ctx, req: ListRequest) -> Result<Outcome<ListResponse>, Error> {
         .as_deref()
         .map(|s| parse_time(ctx, "--until", s))
         .transpose()?;
-    let mut out: Vec<EventView> = journal
-        .events
-        .iter()
-        .filter(|e| req.kind.is_empty() || req.kind.contains(&e.kind))
-        .filter(|e| req.author.as_ref().is_none_or(|a| &e.created_by == a))
-        .filter(|e| about.as_ref().is_none_or(|a| e.about.as_ref() == Some(a)))
-        .filter(|e| since.is_none_or(|s| e.created >= s))
-        .filter(|e| until.is_none_or(|u| e.created <= u))
-        .map(|e| view(&journal, e, &tasks.items))
-        .filter(|v| req.state.is_none_or(|s| v.state == s.as_str()))
-        .collect();
-    let truncated = out.len() > req.limit;
-    out.truncate(req.limit);
+    let created = |e: &EventEntry| e.created().parse::<jiff::Timestamp>().ok();
+    let mut kept: Vec<&EventEntry> = Vec::new();
+    let mut truncated = false;
+    for e in &log.events.entries {
+        let matches = (req.kind.is_empty() || req.kind.iter().any(|k| k == e.kind()))
+            && req.author.as_ref().is_none_or(|a| e.created_by() == a)
+            && about.as_ref().is_none_or(|a| e.about() == Some(a))
+            && since.is_none_or(|s| created(e).is_some_and(|c| c >= s))
+            && until.is_none_or(|u| created(e).is_some_and(|c| c <= u))
+            && req
+                .state
+                .is_none_or(|s| log.shown_state(e).is_ok_and(|(st, _)| st == s.as_str()));
+        if !matches {
+            continue;
+        }
+        if kept.len() == req.limit {
+            truncated = true;
+            break;
+        }
+        kept.push(e);
+    }
     Ok(Outcome::Done(ListResponse {
-        events: out,
+        events: log.views(ctx, &kept)?,
         truncated,
     }))
 }
@@ -201,28 +260,19 @@ impl Classify for TailRequest {}
 
 fn tail(ctx: &Ctx, req: TailRequest) -> Result<Outcome<ListResponse>, Error> {
     let ws = ctx.ws()?;
-    let journal = journal::read(ws)?;
-    ctx.warn_all(journal.warnings.clone());
-    let tasks = crate::objects::tasks::list_all(ws)?;
-    ctx.warn_all(tasks.warnings);
-    let about = req
-        .about
-        .as_deref()
-        .map(|a| about_id(&tasks.items, a))
-        .transpose()?;
-    let matching: Vec<&EventHead> = journal
+    let log = Log::read(ctx, ws)?;
+    let about = req.about.as_deref().map(|a| log.about_id(a)).transpose()?;
+    let matching: Vec<&EventEntry> = log
         .events
+        .entries
         .iter()
-        .filter(|e| req.kind.is_empty() || req.kind.contains(&e.kind))
-        .filter(|e| about.as_ref().is_none_or(|a| e.about.as_ref() == Some(a)))
+        .filter(|e| req.kind.is_empty() || req.kind.iter().any(|k| k == e.kind()))
+        .filter(|e| about.as_ref().is_none_or(|a| e.about() == Some(a)))
         .collect();
     let skip = matching.len().saturating_sub(req.n);
     Ok(Outcome::Done(ListResponse {
         truncated: skip > 0,
-        events: matching[skip..]
-            .iter()
-            .map(|e| view(&journal, e, &tasks.items))
-            .collect(),
+        events: log.views(ctx, &matching[skip..])?,
     }))
 }
 
@@ -257,11 +307,15 @@ fn show(ctx: &Ctx, req: ShowRequest) -> Result<Outcome<ShowResponse>, Error> {
             ))
         })?
         .to_string();
-    let journal = journal::read(ws)?;
-    let tasks = crate::objects::tasks::list_all(ws)?;
-    let Some(e) = journal.get(&id) else {
+    let log = Log::read(ctx, ws)?;
+    let entries = &log.events.entries;
+    let found = entries
+        .binary_search_by(|e| e.id().cmp(id.as_str()))
+        .ok()
+        .map(|at| &entries[at]);
+    let Some(entry) = found else {
         // A file with a bad checksum is not in the journal; say so instead of "not found".
-        if let Some(w) = journal.warnings.iter().find(|w| w.path.contains(&id)) {
+        if let Some(w) = log.events.warnings.iter().find(|w| w.path.contains(&id)) {
             return Err(Error::new(
                 crate::dispatch::ErrorKind::Operational,
                 "E_MALFORMED",
@@ -273,6 +327,7 @@ fn show(ctx: &Ctx, req: ShowRequest) -> Result<Outcome<ShowResponse>, Error> {
         }
         return Err(Error::not_found(format!("no event {id}")));
     };
+    let e = &log.events.load(ws, entry)?;
     let skip = [
         "id",
         "kind",
@@ -296,10 +351,10 @@ fn show(ctx: &Ctx, req: ShowRequest) -> Result<Outcome<ShowResponse>, Error> {
         }
     }
     Ok(Outcome::Done(ShowResponse {
-        event: view(&journal, e, &tasks.items),
+        event: log.view(entry, e)?,
         fields: serde_json::Value::Object(fields),
         body: e.body.clone(),
-        receipt: journal.receipt_of(&id).map(str::to_string),
+        receipt: log.events.receipt_of(&id).map(str::to_string),
         checksum_ok: e.front.get("checksum").is_some(),
         path: e.path.clone(),
     }))

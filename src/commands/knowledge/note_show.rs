@@ -66,10 +66,11 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     let superseded_by = notes::superseded_by(&entries)
         .remove(&e.note.id)
         .and_then(|ids| ids.into_iter().max());
+    let details = notes::details(ws, e)?;
     let sections = structural(&e.note.kind)
         .iter()
         .map(|(key, heading)| {
-            let v = section_text(&e.body, heading).map_or(Value::Null, |t| t.into());
+            let v = section_text(&details.body, heading).map_or(Value::Null, |t| t.into());
             (key.to_string(), v)
         })
         .collect();
@@ -80,10 +81,10 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         source_event: e.source_event.clone(),
         supersedes: e.supersedes.clone(),
         superseded_by,
-        private: e.private,
-        tags: e.tags.clone(),
+        private: details.private,
+        tags: details.tags,
         sections,
-        body: e.body.clone(),
+        body: details.body,
     }))
 }
 
