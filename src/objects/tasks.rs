@@ -475,20 +475,17 @@ pub fn by_id<'a>(tasks: &'a [Located], id: &str) -> Option<&'a Located> {
 /// tasks has (a format-2 task's `seq`, a format-1 task's filename). Call it under
 /// `seq-<slug>.lock`.
 pub fn next_number(ws: &Workspace, slug: &str) -> Result<u32, Error> {
-    let mut max = 0;
-    for folder in STATUS_FOLDERS {
-        for name in ws
-            .fs
-            .names(&ws.path(&["projects", slug, "tasks", folder]))?
-        {
-            if let Some((n, _)) = parse_task_filename(&name) {
-                max = max.max(n);
-            }
-        }
-    }
     let index = super::index::tasks(ws, slug)?;
     let highest = index.items.iter().map(|e| e.number()).max().unwrap_or(0);
-    Ok(max.max(highest) + 1)
+    // A format-1 file that does not parse still holds the number in its name.
+    let unreadable = index
+        .warnings
+        .iter()
+        .filter_map(|w| w.path.rsplit('/').next())
+        .filter_map(|name| parse_task_filename(name).map(|(n, _)| n))
+        .max()
+        .unwrap_or(0);
+    Ok(highest.max(unreadable) + 1)
 }
 
 /// The file task `id` (`t-<ULID>`) with slug `slug` has in `status`: `<ULID>-<slug>.md`, a

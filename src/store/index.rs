@@ -2,7 +2,10 @@
 //! `cache/index.sqlite`, in WAL mode, shared by every dacli process of a workspace.
 //!
 //! It stores, per kind of extract (`tasks-<project>`, `notes`, `events` ...), each listed
-//! directory with its [`Stamp`] and each file with its stamp and its extract's bytes. It
+//! directory with its [`Stamp`] (table `dirs`) and each file with its stamp and its extract's
+//! bytes, in parts of about [`PART`] files (table `parts`): a part starts at every name whose
+//! hash says so, so parts depend on the names alone, and a write that changes one file of a
+//! directory of ten thousand rewrites one part of a few kilobytes, not the directory. It
 //! decides nothing: the caller (`objects::index`) validates every row against its file and
 //! tells it what changed. What it guarantees:
 //! - a row is only ever written with the stamp its file had *before* its bytes were read, and
@@ -10,8 +13,10 @@
 //!   own clock taken before that stamp ([`Index::clock_ns`]);
 //! - it can always be deleted, and any failure to open, read or write it makes it an empty
 //!   index for this call (the files are the only source of truth);
-//! - the rows of one directory are replaced in one transaction, so a reader sees a
-//!   directory's rows as one writer left them.
+//! - the rows of one directory are replaced in one transaction and read in one statement, so
+//!   a reader sees a directory's rows as one writer left them; the directory's row carries
+//!   the number of its parts and a checksum over theirs, so a part lost or damaged makes the
+//!   whole directory no row.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -25,7 +30,11 @@ use super::Stamp;
 
 /// The schema's version (`PRAGMA user_version`); a database of another version is dropped
 /// and rebuilt.
-const SCHEMA: i64 = 5;
+const SCHEMA: i64 = 6;
+
+/// The average number of files in a part: a name starts a part when its hash is a multiple
+/// of this. About 8 KiB of extracts per part for task files.
+const PART: u32 = 32;
 
 /// How long a write waits for another process's write transaction before giving up on
 /// recording (reads never wait: WAL readers see the last commit).
@@ -189,15 +198,29 @@ impl Index {
     fn query(&self, kind: &str) -> HashMap<String, DirRows> {
         self.with(|c| {
             let mut out = HashMap::new();
-            let mut dirs = c.prepare_cached(
-                "SELECT dir, size, mtime, ctime, ino, settled, meta, text, sum FROM dirs \
-                 WHERE kind = ?1",
+            // One statement: one snapshot of the directory rows and their parts.
+            let mut q = c.prepare_cached(
+                "SELECT d.dir, d.size, d.mtime, d.ctime, d.ino, d.settled, d.parts, d.sum, \
+                        p.first, p.meta, p.text, p.sum \
+                 FROM dirs d LEFT JOIN parts p ON p.kind = d.kind AND p.dir = d.dir \
+                 WHERE d.kind = ?1 ORDER BY d.dir, p.first",
             )?;
-            let mut q = dirs.query(params![kind])?;
-            while let Some(r) = q.next()? {
-                if let Some((dir, rows)) = dir_of(r)? {
-                    out.insert(dir, rows);
+            let mut rows = q.query(params![kind])?;
+            let mut open: Option<Assembly> = None;
+            while let Some(r) = rows.next()? {
+                let dir = r.get_ref(0)?.as_str()?;
+                if open.as_ref().is_none_or(|a| a.dir != dir) {
+                    if let Some((d, rows)) = open.take().and_then(Assembly::finish) {
+                        out.insert(d, rows);
+                    }
+                    open = Some(Assembly::start(r)?);
                 }
+                if let Some(a) = open.as_mut() {
+                    a.add(r)?;
+                }
+            }
+            if let Some((d, rows)) = open.take().and_then(Assembly::finish) {
+                out.insert(d, rows);
             }
             Ok(out)
         })
@@ -324,10 +347,14 @@ fn open(path: &Path) -> rusqlite::Result<Connection> {
              DROP TABLE IF EXISTS dirs;
              DROP TABLE IF EXISTS files;
              DROP TABLE IF EXISTS packs;
+             DROP TABLE IF EXISTS parts;
              CREATE TABLE dirs(kind TEXT NOT NULL, dir TEXT NOT NULL,
                  size INTEGER NOT NULL, mtime INTEGER NOT NULL, ctime INTEGER NOT NULL,
-                 ino INTEGER NOT NULL, settled INTEGER NOT NULL, meta BLOB NOT NULL,
-                 text TEXT NOT NULL, sum INTEGER NOT NULL, PRIMARY KEY (kind, dir));
+                 ino INTEGER NOT NULL, settled INTEGER NOT NULL, parts INTEGER NOT NULL,
+                 sum INTEGER NOT NULL, PRIMARY KEY (kind, dir));
+             CREATE TABLE parts(kind TEXT NOT NULL, dir TEXT NOT NULL, first TEXT NOT NULL,
+                 meta BLOB NOT NULL, text TEXT NOT NULL, sum INTEGER NOT NULL,
+                 PRIMARY KEY (kind, dir, first));
              PRAGMA user_version = {SCHEMA};
              COMMIT;"
         ))?;
@@ -335,150 +362,323 @@ fn open(path: &Path) -> rusqlite::Result<Connection> {
     Ok(conn)
 }
 
-/// The bytes of one file's row in a directory's `meta`: where its name and extract lie in
-/// the directory's `text` (four u32), its stamp (four i64) and settledness (one byte).
-const META: usize = 4 * 4 + 4 * 8 + 1;
-
-/// A directory's row read back; `None` when its checksum or layout does not hold (it is
-/// then listed and its files read again).
-fn dir_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<Option<(String, DirRows)>> {
-    let dir: String = r.get(0)?;
-    let ints = [r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?];
-    let settled: bool = r.get(5)?;
-    let meta = r.get_ref(6)?.as_blob()?;
-    let text = r.get_ref(7)?.as_str()?;
-    let sum: i64 = r.get(8)?;
-    // SQLite checks its pages' structure, not their bytes: a row damaged on disk fails here.
-    if sum != checksum(&dir, ints, settled, meta, text) || meta.len() % META != 0 {
-        return Ok(None);
-    }
-    let Some(stamp) = Stamp::from_ints(ints) else {
-        return Ok(None);
-    };
-    let mut files = Vec::with_capacity(meta.len() / META);
-    for m in meta.chunks_exact(META) {
-        let u = |at: usize| {
-            let mut b = [0; 4];
-            b.copy_from_slice(&m[at..at + 4]);
-            u32::from_le_bytes(b) as usize
-        };
-        let i = |at: usize| {
-            let mut b = [0; 8];
-            b.copy_from_slice(&m[at..at + 8]);
-            i64::from_le_bytes(b)
-        };
-        let name = u(0)..u(0) + u(4);
-        let extract = u(8)..u(8) + u(12);
-        let (Some(stamp), true, true) = (
-            Stamp::from_ints([i(16), i(24), i(32), i(40)]),
-            text.get(name.clone()).is_some(),
-            text.get(extract.clone()).is_some(),
-        ) else {
-            return Ok(None);
-        };
-        files.push(Row {
-            name,
-            extract,
-            stamp,
-            settled: m[48] == 1,
-        });
-    }
-    let rows = DirRows {
-        stamp: Some((stamp, settled)),
-        text: Arc::new(text.to_string()),
-        files,
-    };
-    // Names in strict order, as they were written: a binary search relies on it.
-    if rows
-        .files
-        .windows(2)
-        .any(|w| rows.name(&w[0]) >= rows.name(&w[1]))
-    {
-        return Ok(None);
-    }
-    Ok(Some((dir, rows)))
+/// One directory's row and parts as the query returns them, joined into [`DirRows`].
+struct Assembly {
+    dir: String,
+    stamp: Option<(Stamp, bool)>,
+    /// What the directory's row says of its parts: how many, and their checksums' fold.
+    parts: i64,
+    sum: i64,
+    seen: i64,
+    sums: i64,
+    text: String,
+    files: Vec<Row>,
+    /// A part failed its checksum or its layout: the directory is no row.
+    bad: bool,
 }
 
-/// Replaces each updated directory's row with its current rows (read again inside the
-/// transaction, so a concurrent writer's rows are kept) plus what the update read.
+impl Assembly {
+    fn start(r: &rusqlite::Row<'_>) -> rusqlite::Result<Assembly> {
+        let ints = [r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?];
+        let settled: bool = r.get(5)?;
+        Ok(Assembly {
+            dir: r.get(0)?,
+            stamp: Stamp::from_ints(ints).map(|s| (s, settled)),
+            parts: r.get(6)?,
+            sum: r.get(7)?,
+            seen: 0,
+            sums: 0,
+            text: String::new(),
+            files: Vec::new(),
+            bad: false,
+        })
+    }
+
+    /// Appends the part in `r` (none for a directory without files).
+    fn add(&mut self, r: &rusqlite::Row<'_>) -> rusqlite::Result<()> {
+        let Some(first) = r.get_ref(8)?.as_str_or_null()? else {
+            return Ok(());
+        };
+        let meta = r.get_ref(9)?.as_blob()?;
+        let text = r.get_ref(10)?.as_str()?;
+        let sum: i64 = r.get(11)?;
+        self.seen += 1;
+        self.sums ^= sum;
+        // SQLite checks its pages' structure, not their bytes: a part damaged on disk fails
+        // here.
+        if sum != part_checksum(&self.dir, first, meta, text) || meta.len() % META != 0 {
+            self.bad = true;
+            return Ok(());
+        }
+        let base = self.text.len();
+        self.text.push_str(text);
+        for m in meta.chunks_exact(META) {
+            let u = |at: usize| {
+                let mut b = [0; 4];
+                b.copy_from_slice(&m[at..at + 4]);
+                u32::from_le_bytes(b) as usize
+            };
+            let i = |at: usize| {
+                let mut b = [0; 8];
+                b.copy_from_slice(&m[at..at + 8]);
+                i64::from_le_bytes(b)
+            };
+            let name = base + u(0)..base + u(0) + u(4);
+            let extract = base + u(8)..base + u(8) + u(12);
+            let (Some(stamp), true, true) = (
+                Stamp::from_ints([i(16), i(24), i(32), i(40)]),
+                name.end <= self.text.len() && self.text.get(name.clone()).is_some(),
+                extract.end <= self.text.len() && self.text.get(extract.clone()).is_some(),
+            ) else {
+                self.bad = true;
+                return Ok(());
+            };
+            self.files.push(Row {
+                name,
+                extract,
+                stamp,
+                settled: m[48] == 1,
+            });
+        }
+        Ok(())
+    }
+
+    /// The directory's rows; `None` when its row, a part or the order of its names does not
+    /// hold (it is then listed and its files read again).
+    fn finish(self) -> Option<(String, DirRows)> {
+        let stamp = self.stamp?;
+        let (ints, settled) = (stamp.0.to_ints()?, stamp.1);
+        if self.bad
+            || self.seen != self.parts
+            || self.sum != dir_checksum(&self.dir, ints, settled, self.parts, self.sums)
+        {
+            return None;
+        }
+        let rows = DirRows {
+            stamp: Some(stamp),
+            text: Arc::new(self.text),
+            files: self.files,
+        };
+        // Names in strict order, as they were written: a binary search relies on it.
+        if rows
+            .files
+            .windows(2)
+            .any(|w| rows.name(&w[0]) >= rows.name(&w[1]))
+        {
+            return None;
+        }
+        Some((self.dir, rows))
+    }
+}
+
+/// The bytes of one file's row in a part's `meta`: where its name and extract lie in the
+/// part's `text` (four u32), its stamp (four i64) and settledness (one byte).
+const META: usize = 4 * 4 + 4 * 8 + 1;
+
+/// One file's row while a directory is rewritten.
+#[derive(Clone, Copy)]
+struct Entry<'a> {
+    name: &'a str,
+    stamp: Stamp,
+    settled: bool,
+    extract: &'a str,
+}
+
+/// Replaces each updated directory's rows with its current rows (read again inside the
+/// transaction, so a concurrent writer's rows are kept) plus what the update read, writing
+/// only the parts that changed.
 fn write_dirs(c: &Connection, kind: &str, updates: &[DirUpdate]) -> rusqlite::Result<()> {
-    let mut get = c.prepare_cached(
-        "SELECT dir, size, mtime, ctime, ino, settled, meta, text, sum FROM dirs \
-         WHERE kind = ?1 AND dir = ?2",
+    let mut del_dir = c.prepare_cached("DELETE FROM dirs WHERE kind = ?1 AND dir = ?2")?;
+    let mut del_parts = c.prepare_cached("DELETE FROM parts WHERE kind = ?1 AND dir = ?2")?;
+    let mut del_part =
+        c.prepare_cached("DELETE FROM parts WHERE kind = ?1 AND dir = ?2 AND first = ?3")?;
+    let mut put_dir = c.prepare_cached(
+        "INSERT OR REPLACE INTO dirs(kind, dir, size, mtime, ctime, ino, settled, parts, sum) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )?;
-    let mut del = c.prepare_cached("DELETE FROM dirs WHERE kind = ?1 AND dir = ?2")?;
-    let mut put = c.prepare_cached(
-        "INSERT OR REPLACE INTO dirs(kind, dir, size, mtime, ctime, ino, settled, meta, text, sum) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    let mut put_part = c.prepare_cached(
+        "INSERT OR REPLACE INTO parts(kind, dir, first, meta, text, sum) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?;
     for u in updates {
         let Some(([size, mtime, ctime, ino], settled)) = u
             .stamp
             .and_then(|(s, settled)| Some((s.to_ints()?, settled)))
         else {
-            del.execute(params![kind, u.dir])?;
+            del_dir.execute(params![kind, u.dir])?;
+            del_parts.execute(params![kind, u.dir])?;
             continue;
         };
-        let current = {
-            let mut q = get.query(params![kind, u.dir])?;
-            match q.next()? {
-                Some(r) => dir_of(r)?.map(|(_, rows)| rows).unwrap_or_default(),
-                None => DirRows::default(),
-            }
-        };
-        // Name → (stamp, settled, extract), in name order.
-        let mut rows: std::collections::BTreeMap<&str, (Stamp, bool, &str)> = current
-            .files
+        let (current, stored) = current_parts(c, kind, &u.dir)?;
+        let mut changes: Vec<(&str, Option<Entry<'_>>)> = u
+            .remove
             .iter()
-            .map(|r| (current.name(r), (r.stamp, r.settled, current.extract(r))))
+            .map(|n| (n.as_str(), None))
+            .chain(u.upsert.iter().map(|f| {
+                let e = Entry {
+                    name: &f.name,
+                    stamp: f.stamp,
+                    settled: f.settled,
+                    extract: f.extract.as_str(),
+                };
+                (f.name.as_str(), Some(e))
+            }))
             .collect();
-        for name in &u.remove {
-            rows.remove(name.as_str());
-        }
-        for f in &u.upsert {
-            rows.insert(&f.name, (f.stamp, f.settled, f.extract.as_str()));
-        }
-        let Some((meta, text)) = pack(&rows) else {
-            // Past 4 GiB of text: not indexed.
-            del.execute(params![kind, u.dir])?;
+        // The last change of a name wins, as the update lists them.
+        changes.reverse();
+        changes.sort_by(|a, b| a.0.cmp(b.0));
+        changes.dedup_by(|a, b| a.0 == b.0);
+        let old = current.files.iter().map(|r| Entry {
+            name: current.name(r),
+            stamp: r.stamp,
+            settled: r.settled,
+            extract: current.extract(r),
+        });
+        let merged = merge(old, &changes);
+        let Some(parts) = split(&merged) else {
+            // Past 4 GiB of text in a part: not indexed.
+            del_dir.execute(params![kind, u.dir])?;
+            del_parts.execute(params![kind, u.dir])?;
             continue;
         };
+        let mut sums = 0;
+        for part in &parts {
+            let sum = part_checksum(&u.dir, part.first, &part.meta, &part.text);
+            sums ^= sum;
+            if stored.get(part.first) != Some(&sum) {
+                put_part.execute(params![kind, u.dir, part.first, part.meta, part.text, sum])?;
+            }
+        }
+        let firsts: std::collections::HashSet<&str> = parts.iter().map(|p| p.first).collect();
+        for first in stored.keys().filter(|f| !firsts.contains(f.as_str())) {
+            del_part.execute(params![kind, u.dir, first])?;
+        }
+        let count = i64::try_from(parts.len()).unwrap_or(i64::MAX);
         let ints = [size, mtime, ctime, ino];
-        let sum = checksum(&u.dir, ints, settled, &meta, &text);
-        put.execute(params![
-            kind, u.dir, size, mtime, ctime, ino, settled, meta, text, sum
+        let sum = dir_checksum(&u.dir, ints, settled, count, sums);
+        put_dir.execute(params![
+            kind, u.dir, size, mtime, ctime, ino, settled, count, sum
         ])?;
     }
     Ok(())
 }
 
-/// A directory's `meta` and `text` for `rows` (by name, in name order); `None` when the
-/// text would not fit 32-bit offsets.
-fn pack(rows: &std::collections::BTreeMap<&str, (Stamp, bool, &str)>) -> Option<(Vec<u8>, String)> {
-    let mut meta = Vec::with_capacity(rows.len() * META);
-    let mut text = String::new();
-    for (name, (stamp, settled, extract)) in rows {
-        let Some(ints) = stamp.to_ints() else {
-            continue;
-        };
-        let name_at = u32::try_from(text.len()).ok()?;
-        text.push_str(name);
-        let at = u32::try_from(text.len()).ok()?;
-        text.push_str(extract);
-        let end = u32::try_from(text.len()).ok()?;
-        for n in [name_at, at - name_at, at, end - at] {
-            meta.extend_from_slice(&n.to_le_bytes());
+/// The rows `dir` holds now, and the checksum of each stored part by its first name (a part
+/// whose checksum is wrong is rewritten, whatever it holds).
+fn current_parts(
+    c: &Connection,
+    kind: &str,
+    dir: &str,
+) -> rusqlite::Result<(DirRows, HashMap<String, i64>)> {
+    let mut q = c.prepare_cached(
+        "SELECT d.dir, d.size, d.mtime, d.ctime, d.ino, d.settled, d.parts, d.sum, \
+                p.first, p.meta, p.text, p.sum \
+         FROM dirs d LEFT JOIN parts p ON p.kind = d.kind AND p.dir = d.dir \
+         WHERE d.kind = ?1 AND d.dir = ?2 ORDER BY p.first",
+    )?;
+    let mut rows = q.query(params![kind, dir])?;
+    let mut open: Option<Assembly> = None;
+    let mut stored: HashMap<String, i64> = HashMap::new();
+    while let Some(r) = rows.next()? {
+        if open.is_none() {
+            open = Some(Assembly::start(r)?);
         }
-        for i in ints {
-            meta.extend_from_slice(&i.to_le_bytes());
+        if let Some(first) = r.get_ref(8)?.as_str_or_null()? {
+            stored.insert(first.to_string(), r.get(11)?);
         }
-        meta.push(u8::from(*settled));
+        if let Some(a) = open.as_mut() {
+            a.add(r)?;
+        }
     }
-    Some((meta, text))
+    let current = open
+        .and_then(Assembly::finish)
+        .map(|(_, rows)| rows)
+        .unwrap_or_default();
+    // Parts stored under a directory row that does not hold are all rewritten or removed.
+    if current.stamp.is_none() {
+        stored.values_mut().for_each(|s| *s = !*s);
+    }
+    Ok((current, stored))
 }
 
-/// The checksum a directory's row carries over everything it says.
-fn checksum(dir: &str, stamp: [i64; 4], settled: bool, meta: &[u8], text: &str) -> i64 {
+/// `old` (in name order) with `changes` (in name order, one per name: `None` removes) applied.
+fn merge<'a>(
+    old: impl Iterator<Item = Entry<'a>>,
+    changes: &[(&'a str, Option<Entry<'a>>)],
+) -> Vec<Entry<'a>> {
+    let mut out = Vec::new();
+    let mut changes = changes.iter().peekable();
+    for e in old {
+        while let Some((name, change)) = changes.next_if(|(n, _)| *n < e.name) {
+            out.extend(change.filter(|c| c.name == *name));
+        }
+        match changes.next_if(|(n, _)| *n == e.name) {
+            Some((_, change)) => out.extend(*change),
+            None => out.push(e),
+        }
+    }
+    out.extend(changes.filter_map(|(_, c)| *c));
+    out
+}
+
+/// One part of a directory as written: its first name, `meta` and `text`.
+struct Part<'a> {
+    first: &'a str,
+    meta: Vec<u8>,
+    text: String,
+}
+
+/// Splits `rows` (in name order) into parts: a part starts at the first name and at every
+/// name whose hash is a multiple of [`PART`]. `None` when a part's text would not fit 32-bit
+/// offsets.
+fn split<'a>(rows: &[Entry<'a>]) -> Option<Vec<Part<'a>>> {
+    let mut parts: Vec<Part<'a>> = Vec::new();
+    for (i, e) in rows.iter().enumerate() {
+        let Some(ints) = e.stamp.to_ints() else {
+            continue;
+        };
+        let starts =
+            i == 0 || parts.is_empty() || crc32fast::hash(e.name.as_bytes()).is_multiple_of(PART);
+        if starts {
+            parts.push(Part {
+                first: e.name,
+                meta: Vec::new(),
+                text: String::new(),
+            });
+        }
+        let part = parts.last_mut()?;
+        let name_at = u32::try_from(part.text.len()).ok()?;
+        part.text.push_str(e.name);
+        let at = u32::try_from(part.text.len()).ok()?;
+        part.text.push_str(e.extract);
+        let end = u32::try_from(part.text.len()).ok()?;
+        for n in [name_at, at - name_at, at, end - at] {
+            part.meta.extend_from_slice(&n.to_le_bytes());
+        }
+        for i in ints {
+            part.meta.extend_from_slice(&i.to_le_bytes());
+        }
+        part.meta.push(u8::from(e.settled));
+    }
+    Some(parts)
+}
+
+/// The checksum a part carries over everything it says.
+fn part_checksum(dir: &str, first: &str, meta: &[u8], text: &str) -> i64 {
+    let mut h = crc32fast::Hasher::new();
+    h.update(dir.as_bytes());
+    h.update(&[0]);
+    h.update(first.as_bytes());
+    h.update(&[0]);
+    h.update(&(meta.len() as u64).to_le_bytes());
+    h.update(meta);
+    h.update(text.as_bytes());
+    i64::from(h.finalize())
+}
+
+/// The checksum a directory's row carries: over its path, stamp, settledness, number of
+/// parts and the fold of their checksums.
+fn dir_checksum(dir: &str, stamp: [i64; 4], settled: bool, parts: i64, sums: i64) -> i64 {
     let mut h = crc32fast::Hasher::new();
     h.update(dir.as_bytes());
     h.update(&[0]);
@@ -486,8 +686,150 @@ fn checksum(dir: &str, stamp: [i64; 4], settled: bool, meta: &[u8], text: &str) 
         h.update(&i.to_le_bytes());
     }
     h.update(&[u8::from(settled)]);
-    h.update(&(meta.len() as u64).to_le_bytes());
-    h.update(meta);
-    h.update(text.as_bytes());
+    h.update(&parts.to_le_bytes());
+    h.update(&sums.to_le_bytes());
     i64::from(h.finalize())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stamp(n: i64) -> Stamp {
+        Stamp::from_ints([n, 1_000 + n, 2_000 + n, 3_000 + n]).unwrap()
+    }
+
+    fn row(name: &str, n: i64) -> FileRow {
+        FileRow {
+            name: name.to_string(),
+            stamp: stamp(n),
+            settled: n % 2 == 0,
+            extract: Arc::new(format!("extract of {name} #{n}")),
+        }
+    }
+
+    fn update(upsert: Vec<FileRow>, remove: Vec<String>) -> DirUpdate {
+        DirUpdate {
+            dir: "projects/p/tasks/open".into(),
+            stamp: Some((stamp(7), true)),
+            upsert,
+            remove,
+        }
+    }
+
+    /// The rows of the one directory, as (name, stamp, settled, extract).
+    fn rows(index: &Index) -> Vec<(String, Stamp, bool, String)> {
+        let all = index.load("tasks-p@x");
+        let Some(d) = all.get("projects/p/tasks/open") else {
+            return Vec::new();
+        };
+        d.files
+            .iter()
+            .map(|r| {
+                (
+                    d.name(r).to_string(),
+                    r.stamp,
+                    r.settled,
+                    d.extract(r).to_string(),
+                )
+            })
+            .collect()
+    }
+
+    fn parts(db: &Path) -> Vec<(String, i64)> {
+        let c = Connection::open(db).unwrap();
+        let mut q = c
+            .prepare("SELECT first, sum FROM parts ORDER BY first")
+            .unwrap();
+        q.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    }
+
+    #[test]
+    fn a_directory_reads_back_as_written_and_one_change_rewrites_one_part() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = Index::new(dir.path(), true);
+        let names: Vec<String> = (0..2_000).map(|i| format!("{i:05}-task.md")).collect();
+        let all: Vec<FileRow> = names.iter().zip(0..).map(|(n, i)| row(n, i)).collect();
+        index.store("tasks-p@x", &[update(all.clone(), Vec::new())]);
+        let back = rows(&index);
+        assert_eq!(back.len(), 2_000);
+        for (b, w) in back.iter().zip(&all) {
+            assert_eq!(
+                (&b.0, b.1, b.2, b.3.as_str()),
+                (&w.name, w.stamp, w.settled, w.extract.as_str())
+            );
+        }
+        let before = parts(index.path());
+        assert!(
+            before.len() > 20,
+            "2,000 files make many parts: {}",
+            before.len()
+        );
+
+        // One file rewritten, one removed, one added.
+        index.store(
+            "tasks-p@x",
+            &[update(
+                vec![row("00500-task.md", 99_999), row("99999-new.md", 5)],
+                vec!["01500-task.md".into()],
+            )],
+        );
+        let after = parts(index.path());
+        let changed = after.iter().filter(|p| !before.contains(p)).count();
+        assert!(changed <= 3, "{changed} parts rewritten for three changes");
+        let back = rows(&index);
+        assert_eq!(back.len(), 2_000);
+        assert!(
+            back.iter()
+                .any(|r| r.0 == "00500-task.md" && r.1 == stamp(99_999))
+        );
+        assert!(back.iter().any(|r| r.0 == "99999-new.md"));
+        assert!(!back.iter().any(|r| r.0 == "01500-task.md"));
+        assert!(
+            back.windows(2).all(|w| w[0].0 < w[1].0),
+            "names stay in order"
+        );
+    }
+
+    #[test]
+    fn a_damaged_or_missing_part_makes_the_directory_no_row() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = Index::new(dir.path(), true);
+        let all: Vec<FileRow> = (0..500).map(|i| row(&format!("{i:04}.md"), i)).collect();
+        index.store("tasks-p@x", &[update(all, Vec::new())]);
+        assert_eq!(rows(&index).len(), 500);
+        let c = Connection::open(index.path()).unwrap();
+        c.execute(
+            "UPDATE parts SET text = replace(text, 'extract of 0100', 'extract of 0999') \
+             WHERE text LIKE '%extract of 0100%'",
+            [],
+        )
+        .unwrap();
+        let fresh = Index::new(dir.path(), true);
+        assert!(
+            rows(&fresh).is_empty(),
+            "a part whose bytes changed is no row"
+        );
+
+        index.store(
+            "tasks-p@x",
+            &[update(
+                (0..500).map(|i| row(&format!("{i:04}.md"), i)).collect(),
+                Vec::new(),
+            )],
+        );
+        assert_eq!(rows(&Index::new(dir.path(), true)).len(), 500);
+        c.execute(
+            "DELETE FROM parts WHERE first = (SELECT max(first) FROM parts)",
+            [],
+        )
+        .unwrap();
+        assert!(
+            rows(&Index::new(dir.path(), true)).is_empty(),
+            "a directory missing a part is no row"
+        );
+    }
 }

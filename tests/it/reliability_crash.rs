@@ -656,7 +656,7 @@ fn a_failed_cache_write_changes_no_result() {
         rusqlite::Connection::open(repo.ws("cache/index.sqlite"))
             .and_then(|c| {
                 c.query_row(
-                    "SELECT coalesce(sum(length(meta)), 0) FROM dirs WHERE kind LIKE 'tasks-checkout@%'",
+                    "SELECT coalesce(sum(length(meta)), 0) FROM parts WHERE kind LIKE 'tasks-checkout@%'",
                     [],
                     |r| r.get::<_, i64>(0),
                 )
