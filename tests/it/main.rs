@@ -8,6 +8,7 @@ mod architecture;
 mod brief;
 mod brief_in_force;
 mod build_script;
+mod charts;
 mod collab;
 mod docs;
 mod engine_prop;
