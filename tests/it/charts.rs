@@ -128,19 +128,54 @@ fn assert_png(name: &str, actual: &tiny_skia::Pixmap, path: &Path) {
             actual.height()
         ));
     }
-    let off = expected
-        .data()
-        .chunks(4)
-        .zip(actual.data().chunks(4))
-        .filter(|(a, b)| {
-            a.iter()
-                .zip(b.iter())
-                .any(|(x, y)| x.abs_diff(*y) > TOLERANCE)
-        })
-        .count();
+    let off = differing_pixels(&expected, actual);
     if off > 0 {
         failed(format!("{off} pixel(s) differ by more than {TOLERANCE}"));
     }
+}
+
+/// How many pixels of two same-sized images differ by more than [`TOLERANCE`] in a channel.
+fn differing_pixels(a: &tiny_skia::Pixmap, b: &tiny_skia::Pixmap) -> usize {
+    a.data()
+        .chunks(4)
+        .zip(b.data().chunks(4))
+        .filter(|(p, q)| {
+            p.iter()
+                .zip(q.iter())
+                .any(|(x, y)| x.abs_diff(*y) > TOLERANCE)
+        })
+        .count()
+}
+
+/// The comparison sees a small change: one figure written differently, or the remaining
+/// line a pixel lower, fails it; the same chart rendered twice passes.
+#[test]
+fn the_comparison_fails_a_changed_chart() {
+    let svg = example(&[
+        "burndown",
+        "--project",
+        "checkout",
+        "--since",
+        "2026-03-05T00:00:00Z",
+        "--until",
+        "2026-03-05T18:00:00Z",
+        "--format",
+        "svg",
+    ]);
+    let base = render(&parse(&svg), 360);
+    assert_eq!(differing_pixels(&base, &render(&parse(&svg), 360)), 0);
+    let relabelled = svg.replace(">36.5 of", ">35.5 of");
+    assert_ne!(relabelled, svg);
+    assert!(differing_pixels(&base, &render(&parse(&relabelled), 360)) > 0);
+    let remaining = r##"<path d="M"##;
+    let blue = r##"stroke="#0969da" stroke-width="2.5""##;
+    let line = svg
+        .lines()
+        .find(|l| l.starts_with(remaining) && l.contains(blue))
+        .unwrap();
+    let lower = line.replace(remaining, r##"<path transform="translate(0 2)" d="M"##);
+    let moved = svg.replace(line, &lower);
+    assert!(differing_pixels(&base, &render(&parse(&moved), 360)) > 0);
 }
 
 /// Renders `svg` at both widths and checks it against the snapshots; `docs` (if given) is
