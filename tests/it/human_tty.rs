@@ -101,6 +101,11 @@ fn human_output_on_a_terminal_fits_its_width_with_and_without_colour() {
         for cols in [80u16, 120] {
             let (code, colour) = on_tty(&all, cols, &[]);
             assert_eq!(code, Some(0), "{name} at {cols}:\n{colour}");
+            // The palette reaches the terminal as escape sequences, not as `\u{1b}` text.
+            assert!(
+                !colour.contains("\\u{1b}"),
+                "{name}: colour printed as text:\n{colour}"
+            );
             insta::assert_snapshot!(format!("tty_{name}_{cols}_colour"), colour);
             let mut plain_args = all.clone();
             plain_args.push("--no-color");

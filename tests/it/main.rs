@@ -25,6 +25,8 @@ mod human;
 mod human_editor;
 #[cfg(target_os = "linux")]
 mod human_tty;
+#[cfg(target_os = "linux")]
+mod human_tty_more;
 mod insight;
 mod knowledge;
 mod lifecycle;

@@ -281,21 +281,47 @@ fn render_node(n: &Node, level: usize, term: (bool, Option<usize>), out: &mut St
     );
     let tail = format!("{own}{total}");
     match width {
-        // On a terminal the title comes first, cut to leave room for the figures, which
-        // are cut in turn when even a short title leaves too little.
+        // On a terminal the title keeps at least TITLE_MIN characters: the figures give way
+        // first, whole parts at a time (the rollup's details, then the rollup, then the
+        // task's own Te), and the title is cut only to fit what is left.
         Some(w) => {
+            const TITLE_MIN: usize = 24;
             let avail = w.saturating_sub(visible_width(&head));
-            let title = truncate(
-                &n.task.task.title,
-                avail.saturating_sub(tail.chars().count() + 2).max(12),
-            );
-            let room = avail.saturating_sub(title.chars().count() + 2);
-            let tail = if room >= 6 {
-                format!("  {}", truncate(&tail, room))
-            } else {
+            let title_len = n.task.task.title.chars().count();
+            let short_total = if total.is_empty() {
                 String::new()
+            } else {
+                format!(
+                    "  [Σ {} ± {}]",
+                    effort_text(n.rollup.expected),
+                    effort_text(n.rollup.sigma)
+                )
             };
-            out.push_str(&format!("{head}{title}{tail}\n"));
+            let choices = [
+                tail.clone(),
+                format!("{own}{short_total}"),
+                own,
+                String::new(),
+            ];
+            let tail = choices
+                .iter()
+                .find(|c| {
+                    let room = avail.saturating_sub(c.chars().count() + 2);
+                    c.is_empty() || room >= title_len.min(TITLE_MIN)
+                })
+                .cloned()
+                .unwrap_or_default();
+            let room = if tail.is_empty() {
+                avail
+            } else {
+                avail.saturating_sub(tail.chars().count() + 2)
+            };
+            let title = truncate(&n.task.task.title, room.max(8));
+            if tail.is_empty() {
+                out.push_str(&format!("{head}{title}\n"));
+            } else {
+                out.push_str(&format!("{head}{title}  {tail}\n"));
+            }
         }
         None => out.push_str(&format!("{head}{tail}  {}\n", n.task.task.title)),
     }
