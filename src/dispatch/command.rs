@@ -135,12 +135,18 @@ impl Command {
                         Error::internal(format!("cannot serialize the response of {name}: {e}"))
                     })?;
                     // Workspace text reaches a terminal as text: controls are shown, never
-                    // sent (the JSON `data` stays exact).
+                    // sent (the JSON `data` stays exact); with colour on, the palette's own
+                    // sequences pass.
                     let text = if ctx.json() {
                         String::new()
                     } else {
                         let text = render(&resp, ctx);
-                        match crate::model::text::visible(&text) {
+                        let shown = if ctx.color() {
+                            crate::model::text::visible_styled(&text)
+                        } else {
+                            crate::model::text::visible(&text)
+                        };
+                        match shown {
                             std::borrow::Cow::Borrowed(_) => text,
                             std::borrow::Cow::Owned(shown) => shown,
                         }

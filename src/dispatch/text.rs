@@ -229,8 +229,129 @@ pub fn ago_text(now: jiff::Timestamp, then: &str) -> String {
         .unwrap_or_else(|_| then.to_string())
 }
 
+/// `text` with each line wider than `width` columns wrapped at spaces, continuation lines
+/// aligned after a list marker (`- `, `* `, `1. `), else indented two columns past an indented
+/// line's indent, else not at all (a word wider than the room is cut into pieces). For prose on a terminal: tables fit themselves with [`fit_table`].
+pub fn wrap_lines(text: &str, width: usize) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let (body, nl) = match line.strip_suffix('\n') {
+            Some(b) => (b, "\n"),
+            None => (line, ""),
+        };
+        if visible_width(body) <= width {
+            out.push_str(line);
+            continue;
+        }
+        let indent = body.len() - body.trim_start_matches(' ').len();
+        let rest = &body[indent..];
+        let number = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        let marker = if rest.starts_with("- ") || rest.starts_with("* ") {
+            2
+        } else if number > 0 && rest[number..].starts_with(". ") {
+            number + 2
+        } else if indent > 0 {
+            2
+        } else {
+            0
+        };
+        let hang = " ".repeat((indent + marker).min(width / 2));
+        let mut cur = " ".repeat(indent);
+        let mut cur_w = indent;
+        let mut fresh = true;
+        for word in body.trim_start_matches(' ').split(' ') {
+            let mut word = word.to_string();
+            loop {
+                let w = visible_width(&word);
+                let sep = usize::from(!fresh);
+                if cur_w + sep + w <= width {
+                    if !fresh {
+                        cur.push(' ');
+                    }
+                    cur.push_str(&word);
+                    cur_w += sep + w;
+                    fresh = false;
+                    break;
+                }
+                if !fresh {
+                    out.push_str(&cur);
+                    out.push('\n');
+                    cur = hang.clone();
+                    cur_w = hang.len();
+                    fresh = true;
+                    continue;
+                }
+                // A word wider than a whole line: cut it (escape sequences kept whole).
+                let room = width.saturating_sub(cur_w).max(1);
+                let (head, tail) = split_visible(&word, room);
+                cur.push_str(&head);
+                out.push_str(&cur);
+                out.push('\n');
+                cur = hang.clone();
+                cur_w = hang.len();
+                word = tail;
+                if word.is_empty() {
+                    break;
+                }
+            }
+        }
+        if fresh {
+            // The line ended with a cut word, already followed by a newline.
+            out.pop();
+        } else {
+            out.push_str(&cur);
+        }
+        out.push_str(nl);
+    }
+    out
+}
+
+/// `text` split after `n` visible characters.
+fn split_visible(text: &str, n: usize) -> (String, String) {
+    let mut head = String::new();
+    let mut seen = 0;
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            head.push(c);
+            for e in chars.by_ref() {
+                head.push(e);
+                if e.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+            continue;
+        }
+        if seen == n {
+            let mut tail = c.to_string();
+            tail.extend(chars);
+            return (head, tail);
+        }
+        head.push(c);
+        seen += 1;
+    }
+    (head, String::new())
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn long_lines_wrap_with_a_hanging_indent_and_long_words_are_cut() {
+        let text =
+            "short\n  2026-03-05 a-reviewer comment: the refund tests fail on the shim branch\n";
+        assert_eq!(
+            super::wrap_lines(text, 30),
+            "short\n  2026-03-05 a-reviewer\n    comment: the refund tests\n    fail on the shim branch\n"
+        );
+        assert_eq!(super::wrap_lines("abcdefghij", 4), "abcd\nefgh\nij");
+        assert_eq!(
+            super::wrap_lines("- one two three\n12. four five\nsix seven eight", 9),
+            "- one two\n  three\n12. four\n    five\nsix seven\neight"
+        );
+        let red = "\x1b[31mnot met\x1b[0m";
+        assert_eq!(super::wrap_lines(red, 7), red);
+    }
+
     #[test]
     fn relative_times() {
         let now: jiff::Timestamp = "2026-03-05T12:00:00Z".parse().expect("time");

@@ -90,9 +90,58 @@ pub fn visible(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// [`visible`] for a colour terminal: also lets through the SGR sequences dacli paints with
+/// (`ESC [` codes `m`, the codes among reset, bold, dim and the red, green, yellow, blue and
+/// cyan foregrounds). Any other control, and any other sequence, is shown as text; at worst a
+/// hand-edited file can colour its own text with that palette.
+pub fn visible_styled(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(is_forbidden_control) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if c == '\x1b'
+            && let Some(len) = palette_sgr(rest)
+        {
+            out.push_str(&rest[..len]);
+            rest = &rest[len..];
+            continue;
+        }
+        if is_forbidden_control(c) {
+            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    Cow::Owned(out)
+}
+
+/// The length of the palette SGR sequence `text` starts with, if it starts with one.
+fn palette_sgr(text: &str) -> Option<usize> {
+    let params = text.strip_prefix("\x1b[")?;
+    let end = params.find('m').filter(|&e| e <= 8)?;
+    params[..end]
+        .split(';')
+        .all(|code| matches!(code, "0" | "1" | "2" | "31" | "32" | "33" | "34" | "36"))
+        .then_some(2 + end + 1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_colour_terminal_gets_the_palette_and_nothing_else() {
+        let painted = "\x1b[1;31mmust\x1b[0m \x1b[36mactive\x1b[0m";
+        assert_eq!(visible_styled(painted), painted);
+        assert_eq!(
+            visible_styled("\x1b]0;title\x07 \x1b[2J \x1b[8mhid\x1b[0m"),
+            "\\u{1b}]0;title\\u{7} \\u{1b}[2J \\u{1b}[8mhid\x1b[0m"
+        );
+        assert_eq!(visible_styled("a\x1b"), "a\\u{1b}");
+    }
 
     #[test]
     fn controls_are_refused_but_newline_and_tab() {

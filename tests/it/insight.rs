@@ -490,8 +490,8 @@ fn burndown_svg_is_well_formed_and_byte_identical_across_runs() {
     assert_eq!(first.stdout, second.stdout, "the chart is deterministic");
     let svg = String::from_utf8(first.stdout).unwrap();
     assert_wellformed_svg(&svg);
-    assert!(svg.contains("<polyline") && svg.contains(">scope</text>"));
-    assert!(svg.contains(">remaining</text>") && svg.contains(">02-27</text>"));
+    assert!(svg.contains("<path") && svg.contains(">scope</text>"));
+    assert!(svg.contains(">remaining</text>") && svg.contains(">Feb 27</text>"));
 
     // --json carries the same chart in data.svg.
     let (_, doc) = repo.json(&args);

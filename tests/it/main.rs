@@ -8,6 +8,7 @@ mod architecture;
 mod brief;
 mod brief_in_force;
 mod build_script;
+mod charts;
 mod collab;
 mod docs;
 mod engine_prop;
@@ -24,6 +25,8 @@ mod human;
 mod human_editor;
 #[cfg(target_os = "linux")]
 mod human_tty;
+#[cfg(target_os = "linux")]
+mod human_tty_more;
 mod insight;
 mod knowledge;
 mod lifecycle;

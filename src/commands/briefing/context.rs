@@ -288,7 +288,7 @@ fn error_of(e: brief::Error) -> Error {
     }
 }
 
-fn render(r: &Response, _ctx: &Ctx) -> String {
+fn render(r: &Response, ctx: &Ctx) -> String {
     let mut out = match &r.brief {
         Value::String(markdown) => markdown.clone(),
         other => format!(
@@ -296,6 +296,10 @@ fn render(r: &Response, _ctx: &Ctx) -> String {
             serde_json::to_string_pretty(other).unwrap_or_default()
         ),
     };
+    // On a terminal the brief's long lines wrap to its width (`--wide` and pipes keep them).
+    if let Some(w) = ctx.width() {
+        out = crate::dispatch::text::wrap_lines(&out, w);
+    }
     if let Some(candidates) = &r.explain {
         out.push_str(&explain_table(candidates));
     }

@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
+use super::chart::{fit_text, text_width};
 use super::view::{TaskSummary, View, effort_text, estimate_of, project_slug};
 use crate::dispatch::text::{pad, paint_if, priority_style, status_style, truncate, visible_width};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Outcome};
@@ -280,21 +281,47 @@ fn render_node(n: &Node, level: usize, term: (bool, Option<usize>), out: &mut St
     );
     let tail = format!("{own}{total}");
     match width {
-        // On a terminal the title comes first, cut to leave room for the figures, which
-        // are cut in turn when even a short title leaves too little.
+        // On a terminal the title keeps at least TITLE_MIN characters: the figures give way
+        // first, whole parts at a time (the rollup's details, then the rollup, then the
+        // task's own Te), and the title is cut only to fit what is left.
         Some(w) => {
+            const TITLE_MIN: usize = 24;
             let avail = w.saturating_sub(visible_width(&head));
-            let title = truncate(
-                &n.task.task.title,
-                avail.saturating_sub(tail.chars().count() + 2).max(12),
-            );
-            let room = avail.saturating_sub(title.chars().count() + 2);
-            let tail = if room >= 6 {
-                format!("  {}", truncate(&tail, room))
-            } else {
+            let title_len = n.task.task.title.chars().count();
+            let short_total = if total.is_empty() {
                 String::new()
+            } else {
+                format!(
+                    "  [Σ {} ± {}]",
+                    effort_text(n.rollup.expected),
+                    effort_text(n.rollup.sigma)
+                )
             };
-            out.push_str(&format!("{head}{title}{tail}\n"));
+            let choices = [
+                tail.clone(),
+                format!("{own}{short_total}"),
+                own,
+                String::new(),
+            ];
+            let tail = choices
+                .iter()
+                .find(|c| {
+                    let room = avail.saturating_sub(c.chars().count() + 2);
+                    c.is_empty() || room >= title_len.min(TITLE_MIN)
+                })
+                .cloned()
+                .unwrap_or_default();
+            let room = if tail.is_empty() {
+                avail
+            } else {
+                avail.saturating_sub(tail.chars().count() + 2)
+            };
+            let title = truncate(&n.task.task.title, room.max(8));
+            if tail.is_empty() {
+                out.push_str(&format!("{head}{title}\n"));
+            } else {
+                out.push_str(&format!("{head}{title}  {tail}\n"));
+            }
         }
         None => out.push_str(&format!("{head}{tail}  {}\n", n.task.task.title)),
     }
@@ -350,6 +377,11 @@ fn xml(text: &str) -> String {
 /// the largest; done tasks are filled, others outlined. No scripts, fonts or timestamps.
 fn svg(projects: &[ProjectTree]) -> String {
     const ROW: usize = 26;
+    const MAX_INDENT: usize = 8;
+    /// Where labels end: 8 px before the bar column.
+    const LABEL_END: f64 = 532.0;
+    /// Bold text is about this much wider.
+    const BOLD: f64 = 1.1;
     const WIDTH: usize = 720;
     let rows = rows(projects);
     let height = 24 + rows.len() * ROW + 8;
@@ -371,16 +403,36 @@ fn svg(projects: &[ProjectTree]) -> String {
     let mut parents: Vec<usize> = Vec::new();
     for (i, (level, p, node)) in rows.iter().enumerate() {
         let y = 24 + i * ROW;
-        let x = 12 + level * 22;
+        // Indentation stops deepening at MAX_INDENT levels so deep titles keep room.
+        let x = 12 + (*level).min(MAX_INDENT) * 22;
         match node {
             None => {
-                s.push_str(&format!(
-                    "<text x=\"12\" y=\"{}\" font-size=\"13\" font-weight=\"bold\" fill=\"#222222\">{} — Σ {} ± {}</text>\n",
-                    y + 4,
-                    xml(&p.id),
+                // A long project id is cut to end before the bar column, the sums kept.
+                let sums = format!(
+                    " — Σ {} ± {}",
                     effort_text(p.rollup.expected),
                     effort_text(p.rollup.sigma)
+                );
+                let room = LABEL_END - 12.0 - text_width(&sums, 13.0 * BOLD);
+                let id = fit_text(&p.id, room, 13.0 * BOLD);
+                let tooltip = if id == p.id {
+                    String::new()
+                } else {
+                    format!("<title>{}</title>", xml(&p.id))
+                };
+                s.push_str(&format!(
+                    "<text x=\"12\" y=\"{}\" font-size=\"13\" font-weight=\"bold\" fill=\"#222222\">{tooltip}{}{}</text>\n",
+                    y + 4,
+                    xml(&id),
+                    xml(&sums)
                 ));
+                if i == 0 {
+                    s.push_str(&format!(
+                        "<text x=\"{}\" y=\"{}\" font-size=\"11\" fill=\"#57606a\">bar: Σ Te · filled: done</text>\n",
+                        LABEL_END + 8.0,
+                        y + 4
+                    ));
+                }
                 parents.clear();
                 parents.push(y);
             }
@@ -408,23 +460,25 @@ fn svg(projects: &[ProjectTree]) -> String {
                     bar.max(2)
                 ));
                 let te = n.expected.map_or("-".to_string(), effort_text);
+                let number = format!("{:03} ", n.task.task.number);
                 let suffix = format!(" · {} · Te {te}", n.task.status);
-                // The label ends before the bar column: at 12 px a character is about 6.6 px
-                // wide; a title cut to fit keeps its whole text as the tooltip.
-                let room = (WIDTH - 180 - 8).saturating_sub(x + 4) * 10 / 66;
-                let title_room = room.saturating_sub(4 + suffix.chars().count()).max(8);
+                // The label ends before the bar column; a title cut to fit keeps its whole
+                // text as the tooltip.
+                let room = LABEL_END
+                    - (x + 4) as f64
+                    - text_width(&number, 12.0)
+                    - text_width(&suffix, 12.0);
                 let title = &n.task.task.title;
-                let shown = truncate(title, title_room);
+                let shown = fit_text(title, room.max(text_width("Wwwwwww…", 12.0)), 12.0);
                 let tooltip = if shown == *title {
                     String::new()
                 } else {
                     format!("<title>{}</title>", xml(title))
                 };
                 s.push_str(&format!(
-                    "<text x=\"{}\" y=\"{}\" font-size=\"12\" fill=\"#222222\">{tooltip}{:03} {}{}</text>\n",
+                    "<text x=\"{}\" y=\"{}\" font-size=\"12\" fill=\"#222222\">{tooltip}{number}{}{}</text>\n",
                     x + 4,
                     y + 2,
-                    n.task.task.number,
                     xml(&shown),
                     xml(&suffix),
                 ));

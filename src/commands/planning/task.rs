@@ -8,7 +8,7 @@ use crate::dispatch::editor::Checked;
 use crate::dispatch::one_task::OneTask;
 use crate::dispatch::text::{
     BOLD, GREEN, RED, YELLOW, agent_short, fit_table, paint_if, priority_style, short_ref,
-    status_style,
+    status_style, wrap_lines,
 };
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, ErrorKind, Mcp, Outcome, Refusal};
 use crate::journal::snapshot::{Folds, Snapshot};
@@ -1087,7 +1087,7 @@ fn render_show(r: &ShowResponse, ctx: &Ctx) -> String {
                 "  {} {} by {}{}\n",
                 p.id,
                 p.kind,
-                p.author,
+                agent(&p.author),
                 p.why
                     .as_deref()
                     .map(|w| format!(" — {w}"))
@@ -1097,7 +1097,7 @@ fn render_show(r: &ShowResponse, ctx: &Ctx) -> String {
     }
     out.push_str("\nLog:\n");
     for l in &r.log {
-        out.push_str(&format!("  {} {} {}\n", l.at, l.by, l.text));
+        out.push_str(&format!("  {} {} {}\n", l.at, agent(&l.by), l.text));
     }
     if r.dod.passed {
         out.push_str(&format!(
@@ -1113,7 +1113,11 @@ fn render_show(r: &ShowResponse, ctx: &Ctx) -> String {
             out.push_str(&format!("  - {}: {} {}\n", u.policy, u.item, u.detail));
         }
     }
-    out
+    // On a terminal, long lines (log comments, unmet items) wrap to its width.
+    match ctx.width() {
+        Some(w) => wrap_lines(&out, w),
+        None => out,
+    }
 }
 
 /// Edit a task you own. `--accept` appends criteria (existing ones are never reworded);

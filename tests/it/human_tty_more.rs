@@ -1,0 +1,74 @@
+//! `next` on a terminal with work to pick (issue 26): the bundled example has no ready task,
+//! so its `next` snapshots show only "Nothing ready to claim". Here a workspace with ready
+//! tasks of every priority, long titles and a dependency is shown at 80 and 120 columns, with
+//! and without colour and under `NO_COLOR`, and every line fits.
+
+use crate::human_tty::on_tty;
+use crate::support::Repo;
+
+fn ready_repo() -> Repo {
+    let repo = Repo::new();
+    repo.dacli(&["init", "--project", "Core"])
+        .assert()
+        .success();
+    for (title, priority) in [
+        (
+            "Move every money amount in the checkout service to integer cents, end to end",
+            "must",
+        ),
+        ("Short one", "should"),
+        (
+            "Replace every hand-rolled rounding helper in the pricing, invoicing and refund modules",
+            "could",
+        ),
+    ] {
+        repo.dacli(&[
+            "task",
+            "add",
+            title,
+            "--priority",
+            priority,
+            "--estimate",
+            "1,2,4",
+        ])
+        .assert()
+        .success();
+    }
+    repo.dacli(&[
+        "task",
+        "add",
+        "Write the backfill migration once amounts are cents",
+        "--depends-on",
+        "1",
+    ])
+    .assert()
+    .success();
+    repo
+}
+
+#[test]
+fn next_with_ready_work_fits_the_terminal_with_and_without_colour() {
+    let repo = ready_repo();
+    let dir = repo.path().to_str().unwrap();
+    let args = ["-C", dir, "next"];
+    for cols in [80u16, 120] {
+        let (code, colour) = on_tty(&args, cols, &[]);
+        assert_eq!(code, Some(0), "{colour}");
+        assert!(colour.contains("<ESC>["), "colour on a terminal: {colour}");
+        insta::assert_snapshot!(format!("tty_next_ready_{cols}_colour"), colour);
+        let mut plain_args = args.to_vec();
+        plain_args.push("--no-color");
+        let (_, plain) = on_tty(&plain_args, cols, &[]);
+        assert!(!plain.contains("<ESC>"), "{plain}");
+        assert!(plain.contains("Move every money"), "{plain}");
+        insta::assert_snapshot!(format!("tty_next_ready_{cols}_plain"), plain);
+        let (_, no_color) = on_tty(&args, cols, &[("NO_COLOR", "1")]);
+        assert_eq!(no_color, plain, "NO_COLOR is --no-color");
+        for line in plain.lines() {
+            assert!(
+                line.chars().count() <= usize::from(cols),
+                "next runs past {cols} columns:\n{line}"
+            );
+        }
+    }
+}
