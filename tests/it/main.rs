@@ -22,6 +22,7 @@ mod github_scale;
 mod hostile;
 mod human;
 mod human_editor;
+mod human_editor_more;
 #[cfg(target_os = "linux")]
 mod human_tty;
 mod insight;
