@@ -21,6 +21,7 @@ mod github_projection_scale;
 mod github_scale;
 mod hostile;
 mod human;
+mod human_completion;
 mod human_editor;
 mod human_editor_more;
 #[cfg(target_os = "linux")]
