@@ -24,6 +24,7 @@ mod human;
 mod human_completion;
 mod human_editor;
 mod human_editor_more;
+mod human_errors;
 #[cfg(target_os = "linux")]
 mod human_tty;
 mod insight;
