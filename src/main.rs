@@ -5,11 +5,12 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let table = dacli::commands::table();
-    let code = dacli::cli::run(
-        &table,
-        std::env::args_os().collect(),
-        dacli::dispatch::Env::capture(),
-        &[("mcp.serve", dacli::mcp::serve)],
-    );
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let env = dacli::dispatch::Env::capture();
+    // A shell asking for completions (`COMPLETE=<shell> dacli -- <words>`) is answered here.
+    if let Some(code) = dacli::commands::complete_from_env(&table, &args, env.cwd.clone()) {
+        return ExitCode::from(code);
+    }
+    let code = dacli::cli::run(&table, args, env, &[("mcp.serve", dacli::mcp::serve)]);
     ExitCode::from(code)
 }

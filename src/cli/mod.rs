@@ -67,7 +67,66 @@ pub fn run(table: &Table, args: Vec<OsString>, env: Env, takeovers: &[(&str, Tak
         );
     };
     let result = table.call(&ctx, cmd, Input::Cli(leaf));
+    let result = if ctx.json() {
+        result
+    } else {
+        teach(result, &words, &args)
+    };
     finish(&ctx, result)
+}
+
+/// Gives an error that names no next command one (human text only; JSON keeps the command's
+/// own hints): a usage error points at the command's
+/// `--help`, and a lock timeout at running the same command again.
+fn teach(result: CallResult, words: &[String], args: &[OsString]) -> CallResult {
+    let Err(mut e) = result else { return result };
+    let line: Vec<String> = args
+        .iter()
+        .skip(1)
+        .map(|a| {
+            let a = a.to_string_lossy();
+            if a.contains(' ') || a.is_empty() {
+                format!("\"{a}\"")
+            } else {
+                a.into_owned()
+            }
+        })
+        .collect();
+    // `` for example `--project core` `` becomes the whole command to run, and an ambiguous
+    // reference's `` use `core/1` `` the command with that reference.
+    let named = e.message.split('`').nth(1).map(str::to_string);
+    for h in &mut e.hints {
+        if let Some(flag) = h
+            .strip_prefix("for example `--")
+            .and_then(|f| f.strip_suffix('`'))
+        {
+            *h = format!("for example `dacli {} --{flag}`", line.join(" "));
+        } else if e.code == "E_AMBIGUOUS"
+            && let (Some(pick), Some(given)) = (
+                h.strip_prefix("use `").and_then(|f| f.strip_suffix('`')),
+                named.as_deref(),
+            )
+        {
+            let with: Vec<&str> = line
+                .iter()
+                .map(|a| if a == given { pick } else { a.as_str() })
+                .collect();
+            *h = format!("use `dacli {}`", with.join(" "));
+        }
+    }
+    let names_command =
+        |e: &Error| e.message.contains("`dacli ") || e.hints.iter().any(|h| h.contains("`dacli "));
+    if names_command(&e) {
+        return Err(e);
+    }
+    match e.code {
+        "E_LOCK_TIMEOUT" => Err(e.hint(format!("then run it again: `dacli {}`", line.join(" ")))),
+        _ if e.kind == crate::dispatch::ErrorKind::Usage => Err(e.hint(format!(
+            "`dacli {} --help` lists its arguments",
+            words.join(" ")
+        ))),
+        _ => Err(e),
+    }
 }
 
 /// Colour is not turned off by the environment (`NO_COLOR`, `TERM=dumb`).
@@ -127,7 +186,15 @@ fn finish(ctx: &Ctx, result: CallResult) -> u8 {
         Ok(Outcome::Done(reply)) => emit(&reply.text, code),
         Ok(Outcome::Refused(r)) => {
             let head = paint_err(RED, &format!("refused [{}]:", visible(&r.policy)));
-            let _ = writeln!(err, "{head} {}", visible(&r.reason));
+            // A reason that is a list (one `- ` line per unmet item) starts on its own line.
+            if r.reason.starts_with("- ") {
+                let _ = writeln!(err, "{head}");
+                for line in r.reason.lines() {
+                    let _ = writeln!(err, "  {}", visible(line));
+                }
+            } else {
+                let _ = writeln!(err, "{head} {}", visible(&r.reason));
+            }
             let _ = writeln!(err, "{} {}", paint_err(CYAN, "next:"), visible(&r.next));
             code
         }
@@ -182,11 +249,51 @@ fn parse_failure(table: &Table, args: &[OsString], e: clap::Error, json: bool) -
             if json {
                 emit(&format!("{}\n", envelope(&result, &[])), exit_code(&result))
             } else {
-                let _ = write!(std::io::stderr(), "{}", e.render());
+                let words = command_words(table, args);
+                let help = if words.is_empty() {
+                    "hint: `dacli --help` lists the commands".to_string()
+                } else {
+                    format!(
+                        "hint: `dacli {} --help` lists its arguments",
+                        words.join(" ")
+                    )
+                };
+                let text = e
+                    .render()
+                    .to_string()
+                    .replace("For more information, try '--help'.", &help);
+                let _ = write!(std::io::stderr(), "{text}");
                 exit_code(&result)
             }
         }
     }
+}
+
+/// The command words of `args` (`["task", "list"]`), as far as they name subcommands.
+fn command_words(table: &Table, args: &[OsString]) -> Vec<String> {
+    let mut node = table.clap_root();
+    let mut words = Vec::new();
+    let mut it = args
+        .iter()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned());
+    while let Some(a) = it.next() {
+        if a == "-C" || a == "--workspace" {
+            it.next();
+            continue;
+        }
+        if a.starts_with('-') {
+            continue;
+        }
+        match node.find_subcommand(&a).cloned() {
+            Some(sub) => {
+                words.push(a);
+                node = sub;
+            }
+            None => break,
+        }
+    }
+    words
 }
 
 /// The command reference (docs/COMMANDS.md), generated from the command table so it cannot

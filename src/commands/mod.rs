@@ -18,6 +18,8 @@ mod templates;
 
 use crate::dispatch::Table;
 
+pub use admin::complete_from_env;
+
 /// The command table: every command dacli has, declared once.
 pub fn table() -> Table {
     let mut commands = Vec::new();

@@ -449,3 +449,22 @@ impl Rng {
         }
     }
 }
+
+/// The workspace shell completion lists names from: discovered from `start` (the `-C`
+/// directory, else the working directory) and read without writing anything, not even the
+/// index cache (which is read only when it exists). `None` outside a workspace.
+pub fn read_only_workspace(start: Option<&Path>) -> Option<Workspace> {
+    let env = super::Env::capture();
+    let start = match start {
+        Some(dir) if dir.is_absolute() => dir.to_path_buf(),
+        Some(dir) => env.cwd.join(dir),
+        None => env.cwd.clone(),
+    };
+    let mut ws = Workspace::discover(&start, |root, jail| {
+        Fs::new(Some(root), Some(jail), 0, Duration::from_secs(1)).without_derived_writes()
+    })
+    .ok()?;
+    let indexed = ws.index.path().exists();
+    ws.index = crate::store::index::Index::new(ws.dir(), indexed);
+    Some(ws)
+}

@@ -101,10 +101,10 @@ impl From<store::Error> for Error {
 impl From<workspace::Error> for Error {
     fn from(e: workspace::Error) -> Error {
         match e {
-            workspace::Error::NoWorkspace { .. } => Error::new(
+            workspace::Error::NoWorkspace { start } => Error::new(
                 ErrorKind::NotFound,
                 "E_NO_WORKSPACE",
-                "no dacli workspace here or in any parent directory",
+                format!("no dacli workspace in {start} or any parent directory"),
             )
             .hint("run `dacli init` at the root of your git repository, or pass `-C <dir>`"),
             e @ workspace::Error::NotADirectory { .. } => {

@@ -70,7 +70,7 @@ pub(super) fn resolve(ws: &Workspace, env: &Env) -> Result<Result<Identity, Refu
         Refusal::new(
             "identity.unknown_token",
             "DACLI_AGENT does not hold a valid token for this workspace",
-            "Ask whoever launched you for your token; never unset DACLI_AGENT to act as root.",
+            "Ask whoever launched you for your token (a-root lists the live agents with `dacli agent list` and issues new ones with `dacli agent spawn`); never unset DACLI_AGENT to act as root.",
         )
     };
     let Some(agent_id) = agent_id_of(token) else {

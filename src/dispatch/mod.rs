@@ -20,7 +20,7 @@ pub mod usage;
 pub use command::{
     Class, Classify, Command, Input, MULTI_LINE, Mcp, Needs, Reply, Table, shape_of,
 };
-pub use ctx::{CallHooks, Ctx, Output};
+pub use ctx::{CallHooks, Ctx, Output, read_only_workspace};
 pub use env::{Env, holds_workspace_token};
 pub use error::{Error, ErrorKind};
 pub use identity::{Identity, IdentitySource};

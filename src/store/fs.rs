@@ -102,6 +102,8 @@ pub struct Fs {
     counts: Cell<[u32; 7]>,
     /// The directory [`Fs::contain`] verified last: a listing reads many files of one folder.
     contained: RefCell<Option<PathBuf>>,
+    /// Derived data (the index) is not written: a reader that must leave no trace.
+    no_derived: bool,
 }
 
 impl Fs {
@@ -124,7 +126,15 @@ impl Fs {
             trace: None,
             counts: Cell::new([0; 7]),
             contained: RefCell::new(None),
+            no_derived: false,
         }
+    }
+
+    /// A seam that never writes derived data (shell completion reads the workspace as the
+    /// user types and must leave it as it was).
+    pub fn without_derived_writes(mut self) -> Fs {
+        self.no_derived = true;
+        self
     }
 
     /// Arms a fault for tests.
@@ -171,7 +181,7 @@ impl Fs {
     /// Whether a write of derived data at `path` may go ahead: counted as one
     /// [`FaultOp::Derived`] step, so that a fault test can fail the index's writes too.
     pub fn derived_write_allowed(&self, path: &Path) -> bool {
-        self.hit(FaultOp::Derived, path).is_ok()
+        !self.no_derived && self.hit(FaultOp::Derived, path).is_ok()
     }
 
     fn hit(&self, op: FaultOp, path: &Path) -> Result<(), Error> {

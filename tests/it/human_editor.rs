@@ -1,14 +1,60 @@
 //! `task add -e` with a scripted editor (issue 26): the template is checked on save, a parse
 //! error reopens the editor with the error on top, and a failed edit keeps what was typed in
-//! a recovery file the error names.
+//! a recovery file the error names. dacli runs on a pseudo-terminal, as a person runs it:
+//! without one the editor is refused (`human_editor_more.rs` covers `task edit`, `note add
+//! -e` and the refusals).
 
+use std::io::Read;
+use std::os::fd::OwnedFd;
 use std::path::Path;
+use std::process::Stdio;
 
 use crate::support::Repo;
 
+/// What dacli prints when run in `repo` on a pseudo-terminal (standard input, output and error
+/// all on it) with `env`: (exit code, the terminal's text).
+pub fn on_tty(repo: &Repo, args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
+    use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
+    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
+    grantpt(&master).unwrap();
+    unlockpt(&master).unwrap();
+    let name = ptsname(&master, Vec::new()).unwrap();
+    let slave = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(name.to_str().unwrap())
+        .unwrap();
+    let mut cmd = repo.std_command(args);
+    cmd.env_remove("VISUAL")
+        .env_remove("EDITOR")
+        .stdin(Stdio::from(OwnedFd::from(slave.try_clone().unwrap())))
+        .stdout(Stdio::from(OwnedFd::from(slave.try_clone().unwrap())))
+        .stderr(Stdio::from(OwnedFd::from(slave)));
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    // The child holds the only slave ends now: reading ends (EIO) when it exits.
+    drop(cmd);
+    let mut file = std::fs::File::from(master);
+    let mut bytes = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => bytes.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    let code = child.wait().unwrap().code();
+    let text = String::from_utf8_lossy(&bytes).replace("\r\n", "\n");
+    (code, text)
+}
+
 /// A shell-script editor: on its n-th run it copies the file it edits to `seen-<n>` and runs
 /// `steps[n-1]` with the file as `$1`.
-fn editor(dir: &Path, steps: &[&str]) -> String {
+pub fn editor(dir: &Path, steps: &[&str]) -> String {
     let mut script = String::from(
         "#!/bin/sh\nd=$(dirname \"$0\")\nn=$(( $(cat \"$d/count\" 2>/dev/null || echo 0) + 1 ))\necho $n > \"$d/count\"\ncp \"$1\" \"$d/seen-$n\"\ncase $n in\n",
     );
@@ -44,7 +90,7 @@ Totals agree to the cent.
 Rounding happens in three places today.
 EOF"#;
 
-fn drafts(repo: &Repo) -> Vec<String> {
+pub fn drafts(repo: &Repo) -> Vec<String> {
     std::fs::read_dir(repo.ws("runs/drafts"))
         .map(|d| {
             d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -61,17 +107,9 @@ fn a_saved_template_becomes_the_task() {
         .success();
     let tools = tempfile::tempdir().unwrap();
     let ed = editor(tools.path(), &[GOOD]);
-    let out = repo
-        .dacli(&["task", "add", "-e", "--json"])
-        .env("EDITOR", &ed)
-        .env_remove("VISUAL")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (code, out) = on_tty(&repo, &["task", "add", "-e"], &[("EDITOR", &ed)]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("created core/"), "{out}");
     let seen = std::fs::read_to_string(tools.path().join("seen-1")).unwrap();
     assert!(
         seen.contains("title = \"\"") && seen.contains("## Acceptance criteria"),
@@ -100,16 +138,8 @@ fn a_parse_error_reopens_the_editor_with_the_error_on_top() {
     let tools = tempfile::tempdir().unwrap();
     let bad = r#"sed -i 's/^priority = .*/priority = "urgent"/; s/^title = .*/title = "Typed once"/' "$1""#;
     let ed = editor(tools.path(), &[bad, GOOD]);
-    let out = repo
-        .dacli(&["task", "add", "-e"])
-        .env("EDITOR", &ed)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (code, out) = on_tty(&repo, &["task", "add", "-e"], &[("EDITOR", &ed)]);
+    assert_eq!(code, Some(0), "{out}");
     let second = std::fs::read_to_string(tools.path().join("seen-2")).unwrap();
     let first_line = second.lines().next().unwrap();
     assert!(
@@ -133,13 +163,8 @@ fn a_failed_edit_keeps_what_was_typed_and_says_where() {
     let tools = tempfile::tempdir().unwrap();
     let typed = r#"sed -i 's/^title = .*/title = "Half written"/' "$1"; exit 1"#;
     let ed = editor(tools.path(), &[typed]);
-    let out = repo
-        .dacli(&["task", "add", "-e"])
-        .env("VISUAL", &ed)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8(out.stderr).unwrap();
+    let (code, err) = on_tty(&repo, &["task", "add", "-e"], &[("VISUAL", &ed)]);
+    assert_eq!(code, Some(1), "{err}");
     let names = drafts(&repo);
     assert_eq!(names.len(), 1, "{names:?}");
     assert!(

@@ -22,7 +22,10 @@ mod github_projection_scale;
 mod github_scale;
 mod hostile;
 mod human;
+mod human_completion;
 mod human_editor;
+mod human_editor_more;
+mod human_errors;
 #[cfg(target_os = "linux")]
 mod human_tty;
 #[cfg(target_os = "linux")]

@@ -335,6 +335,7 @@ fn version_needs_no_workspace_and_dash_v_is_the_same() {
 
 #[test]
 fn completions_print_a_script_for_each_shell() {
+    // The static scripts (`--static`); the dynamic registration is tested in human_completion.
     let dir = tempfile::tempdir().unwrap();
     for (shell, marker) in [
         ("bash", "_dacli()"),
@@ -345,7 +346,7 @@ fn completions_print_a_script_for_each_shell() {
     ] {
         let out = dacli()
             .current_dir(dir.path())
-            .args(["completions", shell])
+            .args(["completions", shell, "--static"])
             .output()
             .unwrap();
         assert!(out.status.success(), "{shell}");

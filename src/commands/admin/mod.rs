@@ -12,6 +12,8 @@ mod version;
 
 use crate::dispatch::Command;
 
+pub use completions::complete_from_env;
+
 pub(super) fn commands() -> Vec<Command> {
     vec![
         init::command(),

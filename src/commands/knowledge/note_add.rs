@@ -11,6 +11,7 @@ use super::{
     About, all_projects, check_tags, find_project, only_active, required_line, resolve_about,
     section_flag, text, toml_list, toml_time,
 };
+use crate::dispatch::editor::Checked as Saved;
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome};
 use crate::model::id::ulid_time;
 use crate::model::note::{check_structure, dir_of};
@@ -84,14 +85,23 @@ impl Scope {
 /// Record a decision, finding, metric or ref. A decision needs --chose, --rejected and
 /// --because; a metric --goal, --question and --metric; a finding --severity. An ro agent
 /// records findings only, as an event the owner of --about materialises.
+///
+/// With -e (on a terminal) the note is written in $VISUAL/$EDITOR: a template of its fields
+/// and its kind's sections, starting from the flags given, checked on save (the editor
+/// reopens with the error on top), kept under `.dacli/runs/drafts/` until it is recorded.
 #[derive(Debug, clap::Args, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Request {
     /// What kind of note.
     #[arg(value_enum)]
     kind: Kind,
-    /// The title (one line).
+    /// The title (one line; with -e, the template starts from it).
+    #[arg(default_value = "", required_unless_present = "edit")]
     title: String,
+    /// Write the note in $VISUAL/$EDITOR.
+    #[arg(short = 'e', long = "edit")]
+    #[serde(skip)]
+    edit: bool,
     /// The project (slug or `p-<slug>`); default: the project of --about, else the only
     /// active project.
     #[arg(long, value_name = "PROJECT")]
@@ -159,7 +169,9 @@ impl Classify for Request {}
 
 #[derive(Debug, Serialize)]
 pub struct Response {
-    note: NoteRef,
+    /// `None` only when `-e` ended without a change (`effect` "unchanged").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<NoteRef>,
     effect: &'static str,
     event: Option<String>,
 }
@@ -231,6 +243,9 @@ fn check_input(req: &Request) -> Result<Checked, Error> {
 }
 
 fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
+    if req.edit {
+        return add_in_editor(ctx, &req);
+    }
     let checked = check_input(&req)?;
     let me = ctx.identity()?;
     let ro = me.agent.grant == Grant::Ro;
@@ -314,7 +329,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         &Document::new(front, body),
     )?;
     Ok(Outcome::Done(Response {
-        note: NoteRef {
+        note: Some(NoteRef {
             id,
             kind: req.kind.as_str().to_string(),
             title: checked.title,
@@ -323,7 +338,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
             severity: req.severity.map(|s| s.as_str().to_string()),
             path: Some(ws.display(&path)),
             pending: false,
-        },
+        }),
         effect: "created",
         event: None,
     }))
@@ -546,7 +561,7 @@ fn record_finding(
     let ulid = ctx.new_ulid();
     let ev = ops::notes::record_finding(ws, ulid, &me.agent.id, &about, fields, body)?;
     Ok(Outcome::Done(Response {
-        note: NoteRef {
+        note: Some(NoteRef {
             id: format!("n-{}", ev.id),
             kind: "finding".into(),
             title: checked.title.clone(),
@@ -555,17 +570,19 @@ fn record_finding(
             severity: Some(severity.as_str().to_string()),
             path: None,
             pending: true,
-        },
+        }),
         effect: "proposed",
         event: Some(ev.id),
     }))
 }
 
 fn render(r: &Response, ctx: &Ctx) -> String {
+    let Some(n) = &r.note else {
+        return String::new();
+    };
     if ctx.quiet() {
         return String::new();
     }
-    let n = &r.note;
     match (&r.event, &n.path) {
         (Some(ev), _) => format!(
             "recorded finding {} as event {ev}: it becomes a note when the owner of {} syncs\n  {}\n",
@@ -581,4 +598,210 @@ fn render(r: &Response, ctx: &Ctx) -> String {
             path.as_deref().unwrap_or("")
         ),
     }
+}
+
+/// The sections of each kind's template, in FORMAT §15 order, with the request field each
+/// fills.
+fn kind_sections(kind: Kind) -> &'static [(&'static str, &'static str)] {
+    match kind {
+        Kind::Decision => &[
+            ("Chose", "chose"),
+            ("Rejected", "rejected"),
+            ("Because", "because"),
+        ],
+        Kind::Metric => &[
+            ("Goal", "goal"),
+            ("Question", "question"),
+            ("Metric", "metric"),
+        ],
+        Kind::Finding | Kind::Ref => &[],
+    }
+}
+
+/// The heading the free text sits under in the template (not kept in the note).
+const BODY: &str = "Body";
+
+fn toml_str(s: &str) -> String {
+    toml_edit::Value::from(s).to_string().trim().to_string()
+}
+
+/// The template `note add KIND -e` opens, starting from the flags given.
+fn template(req: &Request) -> String {
+    let kind = req.kind.as_str();
+    let mut out = format!(
+        "#! A {kind} note. Its text goes under `## {BODY}` (that heading is not kept).\n+++\n"
+    );
+    out.push_str(&format!("title = {}\n", toml_str(&req.title)));
+    out.push_str(&format!(
+        "project = {}   # default: the project of `about`, else the only active project\n",
+        toml_str(req.project.as_deref().unwrap_or(""))
+    ));
+    out.push_str(&format!(
+        "about = {}   # the task (e.g. \"core/3\") or project the note is about\n",
+        toml_str(req.about.as_deref().unwrap_or(""))
+    ));
+    out.push_str(&format!(
+        "scope = {}   # project, or workspace for lessons that reach every project\n",
+        toml_str(req.scope.as_str())
+    ));
+    if req.kind == Kind::Finding {
+        out.push_str(&format!(
+            "severity = {}   # major (fix not obvious), moderate (clear, needs review) or minor\n",
+            toml_str(req.severity.map_or("", |s| s.as_str()))
+        ));
+    }
+    out.push_str(&format!(
+        "private = {}   # true: never projected to GitHub\n",
+        req.private
+    ));
+    out.push_str(&format!(
+        "supersedes = {}   # an older note this one replaces\n",
+        toml_str(req.supersedes.as_deref().unwrap_or(""))
+    ));
+    let tags: Vec<String> = req.tags.iter().map(|t| toml_str(t)).collect();
+    out.push_str(&format!("tags = [{}]\n+++\n", tags.join(", ")));
+    for ((name, _), (_, _, given)) in kind_sections(req.kind).iter().zip(
+        sections(req)
+            .into_iter()
+            .filter(|(_, n, _)| owns_section(req.kind, n)),
+    ) {
+        out.push_str(&format!("\n## {name}\n"));
+        if let Some(g) = given {
+            out.push_str(&format!("{}\n", g.trim()));
+        }
+    }
+    out.push_str(&format!("\n## {BODY}\n"));
+    if let Some(b) = &req.body {
+        out.push_str(&format!("{}\n", b.trim()));
+    }
+    out
+}
+
+/// The request a saved template makes (the JSON form `note add` takes), or what is wrong.
+/// Under `## Body` everything is free text, headings included.
+fn parse(kind: Kind, text: &str) -> Result<serde_json::Value, String> {
+    use serde_json::{Value, json};
+    let rest = text
+        .trim_start()
+        .strip_prefix("+++\n")
+        .ok_or("the file must start with the `+++` frontmatter line")?;
+    let (front, body) = rest
+        .split_once("\n+++")
+        .ok_or("the frontmatter has no closing `+++` line")?;
+    let front: Value = toml_edit::de::from_str(front)
+        .map_err(|e| format!("frontmatter: {}", e.to_string().replace('\n', " ").trim()))?;
+    let Value::Object(front) = front else {
+        return Err("frontmatter: not a table".into());
+    };
+    let mut fields = serde_json::Map::new();
+    fields.insert("kind".into(), json!(kind.as_str()));
+    let known = "title, project, about, scope, severity, private, supersedes, tags";
+    for (key, value) in front {
+        match key.as_str() {
+            "severity" if kind != Kind::Finding => {
+                return Err(format!(
+                    "frontmatter: `severity` is for findings only; a {} has none",
+                    kind.as_str()
+                ));
+            }
+            _ if value == json!("") => {}
+            "title" | "project" | "about" | "scope" | "severity" | "private" | "supersedes"
+            | "tags" => {
+                fields.insert(key, value);
+            }
+            other => {
+                return Err(format!(
+                    "frontmatter: unknown field `{other}` (fields: {known})"
+                ));
+            }
+        }
+    }
+    fields.entry("title").or_insert(json!(""));
+    let names = kind_sections(kind);
+    let mut current: Option<&str> = None;
+    let mut texts: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+    for line in body.lines().skip(1) {
+        if current != Some(BODY)
+            && let Some(h) = line.strip_prefix("## ")
+        {
+            let h = h.trim();
+            if h.eq_ignore_ascii_case(BODY) {
+                current = Some(BODY);
+            } else if let Some((_, field)) = names.iter().find(|(n, _)| n.eq_ignore_ascii_case(h)) {
+                current = Some(field);
+            } else {
+                let mut all: Vec<&str> = names.iter().map(|(n, _)| *n).collect();
+                all.push(BODY);
+                return Err(format!(
+                    "unknown section `## {h}`: a {} has {}",
+                    kind.as_str(),
+                    all.join(", ")
+                ));
+            }
+            if texts.insert(current.unwrap_or(BODY), Vec::new()).is_some() {
+                return Err(format!("section `## {h}` appears twice"));
+            }
+            continue;
+        }
+        match current {
+            Some(c) => texts.entry(c).or_default().push(line),
+            None if line.trim().is_empty() => {}
+            None => {
+                return Err(format!(
+                    "`{line}` is outside a section: free text goes under `## {BODY}`"
+                ));
+            }
+        }
+    }
+    for (field, lines) in texts {
+        let t = lines.join("\n").trim().to_string();
+        if !t.is_empty() {
+            fields.insert(
+                if field == BODY {
+                    "body".into()
+                } else {
+                    field.into()
+                },
+                json!(t),
+            );
+        }
+    }
+    Ok(Value::Object(fields))
+}
+
+/// `note add KIND -e`: the note written in the editor; a save that misses what its kind
+/// requires reopens with the refusal on top.
+fn add_in_editor(ctx: &Ctx, req: &Request) -> Result<Outcome<Response>, Error> {
+    if req.body_file.is_some() {
+        return Err(Error::usage(
+            "give --body-file or -e, not both: with -e the text is written in the editor",
+        ));
+    }
+    let kind = req.kind;
+    let name = format!("note-{}", kind.as_str());
+    let done = crate::dispatch::editor::edit_until_valid(ctx, &name, &template(req), |text| {
+        let fields = match parse(kind, text) {
+            Ok(f) => f,
+            Err(why) => return Ok(Saved::Again(why)),
+        };
+        let again: Request = match serde_json::from_value(fields) {
+            Ok(r) => r,
+            Err(e) => return Ok(Saved::Again(e.to_string())),
+        };
+        match run(ctx, again) {
+            Ok(Outcome::Refused(r)) if r.policy.ends_with("_incomplete") => {
+                Ok(Saved::Again(format!("{} ({})", r.reason, r.next)))
+            }
+            Ok(done) => Ok(Saved::Done(done)),
+            Err(e) => match crate::dispatch::editor::as_retry(&e) {
+                Some(why) => Ok(Saved::Again(why)),
+                None => Err(e),
+            },
+        }
+    })?;
+    Ok(done.unwrap_or(Outcome::Done(Response {
+        note: None,
+        effect: "unchanged",
+        event: None,
+    })))
 }

@@ -129,8 +129,11 @@ pub struct Notice {
 
 #[derive(Debug, Serialize)]
 pub struct AddResponse {
-    task: TaskSummary,
-    path: String,
+    /// `None` only when `-e` ended without a change (`effect` "unchanged").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    task: Option<TaskSummary>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    path: Option<String>,
     notices: Vec<Notice>,
     effect: &'static str,
 }
@@ -280,32 +283,7 @@ fn str_array(items: &[String]) -> Array {
 
 fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
     if req.edit {
-        let template = super::task_editor::add_template(
-            &req.title,
-            req.priority.as_str(),
-            req.project.as_deref(),
-        );
-        return crate::dispatch::editor::edit_until_valid(ctx, "task-add", &template, |text| {
-            let fields = match super::task_editor::parse_add(text) {
-                Ok(f) => f,
-                Err(why) => return Ok(Checked::Again(why)),
-            };
-            let req: AddRequest = match serde_json::from_value(fields) {
-                Ok(r) => r,
-                Err(e) => return Ok(Checked::Again(e.to_string())),
-            };
-            match add(ctx, req) {
-                Ok(done) => Ok(Checked::Done(done)),
-                Err(e) if matches!(e.kind, ErrorKind::Usage | ErrorKind::NotFound) => {
-                    let mut why = e.message;
-                    for h in e.hints {
-                        why.push_str(&format!(" ({h})"));
-                    }
-                    Ok(Checked::Again(why))
-                }
-                Err(e) => Err(e),
-            }
-        });
+        return add_in_editor(ctx, &req);
     }
     let ws = ctx.ws()?;
     let me = ctx.identity()?.agent.id.clone();
@@ -428,11 +406,41 @@ fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
     }
     let summary = created_summary(ctx, &snap, &created)?;
     Ok(Outcome::Done(AddResponse {
-        task: summary,
-        path: created.path,
+        task: Some(summary),
+        path: Some(created.path),
         notices,
         effect: "created",
     }))
+}
+
+/// `task add -e`: the task written in the editor, from a template that starts from the
+/// command line's title, priority and project.
+fn add_in_editor(ctx: &Ctx, req: &AddRequest) -> Result<Outcome<AddResponse>, Error> {
+    let template =
+        super::task_editor::add_template(&req.title, req.priority.as_str(), req.project.as_deref());
+    let added = crate::dispatch::editor::edit_until_valid(ctx, "task-add", &template, |text| {
+        let fields = match super::task_editor::parse_add(text) {
+            Ok(f) => f,
+            Err(why) => return Ok(Checked::Again(why)),
+        };
+        let req: AddRequest = match serde_json::from_value(fields) {
+            Ok(r) => r,
+            Err(e) => return Ok(Checked::Again(e.to_string())),
+        };
+        match add(ctx, req) {
+            Ok(done) => Ok(Checked::Done(done)),
+            Err(e) => match crate::dispatch::editor::as_retry(&e) {
+                Some(why) => Ok(Checked::Again(why)),
+                None => Err(e),
+            },
+        }
+    })?;
+    Ok(added.unwrap_or(Outcome::Done(AddResponse {
+        task: None,
+        path: None,
+        notices: Vec::new(),
+        effect: "unchanged",
+    })))
 }
 
 /// The document of a new task made by `me` as `req` asks, with id `id`.
@@ -515,11 +523,10 @@ fn number(v: f64) -> Value {
 
 fn render_add(r: &AddResponse, ctx: &Ctx) -> String {
     let mut out = String::new();
-    if !ctx.quiet() {
-        out.push_str(&format!(
-            "created {}  {}\n",
-            r.task.task.reference, r.task.task.title
-        ));
+    if !ctx.quiet()
+        && let Some(t) = &r.task
+    {
+        out.push_str(&format!("created {}  {}\n", t.task.reference, t.task.title));
     }
     for n in &r.notices {
         out.push_str(&format!("note: {}\n", n.message));
@@ -1122,10 +1129,18 @@ fn render_show(r: &ShowResponse, ctx: &Ctx) -> String {
 
 /// Edit a task you own. `--accept` appends criteria (existing ones are never reworded);
 /// retitling keeps the number and filename.
+///
+/// With no flags (or `-e`) on a terminal, the task opens in $VISUAL/$EDITOR: its fields and
+/// sections, checked on save (the editor reopens with the error on top), kept under
+/// `.dacli/runs/drafts/` until applied. Without a terminal, give flags.
 #[derive(Debug, clap::Args, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EditRequest {
     reference: String,
+    /// Edit in $VISUAL/$EDITOR (the default when no other flag is given).
+    #[arg(short = 'e', long = "edit")]
+    #[serde(skip)]
+    edit: bool,
     #[arg(long, value_name = "TEXT")]
     #[serde(default)]
     title: Option<String>,
@@ -1167,6 +1182,24 @@ pub struct EditRequest {
 
 impl Classify for EditRequest {}
 
+impl EditRequest {
+    /// No change is asked for by flags.
+    fn asks_nothing(&self) -> bool {
+        self.title.is_none()
+            && self.priority.is_none()
+            && self.estimate.is_none()
+            && self.parent.is_none()
+            && self.so_that.is_none()
+            && self.context.is_none()
+            && self.accept.is_empty()
+            && self.out_of_scope.is_empty()
+            && self.trace.is_empty()
+            && self.untrace.is_empty()
+            && self.tag.is_empty()
+            && self.untag.is_empty()
+    }
+}
+
 #[derive(Debug, Serialize)]
 pub struct EditResponse {
     task: TaskSummary,
@@ -1175,6 +1208,24 @@ pub struct EditResponse {
 }
 
 fn edit(ctx: &Ctx, req: EditRequest) -> Result<Outcome<EditResponse>, Error> {
+    if req.edit && !req.asks_nothing() {
+        return Err(Error::usage(
+            "give -e or the change as flags, not both: -e opens the whole task in $EDITOR",
+        ));
+    }
+    if req.asks_nothing() {
+        if !crate::dispatch::editor::has_terminal(ctx) {
+            return Err(crate::dispatch::editor::needs_terminal(
+                ctx,
+                &format!("task edit {}", req.reference),
+                &format!(
+                    "`dacli task edit {} --title \"…\"` (`dacli task edit --help` lists the rest)",
+                    req.reference
+                ),
+            ));
+        }
+        return edit_in_editor(ctx, &req.reference);
+    }
     let one = OneTask::load(ctx, &req.reference)?;
     let (snap, t) = (&one.snap, &one.task);
     let reference = t.reference();
@@ -1314,6 +1365,93 @@ fn edit(ctx: &Ctx, req: EditRequest) -> Result<Outcome<EditResponse>, Error> {
         },
         changed,
     }))
+}
+
+/// `task edit REF` on a terminal: the task in the editor; what the save changes is applied as
+/// the flags that make the same change would be, so owner rules and events are the same.
+fn edit_in_editor(ctx: &Ctx, reference: &str) -> Result<Outcome<EditResponse>, Error> {
+    let one = OneTask::load(ctx, reference)?;
+    let t = &one.task;
+    let reference = t.reference();
+    if !acts_as_owner(ctx, t.doc.owner())? {
+        return Ok(Outcome::Refused(not_owner(
+            &reference,
+            t.doc.owner(),
+            "edit it",
+        )));
+    }
+    if t.doc.status == Status::Done {
+        return Ok(Outcome::Refused(is_done(&reference, t.doc.resolution())));
+    }
+    let doc = &t.doc;
+    let estimate = doc
+        .estimate()
+        .ok()
+        .flatten()
+        .map(|e| format!("{},{},{}", e.optimistic, e.probable, e.pessimistic))
+        .unwrap_or_default();
+    let current = super::task_editor::Current {
+        reference: reference.clone(),
+        title: doc.title().to_string(),
+        priority: doc.priority().to_string(),
+        estimate,
+        parent: doc
+            .parent()
+            .map(|p| {
+                one.snap
+                    .task(p)
+                    .map_or_else(|| p.to_string(), |x| x.reference())
+            })
+            .unwrap_or_default(),
+        tags: doc.tags(),
+        traces: doc.traces(),
+        so_that: section_text(&doc.body, "So that")
+            .unwrap_or_default()
+            .to_string(),
+        context: section_text(&doc.body, "Context")
+            .unwrap_or_default()
+            .to_string(),
+        criteria: doc
+            .criteria()
+            .into_iter()
+            .map(|c| (c.checked, c.text))
+            .collect(),
+        out_of_scope: section_items(&doc.body, "Out of scope"),
+    };
+    let unchanged = EditResponse {
+        task: summary_of(
+            t,
+            Some(&one.fold),
+            one.journal.pending_about(&t.task.id).count(),
+        ),
+        changed: Vec::new(),
+        effect: "unchanged",
+    };
+    let template = super::task_editor::edit_template(&current);
+    let done = crate::dispatch::editor::edit_until_valid(ctx, "task-edit", &template, |text| {
+        let fields = match super::task_editor::parse_edit(text, &current) {
+            Ok(f) => f,
+            Err(why) => return Ok(Checked::Again(why)),
+        };
+        let req: EditRequest = match serde_json::from_value(fields) {
+            Ok(r) => r,
+            Err(e) => return Ok(Checked::Again(e.to_string())),
+        };
+        if req.asks_nothing() {
+            return Ok(Checked::Done(None));
+        }
+        match edit(ctx, req) {
+            Ok(Outcome::Refused(r)) if r.policy == "task.cycle" => {
+                Ok(Checked::Again(format!("{} ({})", r.reason, r.next)))
+            }
+            Ok(done) => Ok(Checked::Done(Some(done))),
+            Err(e) => match crate::dispatch::editor::as_retry(&e) {
+                Some(why) => Ok(Checked::Again(why)),
+                None => Err(e),
+            },
+        }
+    })?;
+    Ok(done.flatten().unwrap_or(Outcome::Done(unchanged)))
 }
 
 fn set_list(doc: &mut TaskDoc, key: &str, items: &[String]) {
