@@ -647,7 +647,25 @@ impl Drop for Client {
 
 /// The `rel="next"` target of a `Link` header (RFC 8288), as GitHub paginates.
 pub fn next_link(headers: &[(String, String)]) -> Option<String> {
+    link_rel(headers, "next")
+}
+
+/// The number of the last page a `Link` header names (`rel="last"`, its `page` parameter):
+/// how many pages a list has in all, known from its first.
+pub fn last_page(headers: &[(String, String)]) -> Option<u32> {
+    let url = link_rel(headers, "last")?;
+    let query = url.split_once('?')?.1;
+    query
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("page="))
+        .and_then(|n| n.parse().ok())
+}
+
+/// The target of the link with relation `rel` in a `Link` header.
+fn link_rel(headers: &[(String, String)], rel: &str) -> Option<String> {
     let value = access::header(headers, "link")?;
+    let quoted = format!("rel=\"{rel}\"");
+    let bare = format!("rel={rel}");
     let mut rest = value;
     while let Some(open) = rest.find('<') {
         let after = &rest[open + 1..];
@@ -658,7 +676,7 @@ pub fn next_link(headers: &[(String, String)]) -> Option<String> {
         if params
             .split(';')
             .map(|p| p.trim_matches(|c: char| c == ',' || c.is_whitespace()))
-            .any(|p| p.eq_ignore_ascii_case("rel=\"next\"") || p.eq_ignore_ascii_case("rel=next"))
+            .any(|p| p.eq_ignore_ascii_case(&quoted) || p.eq_ignore_ascii_case(&bare))
         {
             return Some(url.to_string());
         }
@@ -716,7 +734,7 @@ fn transport_detail(e: &octocrab::Error) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::next_link;
+    use super::{last_page, next_link};
 
     #[test]
     fn the_next_link_is_found_among_the_others() {
@@ -733,5 +751,11 @@ mod tests {
             None
         );
         assert_eq!(next_link(&[]), None);
+        assert_eq!(
+            last_page(&h(
+                r#"<https://api.github.com/x?per_page=100&page=2>; rel="next", <https://api.github.com/x?per_page=100&page=11>; rel="last""#
+            )),
+            Some(11)
+        );
     }
 }

@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use crate::support::repo_root;
 
 /// Each fixture's operation (path template) and status. Every fixture must be listed.
-const OPERATIONS: [(&str, &str, &str); 24] = [
+const OPERATIONS: [(&str, &str, &str); 26] = [
     ("pull", "/repos/{owner}/{repo}/pulls/{pull_number}", "200"),
     ("pulls_by_head", "/repos/{owner}/{repo}/pulls", "200"),
     (
@@ -74,6 +74,12 @@ const OPERATIONS: [(&str, &str, &str); 24] = [
     ),
     ("repo", "/repos/{owner}/{repo}", "200"),
     ("issues_page", "/repos/{owner}/{repo}/issues", "200"),
+    (
+        "issue",
+        "/repos/{owner}/{repo}/issues/{issue_number}",
+        "200",
+    ),
+    ("search_issues", "/search/issues", "200"),
     (
         "compare_ahead",
         "/repos/{owner}/{repo}/compare/{basehead}",

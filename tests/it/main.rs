@@ -19,6 +19,7 @@ mod github_details;
 mod github_openapi;
 mod github_projection_scale;
 mod github_scale;
+mod github_support;
 mod hostile;
 mod human;
 mod human_editor;
