@@ -175,7 +175,12 @@ fn a_recorded_issue_deleted_transferred_or_unmarked_is_looked_up_again() {
     search(&gone, &task, vec![by_hand.clone()], 1);
     let r = run(&repo, &gone, &["github", "push"]);
     assert_eq!(r.code, 0, "{}\n{}", r.doc, r.stderr);
-    assert_eq!(item(&r.doc, &task)["action"], "adopt_by_marker", "{}", r.doc);
+    assert_eq!(
+        item(&r.doc, &task)["action"],
+        "adopt_by_marker",
+        "{}",
+        r.doc
+    );
     assert_eq!(item(&r.doc, &task)["remote"]["number"], 1052, "{}", r.doc);
     assert!(gone.writes().is_empty(), "{:?}", gone.writes());
     gone.verify();
