@@ -210,6 +210,8 @@ pub struct Client {
     calls: Cell<u32>,
     max_calls: u32,
     rate: RefCell<Rate>,
+    /// How long after the latest answer the rate limit resets, by GitHub's own clock.
+    reset_in: RefCell<Option<Duration>>,
     scopes: RefCell<Option<Vec<String>>>,
     sso_partial: RefCell<Vec<String>>,
 }
@@ -282,6 +284,7 @@ impl Client {
             calls: Cell::new(0),
             max_calls: c.max_calls,
             rate: RefCell::new(Rate::default()),
+            reset_in: RefCell::new(None),
             scopes: RefCell::new(None),
             sso_partial: RefCell::new(Vec::new()),
         })
@@ -295,6 +298,26 @@ impl Client {
     /// The rate-limit state of the latest answer.
     pub fn rate(&self) -> Rate {
         self.rate.borrow().clone()
+    }
+
+    /// How long until the rate limit resets, measured from the latest answer by GitHub's own
+    /// clock (its `x-ratelimit-reset` against its `Date`), so a skewed local clock cannot make
+    /// a client wait too little or too long.
+    pub fn reset_in(&self) -> Option<Duration> {
+        *self.reset_in.borrow()
+    }
+
+    /// What is left of the run's deadline.
+    pub fn time_left(&self) -> Duration {
+        self.deadline.saturating_sub(self.started.elapsed())
+    }
+
+    /// Starts another look at GitHub after a pause (`pr diagnose --watch`): a new budget of
+    /// `max_calls`, and a rate limit that stopped the last look lifted (the caller waited for
+    /// its reset). The run's deadline runs on.
+    pub fn renew(&self) {
+        self.calls.set(0);
+        *self.halted.borrow_mut() = None;
     }
 
     /// The classic token's OAuth scopes, when an answer named them (`X-OAuth-Scopes`).
@@ -603,6 +626,19 @@ impl Client {
             *self.rate.borrow_mut() = Rate {
                 remaining,
                 reset_at,
+            };
+            let reset = access::header(headers, "x-ratelimit-reset")
+                .and_then(|v| v.trim().parse::<i64>().ok());
+            let date = access::header(headers, "date").and_then(|d| {
+                jiff::fmt::rfc2822::DateTimeParser::new()
+                    .parse_timestamp(d.trim())
+                    .ok()
+            });
+            *self.reset_in.borrow_mut() = match (reset, date) {
+                (Some(r), Some(d)) => Some(Duration::from_secs(
+                    u64::try_from(r - d.as_second()).unwrap_or(0),
+                )),
+                _ => None,
             };
         }
         if let Some(scopes) = access::header(headers, "x-oauth-scopes") {

@@ -20,6 +20,7 @@ mod github_openapi;
 mod github_projection_scale;
 mod github_scale;
 mod github_support;
+mod github_watch;
 mod hostile;
 mod human;
 mod human_editor;

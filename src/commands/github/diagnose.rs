@@ -79,8 +79,9 @@ pub struct Request {
     #[serde(default)]
     record: bool,
     /// Follow the checks until none is pending: look again after 10 s, then half as long
-    /// again each time up to 60 s, waiting for the rate limit's reset when it runs low;
-    /// stops at an access problem. Each look has its own --max-api-calls.
+    /// again each time up to 60 s, waiting out rate limits (retry-after, the reset) and 5xx
+    /// answers; stops at the run's deadline or a problem waiting cannot fix. Each look has
+    /// its own --max-api-calls.
     #[arg(long)]
     #[serde(default)]
     watch: bool,
@@ -407,13 +408,29 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     } else {
         req.include.iter().map(|i| include_name(*i)).collect()
     };
-    let mut client = client;
+    let client = client;
     let mut polls: u32 = 0;
     let mut wait = poll_interval(ctx);
     let (mut d, verdict, access, watch) = loop {
         let pr_json = match client.get(&format!("/repos/{repo}/pulls/{number}")) {
             Ok(v) => v,
             Err(e) => {
+                // A later look cut by a transient problem is followed by another after a pause;
+                // the first look's failure, or one with no time left, is the answer.
+                let problem = as_problem(&e);
+                let pause = backoff(&problem, &client, wait);
+                if req.watch
+                    && polls > 0
+                    && polls < MAX_POLLS
+                    && retryable(&problem)
+                    && pause < client.time_left()
+                {
+                    pause_watch(ctx, number, problem.kind(), pause);
+                    wait = (wait * 3 / 2).min(MAX_POLL_INTERVAL);
+                    polls += 1;
+                    client.renew();
+                    continue;
+                }
                 return call_failure(&e, &format!("reading pull request #{number} of {repo}"));
             }
         };
@@ -422,49 +439,42 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         let access = Access::of(Some(&client), source, d.problem.clone());
         let pending = d.checks.iter().filter(|c| c.class == "pending").count();
         let open = d.pr.state == "open";
-        if !req.watch || pending == 0 || !open || d.problem.is_some() || polls >= MAX_POLLS {
+        let finished = !open || (pending == 0 && d.problem.is_none());
+        let again = d.problem.as_ref().is_none_or(retryable);
+        let pause = match &d.problem {
+            Some(p) => backoff(p, &client, wait),
+            None => rate_pause(&client, wait),
+        };
+        let out_of_time = pause >= client.time_left();
+        if !req.watch || finished || !again || polls >= MAX_POLLS || out_of_time {
             let watch = req.watch.then(|| Watch {
                 polls,
-                finished: pending == 0 || !open,
-                stopped_by: if pending == 0 || !open {
+                finished,
+                stopped_by: if finished {
                     None
-                } else if let Some(p) = &d.problem {
-                    Some(p.kind().to_string())
+                } else if !again || (out_of_time && d.problem.is_some()) {
+                    d.problem.as_ref().map(|p| p.kind().to_string())
+                } else if out_of_time {
+                    Some("deadline_passed".to_string())
                 } else {
                     Some(format!("{MAX_POLLS} polls"))
                 },
             });
             break (d, verdict, access, watch);
         }
-        // Never faster than the rate limit allows: with fewer requests left than one look
-        // takes, wait for the reset instead.
-        let spent = client.calls();
-        let rate = client.rate();
-        let pause = match (rate.remaining, rate.reset_at.as_deref()) {
-            (Some(left), Some(reset)) if left < i64::from(spent) => reset
-                .parse::<jiff::Timestamp>()
-                .ok()
-                .and_then(|r| {
-                    let ms = r.as_millisecond() - ctx.now().as_millisecond();
-                    u64::try_from(ms).ok()
-                })
-                .map_or(wait, |ms| wait.max(Duration::from_millis(ms))),
-            _ => wait,
-        };
-        ctx.notice(format!(
-            "watching #{number}: {pending} check(s) pending; looking again in {} s",
-            pause.as_millis().div_ceil(1000)
-        ));
-        drop(client);
-        std::thread::sleep(pause);
+        match &d.problem {
+            Some(p) => pause_watch(ctx, number, p.kind(), pause),
+            None => {
+                ctx.notice(format!(
+                    "watching #{number}: {pending} check(s) pending; looking again in {} s",
+                    pause.as_millis().div_ceil(1000)
+                ));
+                std::thread::sleep(pause);
+            }
+        }
         wait = (wait * 3 / 2).min(MAX_POLL_INTERVAL);
         polls += 1;
-        client = match connect(ctx, &link.api_url, req.max_api_calls.max(1))?.0 {
-            Ok(c) => c,
-            Err(problem) => {
-                return access_failure(&problem, &format!("diagnosing a PR of {repo}"));
-            }
-        };
+        client.renew();
     };
     let mut notices = std::mem::take(&mut d.notices);
     if !client.sso_partial().is_empty() {
@@ -494,6 +504,52 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         resp.evidence.push(record(ctx, &resp)?);
     }
     Ok(Outcome::Done(resp))
+}
+
+/// Problems a later look may not meet: a rate limit (after its reset), a 5xx, the network.
+/// A spent budget or the run's deadline would only recur; the others need a person.
+fn retryable(p: &AccessProblem) -> bool {
+    matches!(
+        p,
+        AccessProblem::RateLimited { .. }
+            | AccessProblem::ServerError { .. }
+            | AccessProblem::NetworkUnreachable { .. }
+    )
+}
+
+/// The pause before the next look after `problem`: at least `wait`, and for a rate limit
+/// until GitHub's `retry-after` has passed or its `x-ratelimit-reset` has come (by GitHub's
+/// clock; a minute when its answer did not say).
+fn backoff(problem: &AccessProblem, client: &Client, wait: Duration) -> Duration {
+    match problem {
+        AccessProblem::RateLimited {
+            retry_after_s: Some(s),
+            ..
+        } => wait.max(Duration::from_secs(*s)),
+        AccessProblem::RateLimited { .. } => wait.max(
+            client
+                .reset_in()
+                .map_or(MAX_POLL_INTERVAL, |r| r + Duration::from_secs(1)),
+        ),
+        _ => rate_pause(client, wait),
+    }
+}
+
+/// `wait`, or longer when fewer requests are left than one look took: until the reset.
+fn rate_pause(client: &Client, wait: Duration) -> Duration {
+    match (client.rate().remaining, client.reset_in()) {
+        (Some(left), Some(reset)) if left < i64::from(client.calls()) => wait.max(reset),
+        _ => wait,
+    }
+}
+
+/// Says why the watch pauses, and for how long, then pauses.
+fn pause_watch(ctx: &Ctx, number: u64, why: &str, pause: Duration) {
+    ctx.notice(format!(
+        "watching #{number}: GitHub could not be read ({why}); looking again in {} s",
+        pause.as_millis().div_ceil(1000)
+    ));
+    std::thread::sleep(pause);
 }
 
 const ALL: [&str; 8] = [
