@@ -216,9 +216,10 @@ fn unreadable_branch_protection_is_reported_never_read_as_none() {
     fake.mount(
         Mock::given(method("POST"))
             .and(path("/graphql"))
-            .respond_with(ResponseTemplate::new(200).set_body_json(json!({
-                "data": {"repository": {"pullRequest": {"reviewDecision": "APPROVED"}}}
-            })))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .set_body_json(fixture("graphql/review_decision_approved")),
+            )
             .expect(1),
     );
     failing_pr(&fake);

@@ -378,9 +378,10 @@ fn reviews_required_by_unreadable_branch_protection_are_review_required() {
             .and(wiremock::matchers::body_partial_json(
                 json!({"variables": {"owner": "acme", "name": "widget", "number": 7}}),
             ))
-            .respond_with(ResponseTemplate::new(200).set_body_json(json!({
-                "data": {"repository": {"pullRequest": {"reviewDecision": "REVIEW_REQUIRED"}}}
-            })))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .set_body_json(fixture("graphql/review_decision_review_required")),
+            )
             .expect(1),
     );
     green_pr(&fake, fixture("pull"));

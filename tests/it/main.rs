@@ -16,6 +16,7 @@ mod git;
 mod git_scale;
 mod github;
 mod github_details;
+mod github_graphql;
 mod github_openapi;
 mod github_projection_scale;
 mod github_scale;
