@@ -229,3 +229,43 @@ fn watch_stops_at_the_run_deadline_and_at_a_reset_beyond_it() {
     assert_eq!(w.calls.load(Ordering::SeqCst), 2);
     w.fake.verify();
 }
+
+#[test]
+fn watch_shows_its_progress_on_a_terminal_only() {
+    let repo = linked();
+    let w = watched(vec![Answer::Pending, Answer::Green]);
+    let root = repo.path().display().to_string();
+    let url = w.fake.url();
+    let path = crate::github_support::stub_path(repo.path(), "exit 1");
+    let (code, text) = crate::human_tty::on_tty(
+        &["-C", &root, "pr", "diagnose", "--pr", "7", "--watch"],
+        120,
+        &[
+            ("GH_TOKEN", TOKEN),
+            ("DACLI_GITHUB_API_URL", &url),
+            ("PATH", &path),
+            ("DACLI_TEST_WATCH_POLL_MS", "1600"),
+        ],
+    );
+    assert_eq!(code, Some(0), "{text}");
+    // The spinner redraws its line: a carriage return, a frame, the label.
+    let spinner = ["|", "/", "-", "\\"]
+        .iter()
+        .any(|f| text.contains(&format!("\r{f} watching #7: 1 check(s) pending")));
+    assert!(spinner, "{text:?}");
+    assert!(!text.contains(TOKEN));
+    w.fake.verify();
+
+    // Piped, and with --json, nothing but the notices reaches stderr: no carriage return.
+    let w = watched(vec![Answer::Pending, Answer::Green]);
+    let r = run_with(
+        &repo,
+        &w.fake.url(),
+        &["pr", "diagnose", "--pr", "7", "--watch"],
+        &[("GH_TOKEN", TOKEN), ("DACLI_TEST_WATCH_POLL_MS", "1600")],
+        None,
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stderr.contains('\r'), "{:?}", r.stderr);
+    assert!(r.doc["data"]["watch"]["finished"] == true, "{}", r.doc);
+}

@@ -425,7 +425,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
                     && retryable(&problem)
                     && pause < client.time_left()
                 {
-                    pause_watch(ctx, number, problem.kind(), pause);
+                    pause_watch(ctx, &client, number, problem.kind(), pause);
                     wait = (wait * 3 / 2).min(MAX_POLL_INTERVAL);
                     polls += 1;
                     client.renew();
@@ -463,15 +463,18 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
             break (d, verdict, access, watch);
         }
         match &d.problem {
-            Some(p) => pause_watch(ctx, number, p.kind(), pause),
+            Some(p) => pause_watch(ctx, &client, number, p.kind(), pause),
             None => {
-                ctx.notice(format!(
+                let line = format!(
                     "watching #{number}: {pending} check(s) pending; looking again in {} s",
                     pause.as_millis().div_ceil(1000)
-                ));
+                );
+                ctx.notice(line.clone());
+                client.phase(line);
                 std::thread::sleep(pause);
             }
         }
+        client.phase(format!("watching #{number}: look {}", polls + 2));
         wait = (wait * 3 / 2).min(MAX_POLL_INTERVAL);
         polls += 1;
         client.renew();
@@ -544,11 +547,13 @@ fn rate_pause(client: &Client, wait: Duration) -> Duration {
 }
 
 /// Says why the watch pauses, and for how long, then pauses.
-fn pause_watch(ctx: &Ctx, number: u64, why: &str, pause: Duration) {
-    ctx.notice(format!(
+fn pause_watch(ctx: &Ctx, client: &super::Session<'_>, number: u64, why: &str, pause: Duration) {
+    let line = format!(
         "watching #{number}: GitHub could not be read ({why}); looking again in {} s",
         pause.as_millis().div_ceil(1000)
-    ));
+    );
+    ctx.notice(line.clone());
+    client.phase(line);
     std::thread::sleep(pause);
 }
 

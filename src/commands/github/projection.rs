@@ -594,7 +594,7 @@ struct Candidate {
 
 fn observe(
     ctx: &Ctx,
-    client: &Client,
+    client: &super::Session<'_>,
     slug: &str,
     repo: &str,
     req: &Request,
@@ -709,6 +709,10 @@ fn observe(
     let located = if wanted.is_empty() {
         Located::default()
     } else {
+        client.phase(format!(
+            "finding the issues of {} object(s) in {repo}",
+            wanted.len()
+        ));
         match locate(client, repo, &wanted) {
             Ok(l) => l,
             Err(e) => {
@@ -1088,7 +1092,7 @@ fn escalation_candidate(
 /// the caller may write, evidence last.
 fn apply_plan(
     ctx: &Ctx,
-    client: &Client,
+    client: &super::Session<'_>,
     slug: &str,
     plan: Plan,
     observed: &Observed,
@@ -1109,6 +1113,12 @@ fn apply_plan(
     let repo = plan.repo.clone();
     let mut done: Vec<(Item, Option<u64>, &'static str)> = Vec::new();
     let mut refusals = Vec::new();
+    let writes = plan
+        .items
+        .iter()
+        .filter(|i| matches!(i.action.as_str(), "create" | "adopt_by_marker" | "close"))
+        .count();
+    let mut written = 0;
     for item in &plan.items {
         let step = format!("{}:{}", item.action, item.object.id);
         if !matches!(item.action.as_str(), "create" | "adopt_by_marker" | "close") {
@@ -1135,6 +1145,11 @@ fn apply_plan(
             .content
             .iter()
             .find(|(id, _, _)| *id == item.object.id);
+        written += 1;
+        client.phase(format!(
+            "{repo}: {} {} ({written} of {writes})",
+            item.action, item.object.id
+        ));
         let interrupted = run.txn.status_of(&step).is_some();
         run.step(
             &step,
