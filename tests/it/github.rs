@@ -15,7 +15,7 @@ use wiremock::matchers::{method, path, query_param, query_param_is_missing};
 use wiremock::{Mock, ResponseTemplate};
 
 use crate::github_support::{
-    BASE, Fake, HEAD, R, Ran, TOKEN, failing_pr, fixture, green_pr, item, linked, patched,
+    BASE, Fake, HEAD, R, Ran, TOKEN, consent, failing_pr, fixture, green_pr, item, linked, patched,
     projection_workspace, reasons, run, run_with, stub_path, ws_id,
 };
 use crate::lifecycle::agent;
@@ -681,22 +681,7 @@ fn preview_lists_withheld_items_with_typed_reasons_and_writes_nothing() {
     let fake = Fake::start();
     fake.get(R, 200, fixture("repo"));
     fake.get(&format!("{R}/issues"), 200, json!([]));
-    let r = run(
-        &repo,
-        &fake,
-        &[
-            "github",
-            "consent",
-            "grant",
-            "--project",
-            "checkout",
-            "--granted-by",
-            "human:mkoenig",
-            "--classes",
-            "tasks",
-        ],
-    );
-    assert_eq!(r.code, 0, "{}", r.doc);
+    consent(&repo, &fake);
     let before = files_under(&repo.ws(""));
     let r = run(&repo, &fake, &["github", "projection", "checkout"]);
     assert_eq!(r.code, 0, "{}", r.doc);
@@ -2357,22 +2342,7 @@ fn a_push_retried_after_a_timeout_creates_no_duplicate_issue() {
     let ws = ws_id(&repo);
     let fake = Fake::start();
     fake.get(R, 200, fixture("repo"));
-    let r = run(
-        &repo,
-        &fake,
-        &[
-            "github",
-            "consent",
-            "grant",
-            "--project",
-            "checkout",
-            "--granted-by",
-            "human:mkoenig",
-            "--classes",
-            "tasks",
-        ],
-    );
-    assert_eq!(r.code, 0, "{}", r.doc);
+    consent(&repo, &fake);
     // The first push sees no issue; its create times out on our side although GitHub made #12.
     fake.mount(
         Mock::given(method("GET"))
@@ -2540,22 +2510,7 @@ fn k4_a_sync_killed_mid_create_converges_and_g1_every_request_is_allowlisted() {
     let ws = ws_id(&repo);
     let fake = Fake::start();
     fake.get(R, 200, fixture("repo"));
-    let r = run(
-        &repo,
-        &fake,
-        &[
-            "github",
-            "consent",
-            "grant",
-            "--project",
-            "checkout",
-            "--granted-by",
-            "human:mkoenig",
-            "--classes",
-            "tasks",
-        ],
-    );
-    assert_eq!(r.code, 0, "{}", r.doc);
+    consent(&repo, &fake);
     let created = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     fake.mount(
         Mock::given(method("GET"))
@@ -2788,22 +2743,7 @@ fn an_issue_is_closed_only_with_its_named_authority() {
     ok(&["project", "edit", "checkout", "--landing-mode", "pr"]);
     let fake = Fake::start();
     fake.get(R, 200, fixture("repo"));
-    let r = run(
-        &repo,
-        &fake,
-        &[
-            "github",
-            "consent",
-            "grant",
-            "--project",
-            "checkout",
-            "--granted-by",
-            "human:mkoenig",
-            "--classes",
-            "tasks",
-        ],
-    );
-    assert_eq!(r.code, 0, "{}", r.doc);
+    consent(&repo, &fake);
     fake.get(
         &format!("{R}/issues"),
         200,

@@ -9,7 +9,7 @@ use wiremock::{Mock, ResponseTemplate};
 
 use crate::github::{S, train_workspace};
 use crate::github_support::{
-    BASE, Fake, R, TOKEN, failing_pr, fixture, projection_workspace, run, text,
+    BASE, Fake, R, TOKEN, consent, failing_pr, fixture, projection_workspace, run, text,
 };
 use crate::support::Repo;
 
@@ -18,22 +18,7 @@ fn push_dry_run_advises_push_not_flags_push_rejects() {
     let (repo, _task) = projection_workspace();
     let fake = Fake::start();
     fake.get(R, 200, fixture("repo"));
-    let r = run(
-        &repo,
-        &fake,
-        &[
-            "github",
-            "consent",
-            "grant",
-            "--project",
-            "checkout",
-            "--granted-by",
-            "human:mkoenig",
-            "--classes",
-            "tasks",
-        ],
-    );
-    assert_eq!(r.code, 0, "{}", r.doc);
+    consent(&repo, &fake);
     fake.get(&format!("{R}/issues"), 200, json!([]));
     let out = text(&repo, &fake, &["github", "push", "--dry-run"]);
     assert!(!out.contains("--apply"), "{out}");

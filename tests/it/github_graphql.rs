@@ -13,33 +13,15 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, ResponseTemplate};
 
-use crate::github_support::{Fake, R, fixture, green_pr, linked, run};
+use crate::github_support::{Fake, R, fixture, green_pr, linked, npm_dir, run};
 use crate::support::repo_root;
 
-/// The checker's directory with its packages installed; `None` (the test skips, saying so)
-/// without node and npm.
+/// The checker's directory with its packages installed.
 fn checker() -> Option<std::path::PathBuf> {
-    let dir = repo_root().join("tests/github-graphql");
-    if !dir
-        .join("node_modules/@octokit/graphql-schema/schema.json")
-        .exists()
-    {
-        if Std::new("npm").arg("--version").output().is_err() {
-            eprintln!("SKIPPED: npm not found; the GraphQL checks need @octokit/graphql-schema");
-            return None;
-        }
-        let out = Std::new("npm")
-            .current_dir(&dir)
-            .args(["ci", "--no-audit", "--no-fund"])
-            .output()
-            .expect("npm runs");
-        assert!(
-            out.status.success(),
-            "npm ci in tests/github-graphql failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    Some(dir)
+    npm_dir(
+        "github-graphql",
+        "node_modules/@octokit/graphql-schema/schema.json",
+    )
 }
 
 /// Runs `check.mjs` on a query, its variables and named answers.

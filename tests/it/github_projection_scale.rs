@@ -109,13 +109,20 @@ fn a_marker_on_page_eleven_of_1050_issues_is_found_without_reading_every_page() 
     again.get(R, 200, fixture("repo"));
     first_of_1050(&again, &marker, 1);
     issue_by_number(&again, 30, 200, marked, 1);
-    let r = run(&repo, &again, &["github", "push"]);
-    assert_eq!(r.code, 0, "{}\n{}", r.doc, r.stderr);
-    assert_eq!(item(&r.doc, &task)["action"], "none", "{}", r.doc);
-    assert_eq!(item(&r.doc, &task)["remote"]["number"], 30);
+    let it = pushed(&repo, &again, &task, "none");
+    assert_eq!(it["remote"]["number"], 30);
     assert!(again.writes().is_empty(), "{:?}", again.writes());
     again.verify();
     assert_eq!(again.requests().len(), 3);
+}
+
+/// `github push` succeeds and plans `action` for `task`; its item.
+fn pushed(repo: &crate::support::Repo, fake: &Fake, task: &str, action: &str) -> Value {
+    let r = run(repo, fake, &["github", "push"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.doc, r.stderr);
+    let it = item(&r.doc, task).clone();
+    assert_eq!(it["action"], action, "{}", r.doc);
+    it
 }
 
 #[test]
@@ -127,14 +134,7 @@ fn a_recorded_issue_deleted_transferred_or_unmarked_is_looked_up_again() {
     consent(&repo, &fake);
     let marked = first_of_1050(&fake, &marker, 1);
     search(&fake, &task, vec![marked.clone()], 1);
-    let r = run(&repo, &fake, &["github", "push"]);
-    assert_eq!(r.code, 0, "{}\n{}", r.doc, r.stderr);
-    assert_eq!(
-        item(&r.doc, &task)["action"],
-        "adopt_by_marker",
-        "{}",
-        r.doc
-    );
+    pushed(&repo, &fake, &task, "adopt_by_marker");
     fake.verify();
 
     // #30 was transferred to another repository (GitHub answers 301) and nothing in
@@ -151,10 +151,8 @@ fn a_recorded_issue_deleted_transferred_or_unmarked_is_looked_up_again() {
             .respond_with(ResponseTemplate::new(201).set_body_json(created.clone()))
             .expect(1),
     );
-    let r = run(&repo, &moved, &["github", "push"]);
-    assert_eq!(r.code, 0, "{}\n{}", r.doc, r.stderr);
-    assert_eq!(item(&r.doc, &task)["action"], "create", "{}", r.doc);
-    assert_eq!(item(&r.doc, &task)["remote"]["number"], 1051);
+    let it = pushed(&repo, &moved, &task, "create");
+    assert_eq!(it["remote"]["number"], 1051);
     moved.verify();
 
     // #1051 was deleted (410) and someone re-created the mirror by hand as #1052: the search
@@ -173,15 +171,8 @@ fn a_recorded_issue_deleted_transferred_or_unmarked_is_looked_up_again() {
     let mut by_hand = created.clone();
     by_hand["number"] = json!(1052);
     search(&gone, &task, vec![by_hand.clone()], 1);
-    let r = run(&repo, &gone, &["github", "push"]);
-    assert_eq!(r.code, 0, "{}\n{}", r.doc, r.stderr);
-    assert_eq!(
-        item(&r.doc, &task)["action"],
-        "adopt_by_marker",
-        "{}",
-        r.doc
-    );
-    assert_eq!(item(&r.doc, &task)["remote"]["number"], 1052, "{}", r.doc);
+    let it = pushed(&repo, &gone, &task, "adopt_by_marker");
+    assert_eq!(it["remote"]["number"], 1052);
     assert!(gone.writes().is_empty(), "{:?}", gone.writes());
     gone.verify();
 
@@ -202,10 +193,8 @@ fn a_recorded_issue_deleted_transferred_or_unmarked_is_looked_up_again() {
             )))
             .expect(1),
     );
-    let r = run(&repo, &edited, &["github", "push"]);
-    assert_eq!(r.code, 0, "{}\n{}", r.doc, r.stderr);
-    assert_eq!(item(&r.doc, &task)["action"], "create", "{}", r.doc);
-    assert_eq!(item(&r.doc, &task)["remote"]["number"], 1053);
+    let it = pushed(&repo, &edited, &task, "create");
+    assert_eq!(it["remote"]["number"], 1053);
     edited.verify();
 }
 

@@ -447,3 +447,34 @@ pub(crate) fn green_pr(fake: &Fake, pull: Value) {
         fixture("reviews_approved"),
     );
 }
+
+/// `tests/<dir>` with its pinned npm packages installed (`npm ci` when `installed`, a file
+/// under it, is missing); `None`, after saying the test skips, when npm is not there.
+pub(crate) fn npm_dir(dir: &str, installed: &str) -> Option<std::path::PathBuf> {
+    let dir = repo_root().join("tests").join(dir);
+    if !dir.join(installed).exists() {
+        if std::process::Command::new("npm")
+            .arg("--version")
+            .output()
+            .is_err()
+        {
+            eprintln!(
+                "SKIPPED: npm not found; this test needs the packages of {}",
+                dir.display()
+            );
+            return None;
+        }
+        let out = std::process::Command::new("npm")
+            .current_dir(&dir)
+            .args(["ci", "--no-audit", "--no-fund"])
+            .output()
+            .expect("npm runs");
+        assert!(
+            out.status.success(),
+            "npm ci in {} failed: {}",
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Some(dir)
+}
