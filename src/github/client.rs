@@ -210,6 +210,8 @@ pub struct Client {
     calls: Cell<u32>,
     max_calls: u32,
     rate: RefCell<Rate>,
+    /// How long after the latest answer the rate limit resets, by GitHub's own clock.
+    reset_in: RefCell<Option<Duration>>,
     scopes: RefCell<Option<Vec<String>>>,
     sso_partial: RefCell<Vec<String>>,
 }
@@ -282,6 +284,7 @@ impl Client {
             calls: Cell::new(0),
             max_calls: c.max_calls,
             rate: RefCell::new(Rate::default()),
+            reset_in: RefCell::new(None),
             scopes: RefCell::new(None),
             sso_partial: RefCell::new(Vec::new()),
         })
@@ -295,6 +298,26 @@ impl Client {
     /// The rate-limit state of the latest answer.
     pub fn rate(&self) -> Rate {
         self.rate.borrow().clone()
+    }
+
+    /// How long until the rate limit resets, measured from the latest answer by GitHub's own
+    /// clock (its `x-ratelimit-reset` against its `Date`), so a skewed local clock cannot make
+    /// a client wait too little or too long.
+    pub fn reset_in(&self) -> Option<Duration> {
+        *self.reset_in.borrow()
+    }
+
+    /// What is left of the run's deadline.
+    pub fn time_left(&self) -> Duration {
+        self.deadline.saturating_sub(self.started.elapsed())
+    }
+
+    /// Starts another look at GitHub after a pause (`pr diagnose --watch`): a new budget of
+    /// `max_calls`, and a rate limit that stopped the last look lifted (the caller waited for
+    /// its reset). The run's deadline runs on.
+    pub fn renew(&self) {
+        self.calls.set(0);
+        *self.halted.borrow_mut() = None;
     }
 
     /// The classic token's OAuth scopes, when an answer named them (`X-OAuth-Scopes`).
@@ -604,6 +627,19 @@ impl Client {
                 remaining,
                 reset_at,
             };
+            let reset = access::header(headers, "x-ratelimit-reset")
+                .and_then(|v| v.trim().parse::<i64>().ok());
+            let date = access::header(headers, "date").and_then(|d| {
+                jiff::fmt::rfc2822::DateTimeParser::new()
+                    .parse_timestamp(d.trim())
+                    .ok()
+            });
+            *self.reset_in.borrow_mut() = match (reset, date) {
+                (Some(r), Some(d)) => Some(Duration::from_secs(
+                    u64::try_from(r - d.as_second()).unwrap_or(0),
+                )),
+                _ => None,
+            };
         }
         if let Some(scopes) = access::header(headers, "x-oauth-scopes") {
             *self.scopes.borrow_mut() = Some(
@@ -647,7 +683,25 @@ impl Drop for Client {
 
 /// The `rel="next"` target of a `Link` header (RFC 8288), as GitHub paginates.
 pub fn next_link(headers: &[(String, String)]) -> Option<String> {
+    link_rel(headers, "next")
+}
+
+/// The number of the last page a `Link` header names (`rel="last"`, its `page` parameter):
+/// how many pages a list has in all, known from its first.
+pub fn last_page(headers: &[(String, String)]) -> Option<u32> {
+    let url = link_rel(headers, "last")?;
+    let query = url.split_once('?')?.1;
+    query
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("page="))
+        .and_then(|n| n.parse().ok())
+}
+
+/// The target of the link with relation `rel` in a `Link` header.
+fn link_rel(headers: &[(String, String)], rel: &str) -> Option<String> {
     let value = access::header(headers, "link")?;
+    let quoted = format!("rel=\"{rel}\"");
+    let bare = format!("rel={rel}");
     let mut rest = value;
     while let Some(open) = rest.find('<') {
         let after = &rest[open + 1..];
@@ -658,7 +712,7 @@ pub fn next_link(headers: &[(String, String)]) -> Option<String> {
         if params
             .split(';')
             .map(|p| p.trim_matches(|c: char| c == ',' || c.is_whitespace()))
-            .any(|p| p.eq_ignore_ascii_case("rel=\"next\"") || p.eq_ignore_ascii_case("rel=next"))
+            .any(|p| p.eq_ignore_ascii_case(&quoted) || p.eq_ignore_ascii_case(&bare))
         {
             return Some(url.to_string());
         }
@@ -716,7 +770,7 @@ fn transport_detail(e: &octocrab::Error) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::next_link;
+    use super::{last_page, next_link};
 
     #[test]
     fn the_next_link_is_found_among_the_others() {
@@ -733,5 +787,11 @@ mod tests {
             None
         );
         assert_eq!(next_link(&[]), None);
+        assert_eq!(
+            last_page(&h(
+                r#"<https://api.github.com/x?per_page=100&page=2>; rel="next", <https://api.github.com/x?per_page=100&page=11>; rel="last""#
+            )),
+            Some(11)
+        );
     }
 }

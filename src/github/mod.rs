@@ -9,7 +9,7 @@ pub mod types;
 pub use access::{AccessProblem, RateKind};
 pub use client::{
     API_VERSION, CallError, Client, Connect, ConnectError, Listing, Method, Rate, Reply, Token,
-    TokenSource, decode, failure, next_link,
+    TokenSource, decode, failure, last_page, next_link,
 };
 
 /// The REST base used when none is configured.

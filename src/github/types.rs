@@ -257,6 +257,16 @@ pub struct Workflows {
     pub total_count: u64,
 }
 
+/// `GET /search/issues`: issues and pull requests matching a query. The items stay JSON: the
+/// projection reads only their marker, number, URL and state, the fields the issue list has.
+#[derive(Debug, Clone, Deserialize)]
+pub struct SearchIssues {
+    pub total_count: u64,
+    /// GitHub stopped the search early (a timeout): an empty answer proves nothing.
+    pub incomplete_results: bool,
+    pub items: Vec<serde_json::Value>,
+}
+
 /// The answer of the GraphQL query for a pull request's review decision.
 #[derive(Debug, Clone, Deserialize)]
 pub struct ReviewDecisionAnswer {
@@ -320,6 +330,7 @@ mod tests {
         assert!(decodes::<Vec<BranchRule>>(fixture("rules_main")));
         assert!(decodes::<BranchProtection>(fixture("protection_main")));
         assert!(decodes::<Workflows>(fixture("workflows_one")));
+        assert!(decodes::<SearchIssues>(fixture("search_issues")));
         let mut renamed = fixture("pull");
         let head = renamed["head"].take();
         renamed["head_branch"] = head;

@@ -22,6 +22,7 @@ pub mod drafts;
 pub mod error;
 pub mod evidence;
 pub mod github;
+pub mod github_map;
 pub mod glossary;
 pub mod lineage;
 pub mod lint_fix;

@@ -7,53 +7,18 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path, query_param, query_param_is_missing};
 use wiremock::{Mock, ResponseTemplate};
 
-use crate::github::{
-    BASE, Fake, R, S, TOKEN, failing_pr, fixture, projection_workspace, run, stub_path,
-    train_workspace,
+use crate::github::{S, train_workspace};
+use crate::github_support::{
+    BASE, Fake, R, TOKEN, consent, failing_pr, fixture, projection_workspace, run, text,
 };
 use crate::support::Repo;
-
-/// The human text of one run against the fake.
-fn text(repo: &Repo, fake: &Fake, args: &[&str]) -> String {
-    let out = repo
-        .dacli(args)
-        .env("DACLI_GITHUB_API_URL", fake.url())
-        .env("GH_TOKEN", TOKEN)
-        .env("PATH", stub_path(repo.path(), "exit 1"))
-        .env("DACLI_GITHUB_TIMEOUT_MS", "3000")
-        .output()
-        .expect("runs");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(!stdout.contains(TOKEN));
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
-}
 
 #[test]
 fn push_dry_run_advises_push_not_flags_push_rejects() {
     let (repo, _task) = projection_workspace();
     let fake = Fake::start();
     fake.get(R, 200, fixture("repo"));
-    let r = run(
-        &repo,
-        &fake,
-        &[
-            "github",
-            "consent",
-            "grant",
-            "--project",
-            "checkout",
-            "--granted-by",
-            "human:mkoenig",
-            "--classes",
-            "tasks",
-        ],
-    );
-    assert_eq!(r.code, 0, "{}", r.doc);
+    consent(&repo, &fake);
     fake.get(&format!("{R}/issues"), 200, json!([]));
     let out = text(&repo, &fake, &["github", "push", "--dry-run"]);
     assert!(!out.contains("--apply"), "{out}");
@@ -177,7 +142,7 @@ fn link_reports_the_api_it_read() {
 
 #[test]
 fn diagnose_text_shows_each_failing_check_with_its_link_and_assertion() {
-    let repo = crate::github::linked();
+    let repo = crate::github_support::linked();
     let fake = Fake::start();
     let mut annotations = fixture("annotations_test");
     annotations[0]["message"] = json!(
@@ -238,14 +203,14 @@ impl wiremock::Respond for Finishing {
 
 #[test]
 fn watch_follows_the_checks_until_they_finish() {
-    let repo = crate::github::linked();
+    let repo = crate::github_support::linked();
     let fake = Fake::start();
     let looks = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     fake.mount(
         Mock::given(method("GET"))
             .and(path(format!(
                 "{R}/commits/{}/check-runs",
-                crate::github::HEAD
+                crate::github_support::HEAD
             )))
             .respond_with(Finishing {
                 looks: looks.clone(),
@@ -253,9 +218,9 @@ fn watch_follows_the_checks_until_they_finish() {
             })
             .expect(3),
     );
-    crate::github::green_pr(
+    crate::github_support::green_pr(
         &fake,
-        crate::github::patched("pull", &[("/mergeable_state", json!("clean"))]),
+        crate::github_support::patched("pull", &[("/mergeable_state", json!("clean"))]),
     );
     // Without --watch: one look, still waiting.
     let r = run(&repo, &fake, &["pr", "diagnose", "--pr", "7"]);
@@ -265,7 +230,7 @@ fn watch_follows_the_checks_until_they_finish() {
         r.doc
     );
     assert!(r.doc["data"]["watch"].is_null());
-    let r = crate::github::run_with(
+    let r = crate::github_support::run_with(
         &repo,
         &fake.url(),
         &["pr", "diagnose", "--pr", "7", "--watch"],

@@ -4,14 +4,14 @@
 //! a field GitHub documents as required missing, or a value of the wrong type, fails here.
 
 use std::collections::BTreeMap;
-use std::process::Command as Std;
 
 use serde_json::{Map, Value, json};
 
+use crate::github_support::npm_dir;
 use crate::support::repo_root;
 
 /// Each fixture's operation (path template) and status. Every fixture must be listed.
-const OPERATIONS: [(&str, &str, &str); 24] = [
+const OPERATIONS: [(&str, &str, &str); 26] = [
     ("pull", "/repos/{owner}/{repo}/pulls/{pull_number}", "200"),
     ("pulls_by_head", "/repos/{owner}/{repo}/pulls", "200"),
     (
@@ -75,6 +75,12 @@ const OPERATIONS: [(&str, &str, &str); 24] = [
     ("repo", "/repos/{owner}/{repo}", "200"),
     ("issues_page", "/repos/{owner}/{repo}/issues", "200"),
     (
+        "issue",
+        "/repos/{owner}/{repo}/issues/{issue_number}",
+        "200",
+    ),
+    ("search_issues", "/search/issues", "200"),
+    (
         "compare_ahead",
         "/repos/{owner}/{repo}/compare/{basehead}",
         "200",
@@ -97,24 +103,11 @@ const OPERATIONS: [(&str, &str, &str); 24] = [
 /// GitHub's REST description, installing the pinned package when it is missing; `None` (the
 /// test skips, saying so) without npm.
 fn description() -> Option<Value> {
-    let dir = repo_root().join("tests/github-openapi");
+    let dir = npm_dir(
+        "github-openapi",
+        "node_modules/@octokit/openapi/generated/api.github.com.json",
+    )?;
     let file = dir.join("node_modules/@octokit/openapi/generated/api.github.com.json");
-    if !file.exists() {
-        if Std::new("npm").arg("--version").output().is_err() {
-            eprintln!("SKIPPED: npm not found; the fixture validation needs @octokit/openapi");
-            return None;
-        }
-        let out = Std::new("npm")
-            .current_dir(&dir)
-            .args(["ci", "--no-audit", "--no-fund"])
-            .output()
-            .expect("npm runs");
-        assert!(
-            out.status.success(),
-            "npm ci in tests/github-openapi failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
     let text = std::fs::read_to_string(&file).expect("the description");
     Some(serde_json::from_str(&text).expect("the description is JSON"))
 }

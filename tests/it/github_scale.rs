@@ -7,57 +7,12 @@ use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use wiremock::matchers::{method, path, query_param, query_param_is_missing};
+use wiremock::matchers::{method, path, query_param_is_missing};
 use wiremock::{Mock, ResponseTemplate};
 
-use crate::github::{Fake, HEAD, R, TOKEN, fixture, green_pr, linked, patched, run, run_with};
-
-/// Serves `items` at `route` the way GitHub paginates: `per_page` items a page, each page but
-/// the last naming the next in `Link`. `key` wraps each page (`{"total_count", key: [...]}`);
-/// `times`, when given, is how often each page must be read.
-pub(crate) fn paged(
-    fake: &Fake,
-    route: &str,
-    key: Option<&str>,
-    items: &[Value],
-    per_page: usize,
-    times: Option<u64>,
-) {
-    let pages: Vec<&[Value]> = items.chunks(per_page).collect();
-    let total = items.len();
-    for (i, page) in pages.iter().enumerate() {
-        let n = i + 1;
-        let body = match key {
-            Some(k) => json!({"total_count": total, k: page}),
-            None => Value::Array(page.to_vec()),
-        };
-        let mut answer = ResponseTemplate::new(200).set_body_json(body);
-        if n < pages.len() {
-            answer = answer.insert_header(
-                "link",
-                format!(
-                    "<{}{route}?per_page={per_page}&page={}>; rel=\"next\", <{}{route}?per_page={per_page}&page={}>; rel=\"last\"",
-                    fake.url(),
-                    n + 1,
-                    fake.url(),
-                    pages.len()
-                )
-                .as_str(),
-            );
-        }
-        let mock = Mock::given(method("GET")).and(path(route));
-        let mock = if n == 1 {
-            mock.and(query_param_is_missing("page"))
-        } else {
-            mock.and(query_param("page", n.to_string().as_str()))
-        };
-        let mock = mock.respond_with(answer);
-        fake.mount(match times {
-            Some(n) => mock.expect(n),
-            None => mock,
-        });
-    }
-}
+use crate::github_support::{
+    Fake, HEAD, R, TOKEN, fixture, green_pr, linked, paged, patched, run, run_with,
+};
 
 /// 152 check runs on the head, all green but `matrix (140)`, which failed.
 fn matrix_runs() -> Vec<Value> {
@@ -423,9 +378,10 @@ fn reviews_required_by_unreadable_branch_protection_are_review_required() {
             .and(wiremock::matchers::body_partial_json(
                 json!({"variables": {"owner": "acme", "name": "widget", "number": 7}}),
             ))
-            .respond_with(ResponseTemplate::new(200).set_body_json(json!({
-                "data": {"repository": {"pullRequest": {"reviewDecision": "REVIEW_REQUIRED"}}}
-            })))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .set_body_json(fixture("graphql/review_decision_review_required")),
+            )
             .expect(1),
     );
     green_pr(&fake, fixture("pull"));

@@ -79,8 +79,9 @@ pub struct Request {
     #[serde(default)]
     record: bool,
     /// Follow the checks until none is pending: look again after 10 s, then half as long
-    /// again each time up to 60 s, waiting for the rate limit's reset when it runs low;
-    /// stops at an access problem. Each look has its own --max-api-calls.
+    /// again each time up to 60 s, waiting out rate limits (retry-after, the reset) and 5xx
+    /// answers; stops at the run's deadline or a problem waiting cannot fix. Each look has
+    /// its own --max-api-calls.
     #[arg(long)]
     #[serde(default)]
     watch: bool,
@@ -275,6 +276,71 @@ pub(super) struct Review {
     pub stale: bool,
 }
 
+/// A closed set of names: the enum, `ALL` (every member, in order) and each one's name.
+macro_rules! named {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $v:ident = $s:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub(super) enum $name {
+            $($(#[$vm])* $v),+
+        }
+
+        impl $name {
+            #[allow(dead_code, reason = "read by the test that compares them with the docs")]
+            pub(super) const ALL: &'static [$name] = &[$($name::$v),+];
+
+            pub(super) fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$v => $s),+
+                }
+            }
+        }
+    };
+}
+
+named! {
+    /// Every verdict `pr diagnose` can reach (docs/GITHUB.md lists the same names).
+    VerdictClass {
+        MergeableNow = "mergeable_now",
+        WaitingOnChecks = "waiting_on_checks",
+        FailingChecks = "failing_checks",
+        MissingRequiredChecks = "missing_required_checks",
+        NoChecksConfigured = "no_checks_configured",
+        NoChecksTriggered = "no_checks_triggered",
+        NeedsWorkflowApproval = "needs_workflow_approval",
+        NeedsReview = "needs_review",
+        ChangesRequested = "changes_requested",
+        Conflict = "conflict",
+        BehindBase = "behind_base",
+        Draft = "draft",
+        MergeQueue = "merge_queue",
+        ComputingMergeability = "computing_mergeability",
+        BlockedUnknown = "blocked_unknown",
+        Merged = "merged",
+        Closed = "closed",
+        AccessProblem = "access_problem",
+    }
+}
+
+named! {
+    /// Every next action a verdict can advise (docs/GITHUB.md lists the same names).
+    NextStep {
+        ApproveWorkflowRun = "approve_workflow_run",
+        AuthorizeSso = "authorize_sso",
+        DispatchWorkflow = "dispatch_workflow",
+        MarkReady = "mark_ready",
+        PushNewHead = "push_new_head",
+        RaiseMaxApiCalls = "raise_max_api_calls",
+        RefreshTokenPermissions = "refresh_token_permissions",
+        RequestReview = "request_review",
+        RerunFailedJobs = "rerun_failed_jobs",
+        ResolveConflict = "resolve_conflict",
+        RetryLater = "retry_later",
+        UpdateBranch = "update_branch",
+        WaitRateLimitReset = "wait_rate_limit_reset",
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub(super) struct Verdict {
     pub class: &'static str,
@@ -342,13 +408,29 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     } else {
         req.include.iter().map(|i| include_name(*i)).collect()
     };
-    let mut client = client;
+    let client = client;
     let mut polls: u32 = 0;
     let mut wait = poll_interval(ctx);
     let (mut d, verdict, access, watch) = loop {
         let pr_json = match client.get(&format!("/repos/{repo}/pulls/{number}")) {
             Ok(v) => v,
             Err(e) => {
+                // A later look cut by a transient problem is followed by another after a pause;
+                // the first look's failure, or one with no time left, is the answer.
+                let problem = as_problem(&e);
+                let pause = backoff(&problem, &client, wait);
+                if req.watch
+                    && polls > 0
+                    && polls < MAX_POLLS
+                    && retryable(&problem)
+                    && pause < client.time_left()
+                {
+                    pause_watch(ctx, &client, number, problem.kind(), pause);
+                    wait = (wait * 3 / 2).min(MAX_POLL_INTERVAL);
+                    polls += 1;
+                    client.renew();
+                    continue;
+                }
                 return call_failure(&e, &format!("reading pull request #{number} of {repo}"));
             }
         };
@@ -357,49 +439,45 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         let access = Access::of(Some(&client), source, d.problem.clone());
         let pending = d.checks.iter().filter(|c| c.class == "pending").count();
         let open = d.pr.state == "open";
-        if !req.watch || pending == 0 || !open || d.problem.is_some() || polls >= MAX_POLLS {
+        let finished = !open || (pending == 0 && d.problem.is_none());
+        let again = d.problem.as_ref().is_none_or(retryable);
+        let pause = match &d.problem {
+            Some(p) => backoff(p, &client, wait),
+            None => rate_pause(&client, wait),
+        };
+        let out_of_time = pause >= client.time_left();
+        if !req.watch || finished || !again || polls >= MAX_POLLS || out_of_time {
             let watch = req.watch.then(|| Watch {
                 polls,
-                finished: pending == 0 || !open,
-                stopped_by: if pending == 0 || !open {
+                finished,
+                stopped_by: if finished {
                     None
-                } else if let Some(p) = &d.problem {
-                    Some(p.kind().to_string())
+                } else if !again || (out_of_time && d.problem.is_some()) {
+                    d.problem.as_ref().map(|p| p.kind().to_string())
+                } else if out_of_time {
+                    Some("deadline_passed".to_string())
                 } else {
                     Some(format!("{MAX_POLLS} polls"))
                 },
             });
             break (d, verdict, access, watch);
         }
-        // Never faster than the rate limit allows: with fewer requests left than one look
-        // takes, wait for the reset instead.
-        let spent = client.calls();
-        let rate = client.rate();
-        let pause = match (rate.remaining, rate.reset_at.as_deref()) {
-            (Some(left), Some(reset)) if left < i64::from(spent) => reset
-                .parse::<jiff::Timestamp>()
-                .ok()
-                .and_then(|r| {
-                    let ms = r.as_millisecond() - ctx.now().as_millisecond();
-                    u64::try_from(ms).ok()
-                })
-                .map_or(wait, |ms| wait.max(Duration::from_millis(ms))),
-            _ => wait,
-        };
-        ctx.notice(format!(
-            "watching #{number}: {pending} check(s) pending; looking again in {} s",
-            pause.as_millis().div_ceil(1000)
-        ));
-        drop(client);
-        std::thread::sleep(pause);
+        match &d.problem {
+            Some(p) => pause_watch(ctx, &client, number, p.kind(), pause),
+            None => {
+                let line = format!(
+                    "watching #{number}: {pending} check(s) pending; looking again in {} s",
+                    pause.as_millis().div_ceil(1000)
+                );
+                ctx.notice(line.clone());
+                client.phase(line);
+                std::thread::sleep(pause);
+            }
+        }
+        client.phase(format!("watching #{number}: look {}", polls + 2));
         wait = (wait * 3 / 2).min(MAX_POLL_INTERVAL);
         polls += 1;
-        client = match connect(ctx, &link.api_url, req.max_api_calls.max(1))?.0 {
-            Ok(c) => c,
-            Err(problem) => {
-                return access_failure(&problem, &format!("diagnosing a PR of {repo}"));
-            }
-        };
+        client.renew();
     };
     let mut notices = std::mem::take(&mut d.notices);
     if !client.sso_partial().is_empty() {
@@ -429,6 +507,54 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         resp.evidence.push(record(ctx, &resp)?);
     }
     Ok(Outcome::Done(resp))
+}
+
+/// Problems a later look may not meet: a rate limit (after its reset), a 5xx, the network.
+/// A spent budget or the run's deadline would only recur; the others need a person.
+fn retryable(p: &AccessProblem) -> bool {
+    matches!(
+        p,
+        AccessProblem::RateLimited { .. }
+            | AccessProblem::ServerError { .. }
+            | AccessProblem::NetworkUnreachable { .. }
+    )
+}
+
+/// The pause before the next look after `problem`: at least `wait`, and for a rate limit
+/// until GitHub's `retry-after` has passed or its `x-ratelimit-reset` has come (by GitHub's
+/// clock; a minute when its answer did not say).
+fn backoff(problem: &AccessProblem, client: &Client, wait: Duration) -> Duration {
+    match problem {
+        AccessProblem::RateLimited {
+            retry_after_s: Some(s),
+            ..
+        } => wait.max(Duration::from_secs(*s)),
+        AccessProblem::RateLimited { .. } => wait.max(
+            client
+                .reset_in()
+                .map_or(MAX_POLL_INTERVAL, |r| r + Duration::from_secs(1)),
+        ),
+        _ => rate_pause(client, wait),
+    }
+}
+
+/// `wait`, or longer when fewer requests are left than one look took: until the reset.
+fn rate_pause(client: &Client, wait: Duration) -> Duration {
+    match (client.rate().remaining, client.reset_in()) {
+        (Some(left), Some(reset)) if left < i64::from(client.calls()) => wait.max(reset),
+        _ => wait,
+    }
+}
+
+/// Says why the watch pauses, and for how long, then pauses.
+fn pause_watch(ctx: &Ctx, client: &super::Session<'_>, number: u64, why: &str, pause: Duration) {
+    let line = format!(
+        "watching #{number}: GitHub could not be read ({why}); looking again in {} s",
+        pause.as_millis().div_ceil(1000)
+    );
+    ctx.notice(line.clone());
+    client.phase(line);
+    std::thread::sleep(pause);
 }
 
 const ALL: [&str; 8] = [
@@ -1276,7 +1402,7 @@ pub(super) fn verdict(d: &Diagnosis) -> Verdict {
     let mut b = Blockers::default();
     let pr = &d.pr;
     if let Some(p) = &d.problem {
-        b.add("access_problem", p.describe(), access_action(p));
+        b.add(VerdictClass::AccessProblem, p.describe(), access_action(p));
     }
     for u in &d.unknown {
         b.note(u.reason.clone());
@@ -1289,7 +1415,7 @@ pub(super) fn verdict(d: &Diagnosis) -> Verdict {
     }
     if pr.state == "merged" {
         b.add(
-            "merged",
+            VerdictClass::Merged,
             format!(
                 "#{} is merged{}",
                 pr.number,
@@ -1304,7 +1430,7 @@ pub(super) fn verdict(d: &Diagnosis) -> Verdict {
     }
     if pr.state == "closed" {
         b.add(
-            "closed",
+            VerdictClass::Closed,
             format!("#{} is closed without merging", pr.number),
             None,
         );
@@ -1312,20 +1438,20 @@ pub(super) fn verdict(d: &Diagnosis) -> Verdict {
     }
     if pr.draft {
         b.add(
-            "draft",
+            VerdictClass::Draft,
             format!("#{} is a draft", pr.number),
             Some((
-                "mark_ready",
+                NextStep::MarkReady,
                 "mark it ready for review (`gh pr ready`)".to_string(),
             )),
         );
     }
     if pr.merge_state == "dirty" || pr.mergeable == Some(false) {
         b.add(
-            "conflict",
+            VerdictClass::Conflict,
             format!("`{}` conflicts with `{}`", pr.head_ref, pr.base_ref),
             Some((
-                "resolve_conflict",
+                NextStep::ResolveConflict,
                 format!(
                     "merge or rebase `{}` onto `{}`, resolve the conflicts and push",
                     pr.head_ref, pr.base_ref
@@ -1415,28 +1541,28 @@ pub(super) fn verdict(d: &Diagnosis) -> Verdict {
             _ => format!("fix what `{}` reports and push a new head", c.name),
         };
         b.add(
-            "failing_checks",
+            VerdictClass::FailingChecks,
             reason,
-            Some(("rerun_failed_jobs", detail)),
+            Some((NextStep::RerunFailedJobs, detail)),
         );
     }
     for w in d.workflows.iter().filter(|w| w.startup_failure) {
         b.add(
-            "failing_checks",
+            VerdictClass::FailingChecks,
             format!("workflow `{}` (run {}) failed at startup: GitHub exposes no reason; check `{}` at the head", w.name, w.run_id, w.path),
-            Some(("push_new_head", format!("fix `{}` and push a new head", w.path))),
+            Some((NextStep::PushNewHead, format!("fix `{}` and push a new head", w.path))),
         );
     }
     let approval_runs: Vec<&Workflow> = d.workflows.iter().filter(|w| w.needs_approval).collect();
     for w in &approval_runs {
         b.add(
-            "needs_workflow_approval",
+            VerdictClass::NeedsWorkflowApproval,
             format!(
                 "workflow run {} (`{}`) waits for a maintainer's approval",
                 w.run_id, w.name
             ),
             Some((
-                "approve_workflow_run",
+                NextStep::ApproveWorkflowRun,
                 format!(
                     "a maintainer approves run {} in the Actions tab (dacli never approves runs)",
                     w.run_id
@@ -1451,10 +1577,10 @@ pub(super) fn verdict(d: &Diagnosis) -> Verdict {
     {
         if approval_runs.is_empty() {
             b.add(
-                "needs_workflow_approval",
+                VerdictClass::NeedsWorkflowApproval,
                 format!("check `{}` needs a person's action", c.name),
                 Some((
-                    "approve_workflow_run",
+                    NextStep::ApproveWorkflowRun,
                     format!(
                         "open {} and act on it",
                         c.details_url.as_deref().unwrap_or("the check")
@@ -1465,10 +1591,10 @@ pub(super) fn verdict(d: &Diagnosis) -> Verdict {
     }
     for m in &d.missing_required {
         b.add(
-            "missing_required_checks",
+            VerdictClass::MissingRequiredChecks,
             format!("required check `{m}` has not reported on the head {}", short(&pr.head_sha)),
             Some((
-                "dispatch_workflow",
+                NextStep::DispatchWorkflow,
                 format!("run the workflow that reports `{m}` on this head, or push a new head to trigger it"),
             )),
         );
@@ -1481,7 +1607,7 @@ pub(super) fn verdict(d: &Diagnosis) -> Verdict {
     if !pending.is_empty() {
         let names: Vec<String> = pending.iter().map(|c| format!("`{}`", c.name)).collect();
         b.add(
-            "waiting_on_checks",
+            VerdictClass::WaitingOnChecks,
             format!("waiting for {} to finish", names.join(", ")),
             None,
         );
@@ -1493,15 +1619,15 @@ pub(super) fn verdict(d: &Diagnosis) -> Verdict {
     {
         match d.workflows_exist {
             Some(true) => b.add(
-                "no_checks_triggered",
+                VerdictClass::NoChecksTriggered,
                 format!("workflows exist, but nothing ran on the head {}", short(&pr.head_sha)),
                 Some((
-                    "push_new_head",
+                    NextStep::PushNewHead,
                     "check the workflows' `on:` triggers and branch filters, then push a new head or dispatch the workflow".to_string(),
                 )),
             ),
             Some(false) => b.add(
-                "no_checks_configured",
+                VerdictClass::NoChecksConfigured,
                 "no workflows and no required checks: nothing verifies this change".to_string(),
                 None,
             ),
@@ -1510,13 +1636,13 @@ pub(super) fn verdict(d: &Diagnosis) -> Verdict {
     }
     if pr.merge_state == "behind" {
         b.add(
-            "behind_base",
+            VerdictClass::BehindBase,
             format!(
                 "`{}` is behind `{}`, and the branch rules require it to be up to date",
                 pr.head_ref, pr.base_ref
             ),
             Some((
-                "update_branch",
+                NextStep::UpdateBranch,
                 "update the branch (`gh pr update-branch`), then let the checks run again"
                     .to_string(),
             )),
@@ -1525,10 +1651,10 @@ pub(super) fn verdict(d: &Diagnosis) -> Verdict {
     let latest = latest_by_login(&d.reviews);
     for r in latest.values().filter(|r| r.state == "changes_requested") {
         b.add(
-            "changes_requested",
+            VerdictClass::ChangesRequested,
             format!("{} requested changes", r.login),
             Some((
-                "request_review",
+                NextStep::RequestReview,
                 format!("address {}'s review and ask them to review again", r.login),
             )),
         );
@@ -1537,45 +1663,45 @@ pub(super) fn verdict(d: &Diagnosis) -> Verdict {
     let approvals = latest.values().filter(|r| r.state == "approved").count() as u64;
     if d.github_review_decision.as_deref() == Some("REVIEW_REQUIRED") && approvals >= required {
         b.add(
-            "needs_review",
+            VerdictClass::NeedsReview,
             format!(
                 "GitHub reports a review is required (REVIEW_REQUIRED); {approvals} approvals on record, and the branch protection that sets how many is not readable with this token"
             ),
             Some((
-                "request_review",
+                NextStep::RequestReview,
                 "request a review from someone who may approve".to_string(),
             )),
         );
     } else if d.reviews_read && approvals < required {
         b.add(
-            "needs_review",
+            VerdictClass::NeedsReview,
             format!("{approvals} of {required} required approvals"),
             Some((
-                "request_review",
+                NextStep::RequestReview,
                 "request a review from someone who may approve".to_string(),
             )),
         );
     }
     if d.requirements.as_ref().is_some_and(|r| r.merge_queue) {
         b.add(
-            "merge_queue",
+            VerdictClass::MergeQueue,
             format!("`{}` requires a merge queue", pr.base_ref),
             None,
         );
     }
     if b.classes.is_empty() && pr.mergeable.is_none() && pr.merge_state == "unknown" {
         b.add(
-            "computing_mergeability",
+            VerdictClass::ComputingMergeability,
             "GitHub is still computing whether the PR can merge (`mergeable: null`)".to_string(),
             Some((
-                "retry_later",
+                NextStep::RetryLater,
                 "run the diagnosis again in a few seconds".to_string(),
             )),
         );
     }
     if b.classes.is_empty() && matches!(pr.merge_state.as_str(), "blocked" | "unknown") {
         b.add(
-            "blocked_unknown",
+            VerdictClass::BlockedUnknown,
             format!(
                 "GitHub reports the merge state `{}` and nothing read here explains it",
                 pr.merge_state
@@ -1586,20 +1712,20 @@ pub(super) fn verdict(d: &Diagnosis) -> Verdict {
     b.finish()
 }
 
-fn access_action(p: &AccessProblem) -> Option<(&'static str, String)> {
+fn access_action(p: &AccessProblem) -> Option<(NextStep, String)> {
     let action = match p {
-        AccessProblem::SsoRequired { .. } => "authorize_sso",
+        AccessProblem::SsoRequired { .. } => NextStep::AuthorizeSso,
         AccessProblem::RateLimited {
             limit: RateKind::Primary | RateKind::Secondary,
             ..
-        } => "wait_rate_limit_reset",
-        AccessProblem::BudgetSpent { .. } => "raise_max_api_calls",
+        } => NextStep::WaitRateLimitReset,
+        AccessProblem::BudgetSpent { .. } => NextStep::RaiseMaxApiCalls,
         AccessProblem::ServerError { .. }
         | AccessProblem::NetworkUnreachable { .. }
         | AccessProblem::DeadlinePassed { .. } => {
             return None;
         }
-        _ => "refresh_token_permissions",
+        _ => NextStep::RefreshTokenPermissions,
     };
     Some((action, p.remedy()))
 }
@@ -1628,17 +1754,20 @@ pub(super) fn short(sha: &str) -> &str {
 
 #[derive(Default)]
 struct Blockers {
-    classes: Vec<&'static str>,
+    classes: Vec<VerdictClass>,
     reasons: Vec<String>,
     next: Vec<NextAction>,
 }
 
 impl Blockers {
-    fn add(&mut self, class: &'static str, reason: String, action: Option<(&'static str, String)>) {
+    fn add(&mut self, class: VerdictClass, reason: String, action: Option<(NextStep, String)>) {
         self.classes.push(class);
         self.reasons.push(reason);
         if let Some((action, detail)) = action {
-            let n = NextAction { action, detail };
+            let n = NextAction {
+                action: action.as_str(),
+                detail,
+            };
             if !self.next.contains(&n) {
                 self.next.push(n);
             }
@@ -1652,7 +1781,12 @@ impl Blockers {
 
     fn finish(self) -> Verdict {
         Verdict {
-            class: self.classes.first().copied().unwrap_or("mergeable_now"),
+            class: self
+                .classes
+                .first()
+                .copied()
+                .unwrap_or(VerdictClass::MergeableNow)
+                .as_str(),
             reasons: self.reasons,
             next_actions: self.next,
         }
@@ -1911,5 +2045,53 @@ mod tests {
         assert_eq!(fresh_approvals(&reviews, &head), 1);
         assert_eq!(review_decision(&reviews[..1], 1), "changes_requested");
         assert_eq!(review_decision(&[], 1), "review_required");
+    }
+}
+
+#[cfg(test)]
+mod names_tests {
+    use super::{NextStep, VerdictClass};
+
+    /// The backticked names in the first column of the docs table headed `| {head} |`.
+    fn documented(docs: &str, head: &str) -> Vec<String> {
+        let start = docs
+            .find(&format!("| {head} |"))
+            .unwrap_or_else(|| panic!("docs/GITHUB.md has no `{head}` table"));
+        docs[start..]
+            .lines()
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .filter_map(|l| {
+                let cell = l.trim_start_matches('|').split('|').next()?.trim();
+                Some(cell.trim_matches('`').to_string())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_verdict_and_next_action_is_documented_and_nothing_else() {
+        let docs = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/GITHUB.md"),
+        )
+        .expect("docs/GITHUB.md");
+        let mut code: Vec<String> = VerdictClass::ALL
+            .iter()
+            .map(|v| v.as_str().to_string())
+            .collect();
+        let mut doc = documented(&docs, "verdict");
+        code.sort();
+        doc.sort();
+        assert_eq!(doc, code, "the verdicts of docs/GITHUB.md and of the code");
+        let mut code: Vec<String> = NextStep::ALL
+            .iter()
+            .map(|a| a.as_str().to_string())
+            .collect();
+        let mut doc = documented(&docs, "next action");
+        code.sort();
+        doc.sort();
+        assert_eq!(
+            doc, code,
+            "the next actions of docs/GITHUB.md and of the code"
+        );
     }
 }

@@ -118,8 +118,18 @@ pub(super) struct Session<'c> {
     client: Client,
     ctx: &'c Ctx<'c>,
     source: TokenSource,
-    /// Reports, each second, that the GitHub calls of this session are still running.
-    _progress: crate::dispatch::Progress,
+    /// Reports, each second, that the GitHub calls of this session are still running, and
+    /// what they are doing now ([`Session::phase`]).
+    progress: std::cell::RefCell<crate::dispatch::Progress>,
+}
+
+impl Session<'_> {
+    /// Names what the session does now, for a long run (a projection over many issues, a
+    /// train's steps, `--watch`): the progress line on a terminal (stderr only; never with
+    /// `--json`, `--quiet` or off a terminal) and the steps to an MCP client that asked.
+    pub(super) fn phase(&self, label: impl Into<String>) {
+        *self.progress.borrow_mut() = self.ctx.progress(label);
+    }
 }
 
 impl std::ops::Deref for Session<'_> {
@@ -201,7 +211,9 @@ pub(super) fn connect<'c>(
             client,
             ctx,
             source,
-            _progress: ctx.progress(format!("calling the GitHub API at {api_url}")),
+            progress: std::cell::RefCell::new(
+                ctx.progress(format!("calling the GitHub API at {api_url}")),
+            ),
         }),
         source,
     ))

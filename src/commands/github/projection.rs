@@ -216,10 +216,12 @@ pub(super) fn run_push(ctx: &Ctx, req: PushRequest) -> Result<Outcome<Response>,
     }
     if req.dry_run || !writes {
         announce(ctx, &observed.notices);
+        let forget = observed.forget.clone();
         let mut r = preview(observed, digest);
         // `github push` applies without a digest; `--apply --digest` is `projection`'s.
         r.apply_with = Some(format!("dacli github push {slug}"));
         if !req.dry_run {
+            remember(ctx, &observed_plan_numbers(&r.items), &r.repo, &forget)?;
             r.mode = "apply";
             r.outcome = Some("completed".into());
         }
@@ -381,6 +383,8 @@ struct Observed {
     /// Title and body per item id, for the writes.
     content: Vec<(String, String, String)>,
     notices: Vec<Notice>,
+    /// Objects whose recorded issue is gone, transferred or lost its marker.
+    forget: Vec<String>,
 }
 
 fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
@@ -590,7 +594,7 @@ struct Candidate {
 
 fn observe(
     ctx: &Ctx,
-    client: &Client,
+    client: &super::Session<'_>,
     slug: &str,
     repo: &str,
     req: &Request,
@@ -621,16 +625,6 @@ fn observe(
         disclosure::consent_gap(consent.as_ref(), repo, &visibility)
     };
     let candidates = candidates(ctx, slug, req)?;
-    let issues = if gap.is_none() && !candidates.is_empty() {
-        // Every page: an issue carrying a marker may be anywhere, and one not seen would be
-        // created twice. A list cut short (budget, deadline, rate limit) creates nothing.
-        match all_issues(client, repo) {
-            Ok(issues) => Some(issues),
-            Err(e) => return call_failure(&e, &format!("listing the issues of {repo}")).map(Err),
-        }
-    } else {
-        None
-    };
     let ws_id = ws.config.workspace_id.clone();
     let pr_mode = landing_mode(ctx, slug)? == "pr";
     let delivered = if pr_mode {
@@ -644,18 +638,20 @@ fn observe(
     } else {
         Vec::new()
     };
-    let mut items = Vec::new();
-    let mut content = Vec::new();
+    let map = crate::ops::github_map::read_issue_map(ws, repo);
+    // First what each object's own content decides, then one lookup of the issues of the
+    // objects that may go out: a withheld object costs no request.
+    let mut staged = Vec::new();
     for c in candidates {
+        if !req.classes.is_empty() && !req.classes.iter().any(|k| k == c.class) {
+            continue;
+        }
         let mut withheld = Vec::new();
         if let Some(g) = gap {
             withheld.push(Withheld {
                 reason: g.into(),
                 detail: format!("{repo} is {visibility}"),
             });
-        }
-        if !req.classes.is_empty() && !req.classes.iter().any(|k| k == c.class) {
-            continue;
         }
         if gap.is_none() && !publishable.iter().any(|k| k == c.class) {
             withheld.push(Withheld {
@@ -696,33 +692,45 @@ fn observe(
                 detail: format!("created before {}", s.strftime("%Y-%m-%dT%H:%M:%SZ")),
             });
         }
-        let mark = marker(&c.id, &ws_id);
-        let body = format!("{mark}\n{}", c.body);
         for g in disclosure::guard(&format!("{}\n{}", c.title, c.body)) {
             withheld.push(Withheld {
                 reason: g.reason.into(),
                 detail: g.detail,
             });
         }
+        staged.push((c, withheld));
+    }
+    // The issue this clone last recorded, else the one written back to the task.
+    let wanted: Vec<(String, Option<u64>)> = staged
+        .iter()
+        .filter(|(_, w)| w.is_empty())
+        .map(|(c, _)| (c.id.clone(), map.get(&c.id).copied().or(c.mapped)))
+        .collect();
+    let located = if wanted.is_empty() {
+        Located::default()
+    } else {
+        client.phase(format!(
+            "finding the issues of {} object(s) in {repo}",
+            wanted.len()
+        ));
+        match locate(client, repo, &wanted) {
+            Ok(l) => l,
+            Err(e) => {
+                return call_failure(&e, &format!("finding the issues of {repo}")).map(Err);
+            }
+        }
+    };
+    let mut items = Vec::new();
+    let mut content = Vec::new();
+    for (c, mut withheld) in staged {
+        let mark = marker(&c.id, &ws_id);
+        let body = format!("{mark}\n{}", c.body);
         let digest = contract::sha256_digest(
             contract::canonical_json(&json!({"title": c.title, "body": body}))
                 .unwrap_or_default()
                 .as_bytes(),
         );
-        let found = issues.as_ref().and_then(|list| {
-            list.iter()
-                .filter(|i| i.get("pull_request").is_none())
-                .find(|i| {
-                    str_at(i, &["body"])
-                        .is_some_and(|b| b.contains(&format!("<!-- dacli:{} ", c.id)))
-                })
-        });
-        let remote = found.map(|i| Remote {
-            kind: "issue".into(),
-            number: u64_at(i, &["number"]).unwrap_or(0),
-            url: str_at(i, &["html_url"]).map(str::to_string),
-            state: str_at(i, &["state"]).map(str::to_string),
-        });
+        let remote = located.found.get(&c.id).cloned();
         let (action, closure) = if !withheld.is_empty() {
             ("withhold", None)
         } else {
@@ -757,6 +765,7 @@ fn observe(
         consent,
         content,
         notices,
+        forget: located.gone,
     }))
 }
 
@@ -811,7 +820,7 @@ fn decide(
             }
         }
         (Some(_), None) => ("none", None),
-        (_, Some(_)) if c.mapped.is_none() => ("adopt_by_marker", None),
+        (_, Some(r)) if c.mapped != Some(r.number) => ("adopt_by_marker", None),
         (_, Some(_)) => ("none", None),
         (_, None) => ("create", None),
     }
@@ -1083,7 +1092,7 @@ fn escalation_candidate(
 /// the caller may write, evidence last.
 fn apply_plan(
     ctx: &Ctx,
-    client: &Client,
+    client: &super::Session<'_>,
     slug: &str,
     plan: Plan,
     observed: &Observed,
@@ -1104,6 +1113,12 @@ fn apply_plan(
     let repo = plan.repo.clone();
     let mut done: Vec<(Item, Option<u64>, &'static str)> = Vec::new();
     let mut refusals = Vec::new();
+    let writes = plan
+        .items
+        .iter()
+        .filter(|i| matches!(i.action.as_str(), "create" | "adopt_by_marker" | "close"))
+        .count();
+    let mut written = 0;
     for item in &plan.items {
         let step = format!("{}:{}", item.action, item.object.id);
         if !matches!(item.action.as_str(), "create" | "adopt_by_marker" | "close") {
@@ -1130,6 +1145,11 @@ fn apply_plan(
             .content
             .iter()
             .find(|(id, _, _)| *id == item.object.id);
+        written += 1;
+        client.phase(format!(
+            "{repo}: {} {} ({written} of {writes})",
+            item.action, item.object.id
+        ));
         let interrupted = run.txn.status_of(&step).is_some();
         run.step(
             &step,
@@ -1169,6 +1189,13 @@ fn apply_plan(
             }
         }
     }
+    let mut numbers = observed_plan_numbers(&plan.items);
+    numbers.extend(
+        done.iter()
+            .filter(|(_, _, result)| *result == "done")
+            .filter_map(|(i, n, _)| Some((i.object.id.clone(), (*n)?))),
+    );
+    remember(ctx, &numbers, &repo, &observed.forget)?;
     let partial = !refusals.is_empty();
     let mut evidence_paths = Vec::new();
     if !partial {
@@ -1260,27 +1287,200 @@ fn write_item(
     }
 }
 
+/// Each planned object's issue, as observed.
+fn observed_plan_numbers(items: &[Item]) -> Vec<(String, u64)> {
+    items
+        .iter()
+        .filter_map(|i| Some((i.object.id.clone(), i.remote.as_ref()?.number)))
+        .collect()
+}
+
+/// Keeps the issue of each object for the next run's lookup ([`locate`] step 2), and forgets
+/// the recorded issues found wanting.
+fn remember(
+    ctx: &Ctx,
+    numbers: &[(String, u64)],
+    repo: &str,
+    forget: &[String],
+) -> Result<(), Error> {
+    crate::ops::github_map::record_issue_map(ctx.ws()?, repo, numbers, forget)?;
+    Ok(())
+}
+
+/// The issue of an interrupted create, if the request whose answer was lost created it.
 fn find_marker(
     client: &Client,
     repo: &str,
     id: &str,
 ) -> Result<Option<u64>, crate::github::CallError> {
-    let issues = all_issues(client, repo)?;
-    Ok(issues
-        .iter()
-        .filter(|i| i.get("pull_request").is_none())
-        .find(|i| str_at(i, &["body"]).is_some_and(|b| b.contains(&format!("<!-- dacli:{id} "))))
-        .and_then(|i| u64_at(i, &["number"])))
+    let located = locate(client, repo, &[(id.to_string(), None)])?;
+    Ok(located.found.get(id).map(|r| r.number))
 }
 
-/// Every issue (and pull request) of `repo`, all pages along `Link`, or why not all could be
-/// read: a partial list would hide markers.
-fn all_issues(client: &Client, repo: &str) -> Result<Vec<Value>, crate::github::CallError> {
-    let listing = client.list(&format!("/repos/{repo}/issues?state=all"), None, u32::MAX)?;
-    match listing.cut {
-        None => Ok(listing.items),
-        Some(e) => Err(e),
+/// How many objects without a recorded issue are searched for one by one; with more, reading
+/// the whole issue list is cheaper than the searches and GitHub's search rate limit allows.
+const SEARCH_AT_MOST: usize = 20;
+
+/// The issues found for the objects looked up, and the recorded issues found wanting.
+#[derive(Debug, Default)]
+struct Located {
+    found: std::collections::BTreeMap<String, Remote>,
+    /// Objects whose recorded issue is gone (404, 410), moved (301, another repository) or no
+    /// longer carries their marker.
+    gone: Vec<String>,
+}
+
+/// Finds the issue of each `(object id, recorded issue number)` by its marker, at a cost that
+/// does not grow with the repository's issues:
+///
+/// 1. the newest 100 issues (one request): a repository that small is read whole, and an
+///    issue just created is there even before GitHub's search has indexed it;
+/// 2. each recorded issue, read by number and trusted only when it still carries the marker
+///    in this repository;
+/// 3. each object still not found, searched by its id (`/search/issues`, whose results are
+///    checked for the marker too);
+/// 4. the rest of the issue list, page after page, when that costs fewer requests than 2 and 3
+///    (the first page's `Link: rel="last"` says how many pages there are), when more than
+///    [`SEARCH_AT_MOST`] objects would need a search, or when a search cannot answer for sure.
+///
+/// Any page or lookup that fails fails the whole lookup: a marker not seen would be a second
+/// issue.
+fn locate(
+    client: &Client,
+    repo: &str,
+    wanted: &[(String, Option<u64>)],
+) -> Result<Located, crate::github::CallError> {
+    let mut out = Located::default();
+    if wanted.is_empty() {
+        return Ok(out);
     }
+    let route = format!("/repos/{repo}/issues?state=all&sort=created&direction=desc&per_page=100");
+    let first = client.send(Method::Get, &route, None)?;
+    if !first.is_success() {
+        return Err(crate::github::failure(&first, &format!("GET {route}")));
+    }
+    take_markers(&first.body, repo, wanted, &mut out)?;
+    if crate::github::next_link(&first.headers).is_none() {
+        return Ok(out);
+    }
+    let rest: Vec<&(String, Option<u64>)> = wanted
+        .iter()
+        .filter(|(id, _)| !out.found.contains_key(id))
+        .collect();
+    if rest.is_empty() {
+        return Ok(out);
+    }
+    let pages_left = crate::github::last_page(&first.headers).map(|n| n.saturating_sub(1));
+    let unmapped = rest.iter().filter(|(_, n)| n.is_none()).count();
+    let listing_is_cheaper =
+        unmapped > SEARCH_AT_MOST || pages_left.is_some_and(|p| (p as usize) <= rest.len());
+    if !listing_is_cheaper && targeted(client, repo, &rest, &mut out)? {
+        return Ok(out);
+    }
+    let mut reply = first;
+    while let Some(next) = client.next_page(&reply) {
+        reply = next?;
+        take_markers(&reply.body, repo, wanted, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// Steps 2 and 3 of [`locate`]; `false` when a search could not answer for sure (its results
+/// incomplete, or the search refused with 422), so the whole list must be read.
+fn targeted(
+    client: &Client,
+    repo: &str,
+    rest: &[&(String, Option<u64>)],
+    out: &mut Located,
+) -> Result<bool, crate::github::CallError> {
+    for (id, recorded) in rest {
+        if let Some(n) = recorded {
+            let route = format!("/repos/{repo}/issues/{n}");
+            let reply = client.send(Method::Get, &route, None)?;
+            match reply.status {
+                200 => match remote_of(&reply.body, repo, id) {
+                    Some(r) => {
+                        out.found.insert(id.clone(), r);
+                        continue;
+                    }
+                    None => out.gone.push(id.clone()),
+                },
+                301 | 404 | 410 => out.gone.push(id.clone()),
+                _ => return Err(crate::github::failure(&reply, &format!("GET {route}"))),
+            }
+        }
+        let q = format!("repo:{repo} in:body \"{id}\"");
+        let route = format!(
+            "/search/issues?q={}&per_page=100",
+            crate::github::encode(&q)
+        );
+        let reply = client.send(Method::Get, &route, None)?;
+        if reply.status == 422 {
+            return Ok(false);
+        }
+        if !reply.is_success() {
+            return Err(crate::github::failure(&reply, &format!("GET {route}")));
+        }
+        let page: crate::github::types::SearchIssues = crate::github::decode(reply.body, &route)?;
+        match page.items.iter().find_map(|i| remote_of(i, repo, id)) {
+            Some(r) => {
+                out.found.insert(id.clone(), r);
+            }
+            None if page.incomplete_results || page.total_count > page.items.len() as u64 => {
+                return Ok(false);
+            }
+            None => {}
+        }
+    }
+    Ok(true)
+}
+
+/// Records, from one page of the issue list, the issue of each wanted object whose marker it
+/// carries.
+fn take_markers(
+    page: &Value,
+    repo: &str,
+    wanted: &[(String, Option<u64>)],
+    out: &mut Located,
+) -> Result<(), crate::github::CallError> {
+    let Value::Array(issues) = page else {
+        return Err(crate::github::CallError::Decode {
+            route: format!("GET /repos/{repo}/issues"),
+            detail: "expected a list".into(),
+        });
+    };
+    for issue in issues {
+        for (id, _) in wanted {
+            if !out.found.contains_key(id)
+                && let Some(r) = remote_of(issue, repo, id)
+            {
+                out.found.insert(id.clone(), r);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `issue` as the mirror of `id`, when it is an issue (not a pull request) of `repo` whose
+/// body carries `id`'s marker.
+fn remote_of(issue: &Value, repo: &str, id: &str) -> Option<Remote> {
+    if issue.get("pull_request").is_some_and(|p| !p.is_null()) {
+        return None;
+    }
+    let marked = str_at(issue, &["body"]).is_some_and(|b| b.contains(&format!("<!-- dacli:{id} ")));
+    let here = str_at(issue, &["repository_url"]).is_none_or(|u| {
+        u.to_ascii_lowercase()
+            .ends_with(&format!("/repos/{}", repo.to_ascii_lowercase()))
+    });
+    if !marked || !here {
+        return None;
+    }
+    Some(Remote {
+        kind: "issue".into(),
+        number: u64_at(issue, &["number"])?,
+        url: str_at(issue, &["html_url"]).map(str::to_string),
+        state: str_at(issue, &["state"]).map(str::to_string),
+    })
 }
 
 /// Writes the issue number back to the task (`github = {issue, synced_at}`) when the caller

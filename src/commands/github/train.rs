@@ -855,7 +855,7 @@ fn find_pr(client: &Client, repo: &str, branch: &str) -> Result<Option<Canonical
 /// `train_ref_created → pr_opened`, each re-observing before it acts.
 fn open_steps(
     ctx: &Ctx,
-    client: &Client,
+    client: &super::Session<'_>,
     run: &mut Run<'_, '_>,
     plan: &TxnPlan,
     train: &TrainFile,
@@ -865,6 +865,7 @@ fn open_steps(
     let sha = &plan.observed.sha;
     let branch = &plan.branch;
     if run.txn.status_of("train_ref_created") != Some(StepStatus::Done) {
+        client.phase(format!("{repo}: creating the train's branch {branch}"));
         run.step(
             "train_ref_created",
             StepStatus::Started,
@@ -913,6 +914,7 @@ fn open_steps(
     let pr = if let Some(found) = find_pr(client, repo, branch).map_err(|e| call_err(&e))? {
         found
     } else {
+        client.phase(format!("{repo}: opening the train's pull request"));
         run.step(
             "pr_opened",
             StepStatus::Started,
@@ -1062,7 +1064,7 @@ fn view(
 /// open (the same as `resume`).
 fn finish_existing(
     ctx: &Ctx,
-    client: &Client,
+    client: &super::Session<'_>,
     txn: &Txn,
 ) -> Result<Option<Outcome<TrainResponse>>, Error> {
     let plan: TxnPlan = serde_json::from_value(txn.plan().clone()).map_err(|e| {
@@ -1479,7 +1481,7 @@ fn gate_refusal(gate: &Gate, number: u64, d: &Diagnosis) -> Refusal {
 /// on the target.
 fn land_steps(
     ctx: &Ctx,
-    client: &Client,
+    client: &super::Session<'_>,
     run: &mut Run<'_, '_>,
     plan: &TxnPlan,
     train: &TrainFile,
@@ -1499,6 +1501,10 @@ fn land_steps(
                 .map(str::to_string)
         });
     if merge_commit.is_none() {
+        client.phase(format!(
+            "{repo}: landing #{number} at {}",
+            &sha[..sha.len().min(12)]
+        ));
         // Re-observe: an interrupted merge may have happened.
         if let Ok(p) = client.get(&format!("/repos/{repo}/pulls/{number}"))
             && p.get("merged").and_then(|m| m.as_bool()) == Some(true)
