@@ -170,14 +170,34 @@ fn write_history(dir: &Path, tasks: &[TaskRef]) -> Result<History, String> {
     })
 }
 
-/// One run of `dacli argv`: wall-clock ms and its JSON document, which must say `ok`.
-fn once(opts: &Options, dir: &Path, argv: &[&str]) -> Result<(f64, Value), String> {
+/// CPU time (user and system, ms) of every child this process has waited for.
+#[cfg(unix)]
+fn children_cpu_ms() -> f64 {
+    use nix::sys::resource::{UsageWho, getrusage};
+    getrusage(UsageWho::RUSAGE_CHILDREN).map_or(0.0, |u| {
+        let ms =
+            |t: nix::sys::time::TimeVal| t.tv_sec() as f64 * 1000.0 + t.tv_usec() as f64 / 1000.0;
+        ms(u.user_time()) + ms(u.system_time())
+    })
+}
+
+#[cfg(not(unix))]
+fn children_cpu_ms() -> f64 {
+    0.0
+}
+
+/// One run of `dacli argv`: wall-clock ms, CPU ms (user and system: on the loaded shared
+/// machine the wall time mostly measures the other processes) and its JSON document, which
+/// must say `ok`.
+fn once(opts: &Options, dir: &Path, argv: &[&str]) -> Result<(f64, f64, Value), String> {
     let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+    let cpu = children_cpu_ms();
     let started = Instant::now();
     let out = command(&opts.dacli, dir, None, &argv)
         .output()
         .map_err(|e| e.to_string())?;
     let ms = started.elapsed().as_secs_f64() * 1000.0;
+    let cpu = children_cpu_ms() - cpu;
     let doc: Value = serde_json::from_slice(&out.stdout).map_err(|e| {
         format!(
             "dacli {argv:?}: not JSON ({e}): {}",
@@ -187,30 +207,39 @@ fn once(opts: &Options, dir: &Path, argv: &[&str]) -> Result<(f64, Value), Strin
     if doc["ok"] != true {
         return Err(format!("dacli {argv:?} failed: {doc}"));
     }
-    Ok((ms, doc))
+    Ok((ms, cpu, doc))
 }
 
-/// Times `argv` `runs` times after one warm-up; the samples in ms, and the last document.
+/// Wall and CPU samples of one figure, in ms.
+#[derive(Default)]
+struct Samples {
+    wall: Vec<f64>,
+    cpu: Vec<f64>,
+}
+
+/// Times `argv` `runs` times after one warm-up; the samples, and the last document.
 fn time(
     opts: &Options,
     dir: &Path,
     argv: &[&str],
     runs: usize,
-) -> Result<(Vec<f64>, Value), String> {
-    let (_, mut last) = once(opts, dir, argv)?;
-    let mut samples = Vec::new();
+) -> Result<(Samples, Value), String> {
+    let (_, _, mut last) = once(opts, dir, argv)?;
+    let mut samples = Samples::default();
     for _ in 0..runs {
-        let (ms, doc) = once(opts, dir, argv)?;
-        samples.push(ms);
+        let (ms, cpu, doc) = once(opts, dir, argv)?;
+        samples.wall.push(ms);
+        samples.cpu.push(cpu);
         last = doc;
     }
     Ok((samples, last))
 }
 
-fn figure(samples: &[f64], rss: Option<u64>) -> Value {
+fn figure(samples: &Samples, rss: Option<u64>) -> Value {
     json!({
-        "median_ms": round3(median(samples)),
-        "max_ms": round3(samples.iter().copied().fold(f64::NAN, f64::max)),
+        "median_ms": round3(median(&samples.wall)),
+        "max_ms": round3(samples.wall.iter().copied().fold(f64::NAN, f64::max)),
+        "median_cpu_ms": round3(median(&samples.cpu)),
         "peak_rss_kib": rss,
     })
 }
@@ -252,9 +281,11 @@ pub fn measure_git(opts: &Options, built: &Built) -> Result<Value, String> {
     let retire = plan["data"]["summary"]["retire"].as_u64().unwrap_or(0);
     let candidates = plan["data"]["candidates"].as_array().map_or(0, |a| a.len());
     eprintln!(
-        "  cleanup preview: median {:.0} ms (default --limit), {:.0} ms (all {candidates} candidates, {retire} to retire)",
-        median(&p_default),
-        median(&p_every)
+        "  cleanup preview: median {:.0} ms wall, {:.0} ms CPU (default --limit); {:.0} ms wall, {:.0} ms CPU (all {candidates} candidates, {retire} to retire)",
+        median(&p_default.wall),
+        median(&p_default.cpu),
+        median(&p_every.wall),
+        median(&p_every.cpu)
     );
     let delivery = [
         "delivery",
@@ -277,8 +308,9 @@ pub fn measure_git(opts: &Options, built: &Built) -> Result<Value, String> {
         states.insert(s, json!(n));
     }
     eprintln!(
-        "  delivery reconcile: median {:.0} ms over {} tasks {}",
-        median(&d),
+        "  delivery reconcile: median {:.0} ms wall, {:.0} ms CPU over {} tasks {}",
+        median(&d.wall),
+        median(&d.cpu),
         report["data"]["observations"]
             .as_array()
             .map_or(0, |a| a.len()),
@@ -287,14 +319,14 @@ pub fn measure_git(opts: &Options, built: &Built) -> Result<Value, String> {
     let digest = plan["data"]["plan_digest"].as_str().unwrap_or_default();
     let mut apply = every.clone();
     apply.extend(["--apply", "--digest", digest]);
-    let (apply_ms, applied) = once(opts, dir, &apply)?;
+    let (apply_ms, apply_cpu, applied) = once(opts, dir, &apply)?;
     let retired = applied["data"]["candidates"]
         .as_array()
         .into_iter()
         .flatten()
         .filter(|c| c["result"] == "done")
         .count();
-    eprintln!("  cleanup apply: {apply_ms:.0} ms, {retired} retired");
+    eprintln!("  cleanup apply: {apply_ms:.0} ms wall, {apply_cpu:.0} ms CPU, {retired} retired");
     Ok(json!({
         "branches": h.branches,
         "commits": h.commits,
@@ -303,7 +335,7 @@ pub fn measure_git(opts: &Options, built: &Built) -> Result<Value, String> {
         "cleanup_preview_all": figure(&p_every, rss_every),
         "cleanup_candidates": candidates,
         "cleanup_retire": retire,
-        "cleanup_apply": {"ms": round3(apply_ms), "retired": retired},
+        "cleanup_apply": {"ms": round3(apply_ms), "cpu_ms": round3(apply_cpu), "retired": retired},
         "delivery_reconcile": figure(&d, rss_delivery),
         "delivery_states": Value::Object(states),
     }))

@@ -283,7 +283,7 @@ impl Repo {
     }
 
     /// Whether `landed`'s tree has, at every path that differs between `fork` and `tip`, the
-    /// content (or absence) it has at `tip`; `false` when nothing differs.
+    /// content (or absence) and mode it has at `tip`; `false` when the trees are equal.
     fn tree_holds(
         &self,
         fork: gix::ObjectId,
@@ -294,71 +294,97 @@ impl Repo {
             let commit = self.repo.find_commit(id).map_err(Error::gix)?;
             commit.tree_id().map(|i| i.detach()).map_err(Error::gix)
         };
-        let mut changed = Vec::new();
-        self.tree_changes(Some(tree_of(fork)?), Some(tree_of(tip)?), "", &mut changed)?;
-        if changed.is_empty() {
+        let (a, b) = (tree_of(fork)?, tree_of(tip)?);
+        if a == b {
             return Ok(false);
         }
-        let landed_tree = self
-            .repo
-            .find_commit(landed)
-            .map_err(Error::gix)?
-            .tree()
-            .map_err(Error::gix)?;
-        for (path, want) in changed {
-            let have = landed_tree
-                .lookup_entry_by_path(&path)
-                .map_err(Error::gix)?
-                .map(|e| e.object_id());
-            if have != want {
+        self.holds(Some(a), Some(b), Some(tree_of(landed)?))
+    }
+
+    /// [`Repo::tree_holds`] below one directory, whose tree is `a` at the fork, `b` at the tip
+    /// and `l` on the landed commit (`None`: no such directory there). The three trees are
+    /// walked side by side: only subtrees whose ids differ between fork and tip are opened, a
+    /// subtree the landed commit has exactly as the tip has it is not opened at all, and a
+    /// name is looked up in the landed tree by binary search. So the cost is the size of
+    /// what the branch changed, with no per-path allocation.
+    fn holds(
+        &self,
+        a: Option<gix::ObjectId>,
+        b: Option<gix::ObjectId>,
+        l: Option<gix::ObjectId>,
+    ) -> Result<bool, Error> {
+        use std::cmp::Ordering;
+        if a == b || b == l {
+            return Ok(true);
+        }
+        let read = |id: Option<gix::ObjectId>| -> Result<Option<gix::Tree<'_>>, Error> {
+            id.map(|id| self.repo.find_tree(id).map_err(Error::gix))
+                .transpose()
+        };
+        let (ta, tb, tl) = (read(a)?, read(b)?, read(l)?);
+        fn decode<'t>(
+            t: &'t Option<gix::Tree<'_>>,
+        ) -> Result<Option<gix::objs::TreeRef<'t>>, Error> {
+            t.as_ref()
+                .map(|t| t.decode().map_err(Error::gix))
+                .transpose()
+        }
+        let (da, db, dl) = (decode(&ta)?, decode(&tb)?, decode(&tl)?);
+        let ea: &[gix::objs::tree::EntryRef<'_>] = da.as_ref().map_or(&[], |d| &d.entries);
+        let eb: &[gix::objs::tree::EntryRef<'_>] = db.as_ref().map_or(&[], |d| &d.entries);
+        let landed = |name: &gix::bstr::BStr, dir: bool| {
+            dl.as_ref()
+                .and_then(|d| d.bisect_entry(name, dir))
+                .map(|e| (e.oid.to_owned(), e.mode))
+        };
+        let (mut i, mut j) = (0, 0);
+        while i < ea.len() || j < eb.len() {
+            let order = match (ea.get(i), eb.get(j)) {
+                (Some(x), Some(y)) => gix::objs::tree::EntryRef::cmp(x, y),
+                (Some(_), None) => Ordering::Less,
+                _ => Ordering::Greater,
+            };
+            let (x, y) = match order {
+                Ordering::Equal => {
+                    i += 1;
+                    j += 1;
+                    (ea.get(i - 1), eb.get(j - 1))
+                }
+                Ordering::Less => {
+                    i += 1;
+                    (ea.get(i - 1), None)
+                }
+                Ordering::Greater => {
+                    j += 1;
+                    (None, eb.get(j - 1))
+                }
+            };
+            if let (Some(x), Some(y)) = (x, y)
+                && x.oid == y.oid
+                && x.mode == y.mode
+            {
+                continue;
+            }
+            let Some(name) = x.or(y).map(|e| e.filename) else {
+                continue;
+            };
+            let tree_of = |e: Option<&gix::objs::tree::EntryRef<'_>>| {
+                e.filter(|e| e.mode.is_tree()).map(|e| e.oid.to_owned())
+            };
+            let file_of = |e: Option<&gix::objs::tree::EntryRef<'_>>| {
+                e.filter(|e| !e.mode.is_tree())
+                    .map(|e| (e.oid.to_owned(), e.mode))
+            };
+            let (xt, yt) = (tree_of(x), tree_of(y));
+            if xt != yt && !self.holds(xt, yt, landed(name, true).map(|(id, _)| id))? {
+                return Ok(false);
+            }
+            let (xf, yf) = (file_of(x), file_of(y));
+            if xf != yf && landed(name, false) != yf {
                 return Ok(false);
             }
         }
         Ok(true)
-    }
-
-    /// The file paths whose blob differs between trees `a` and `b` (`None`: no tree), with
-    /// the blob at `b` (`None`: gone in `b`).
-    fn tree_changes(
-        &self,
-        a: Option<gix::ObjectId>,
-        b: Option<gix::ObjectId>,
-        prefix: &str,
-        out: &mut Vec<(String, Option<gix::ObjectId>)>,
-    ) -> Result<(), Error> {
-        let entries =
-            |id: Option<gix::ObjectId>| -> Result<BTreeMap<String, (gix::ObjectId, bool)>, Error> {
-                let mut map = BTreeMap::new();
-                let Some(id) = id else { return Ok(map) };
-                let tree = self.repo.find_tree(id).map_err(Error::gix)?;
-                for e in tree.decode().map_err(Error::gix)?.entries {
-                    map.insert(
-                        e.filename.to_str_lossy().into_owned(),
-                        (e.oid.to_owned(), e.mode.is_tree()),
-                    );
-                }
-                Ok(map)
-            };
-        let (left, right) = (entries(a)?, entries(b)?);
-        let names: std::collections::BTreeSet<&String> = left.keys().chain(right.keys()).collect();
-        for name in names {
-            let path = format!("{prefix}{name}");
-            let (l, r) = (left.get(name), right.get(name));
-            if l == r {
-                continue;
-            }
-            let l_tree = l.filter(|(_, t)| *t).map(|(id, _)| *id);
-            let r_tree = r.filter(|(_, t)| *t).map(|(id, _)| *id);
-            if l_tree.is_some() || r_tree.is_some() {
-                self.tree_changes(l_tree, r_tree, &format!("{path}/"), out)?;
-            }
-            match r {
-                Some((id, false)) => out.push((path, Some(*id))),
-                None if l.is_some_and(|(_, t)| !*t) => out.push((path, None)),
-                _ => {}
-            }
-        }
-        Ok(())
     }
 
     /// The linked worktrees (the main one excluded), by id.

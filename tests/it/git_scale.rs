@@ -575,3 +575,73 @@ fn remote_branches_without_a_linked_github_repository_are_listed_and_kept() {
         "{pr}"
     );
 }
+
+/// Progress of a long observation is for a terminal only: through a pipe (a script, an
+/// agent, CI) neither the cleanup preview over thousands of branches nor a reconcile writes
+/// a spinner or a progress line to stderr, in text or JSON.
+#[test]
+fn observing_many_branches_shows_no_progress_through_a_pipe() {
+    let (repo, _) = workspace(2);
+    let d = repo.path();
+    let base = g(d, &["rev-parse", "main"]);
+    let mut s = Stream::new();
+    let work = s.commit(
+        "refs/heads/dacli/001-work-1",
+        &base,
+        None,
+        "w/1.txt",
+        "work",
+    );
+    for i in 0..2_000 {
+        s.text
+            .push_str(&format!("reset refs/heads/dacli/x-{i:04}\nfrom {work}\n\n"));
+    }
+    fast_import(d, &s.text);
+    for args in [
+        vec![
+            "repo",
+            "cleanup",
+            "--no-fetch",
+            "--include",
+            "local_branches",
+        ],
+        vec![
+            "repo",
+            "cleanup",
+            "--no-fetch",
+            "--include",
+            "local_branches",
+            "--json",
+        ],
+        vec![
+            "delivery",
+            "reconcile",
+            "--project",
+            "checkout",
+            "--no-fetch",
+        ],
+    ] {
+        let out = repo.dacli(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !err.contains('\r') && !err.contains("proving") && !err.contains("observing"),
+            "{args:?} wrote progress to a pipe: {err:?}"
+        );
+    }
+    let plan = ok(
+        &repo,
+        &[
+            "repo",
+            "cleanup",
+            "--no-fetch",
+            "--include",
+            "local_branches",
+        ],
+    );
+    assert_eq!(
+        plan["data"]["candidates"].as_array().unwrap().len(),
+        2_001,
+        "every branch is observed"
+    );
+}

@@ -28,6 +28,8 @@ use crate::ops;
 use crate::policy::apply::{self as contract, ApplyRequest};
 
 const TOOL: &str = "cleanup";
+/// Branches proven between two progress steps.
+const PROGRESS_EVERY: usize = 250;
 const COMMAND: &str = "repo cleanup";
 
 /// A kind of cleanup candidate (`--include`).
@@ -505,33 +507,43 @@ fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, 
             }
         }
     }
+    // Proving thousands of branches takes seconds: a terminal shows how far it got.
+    let mut branch_refs = Vec::new();
     if include.contains(&Include::LocalBranches) {
-        for (name, tip) in repo.refs_with_prefix("refs/heads/dacli/")? {
+        branch_refs.extend(repo.refs_with_prefix("refs/heads/dacli/")?);
+    }
+    let local = branch_refs.len();
+    if include.contains(&Include::RemoteBranches) {
+        branch_refs.extend(repo.refs_with_prefix("refs/remotes/origin/dacli/")?);
+    }
+    let total = branch_refs.len() as u64;
+    let progress = ctx.progress_of(format!("proving {total} branch(es)"), Some(total));
+    for (n, (name, tip)) in branch_refs.iter().enumerate() {
+        if n % PROGRESS_EVERY == 0 {
+            progress.advance(n as u64, format!("proving branch {} of {total}", n + 1));
+        }
+        if n < local {
             let holders: Vec<&PathBuf> = checked_out
-                .get(&name)
+                .get(name)
                 .map(|v| v.iter().collect())
                 .unwrap_or_default();
             let freed = holders.iter().all(|h| {
                 retired_worktrees
                     .iter()
-                    .any(|(r, p)| r == &name && same_dir(p, h))
+                    .any(|(r, p)| r == name && same_dir(p, h))
             });
-            if let Some(c) = branch_candidate(&env, "local_branch", &name, &tip, &holders, freed)?
+            if let Some(c) = branch_candidate(&env, "local_branch", name, tip, &holders, freed)?
                 && let Some(c) = budget.admit(c)
             {
                 candidates.push(c);
             }
+        } else if let Some(c) = branch_candidate(&env, "remote_branch", name, tip, &[], true)?
+            && let Some(c) = budget.admit(c)
+        {
+            candidates.push(c);
         }
     }
-    if include.contains(&Include::RemoteBranches) {
-        for (name, tip) in repo.refs_with_prefix("refs/remotes/origin/dacli/")? {
-            if let Some(c) = branch_candidate(&env, "remote_branch", &name, &tip, &[], true)?
-                && let Some(c) = budget.admit(c)
-            {
-                candidates.push(c);
-            }
-        }
-    }
+    drop(progress);
     if include.contains(&Include::Registrations) {
         for wt in repo.worktrees()?.into_iter().filter(|w| w.prunable) {
             if let Some(c) = budget.admit(registration_candidate(ctx, &wt)) {

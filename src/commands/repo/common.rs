@@ -2,6 +2,7 @@
 //! branches to tasks. How an apply starts and the transaction runner are
 //! `dispatch::apply`, shared with the GitHub tools.
 
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -12,7 +13,7 @@ pub(super) use crate::dispatch::apply::{
 use crate::dispatch::{Ctx, Error, Outcome};
 use crate::git::{self, Head, Repo};
 use crate::model::Refusal;
-use crate::model::id::ROOT_AGENT;
+use crate::model::id::{ROOT_AGENT, parse_ulid};
 use crate::objects::tasks::{self, Located};
 
 /// The text lines of an applied (or replayed) transaction: its outcome, its id, and the
@@ -234,24 +235,61 @@ pub(super) fn delivery_of(t: &Located) -> Delivery {
     }
 }
 
-/// The tasks branches belong to, indexed once so that thousands of branches are matched
-/// without reading every task's `delivery` for each.
+/// The map from branches to tasks, built once: each branch is matched through indexes of the
+/// tasks' recorded branches, numbers, slugs and ids, so a repository of thousands of task
+/// branches costs one lookup per branch, not a scan of every task.
 pub(super) struct BranchTasks<'a> {
     all: &'a [Located],
     /// Tasks by the branch their recorded delivery names.
-    recorded: std::collections::HashMap<String, Vec<usize>>,
+    recorded: HashMap<String, Vec<usize>>,
+    by_number: HashMap<u32, Vec<usize>>,
+    by_slug: HashMap<&'a str, Vec<usize>>,
+    by_id: HashMap<&'a str, usize>,
+    projects: HashSet<&'a str>,
+}
+
+/// A task as reference resolution sees it, for resolving among a few of them.
+struct Key<'a>(&'a Located);
+
+impl tasks::TaskKey for Key<'_> {
+    fn key_project(&self) -> &str {
+        &self.0.project
+    }
+    fn key_id(&self) -> &str {
+        &self.0.task.id
+    }
+    fn key_number(&self) -> u32 {
+        self.0.task.number
+    }
+    fn key_slug(&self) -> &str {
+        &self.0.task.slug
+    }
 }
 
 impl<'a> BranchTasks<'a> {
     pub fn new(all: &'a [Located]) -> BranchTasks<'a> {
-        let mut recorded: std::collections::HashMap<String, Vec<usize>> =
-            std::collections::HashMap::new();
+        let mut recorded: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut by_number: HashMap<u32, Vec<usize>> = HashMap::new();
+        let mut by_slug: HashMap<&str, Vec<usize>> = HashMap::new();
+        let mut by_id: HashMap<&str, usize> = HashMap::new();
+        let mut projects = HashSet::new();
         for (i, t) in all.iter().enumerate() {
             if let Some(b) = delivery_of(t).branch {
                 recorded.entry(b).or_default().push(i);
             }
+            by_number.entry(t.task.number).or_default().push(i);
+            by_slug.entry(t.task.slug.as_str()).or_default().push(i);
+            by_id.insert(t.task.id.as_str(), i);
+            projects.insert(t.project.as_str());
         }
-        BranchTasks { all, recorded }
+        BranchTasks {
+            all,
+            recorded,
+            by_number,
+            by_slug,
+            by_id,
+            projects,
+        }
     }
 
     /// The task a branch (short name, `dacli/...`) belongs to: the one whose recorded delivery
@@ -271,13 +309,59 @@ impl<'a> BranchTasks<'a> {
         let Some(rest) = branch.strip_prefix("dacli/") else {
             return Err("not a `dacli/` task branch".into());
         };
-        match tasks::resolve(self.all, rest) {
-            Ok(t) => Ok(t),
+        // Every task the reference could name by any rule of `tasks::resolve`, in workspace
+        // order: the rules themselves then decide among these few.
+        let few: Vec<Key<'a>> = self
+            .could_name(rest)
+            .into_iter()
+            .map(|i| Key(&self.all[i]))
+            .collect();
+        match tasks::resolve_among(&few, rest, |p| self.projects.contains(p)) {
+            Ok(t) => Ok(t.0),
             Err(tasks::ResolveError::Ambiguous { candidates, .. }) => {
                 Err(format!("`{rest}` matches {} tasks", candidates.len()))
             }
             Err(_) => Err(format!("no task matches `{rest}`")),
         }
+    }
+
+    /// The tasks whose id, number or slug a reference (`[<project>/]<rest>`) mentions.
+    fn could_name(&self, reference: &str) -> Vec<usize> {
+        let input = reference.trim();
+        let rest = input.split_once('/').map_or(input, |(_, r)| r);
+        let lower = rest.to_ascii_lowercase();
+        let mut out: Vec<usize> = Vec::new();
+        let mut add = |list: Option<&Vec<usize>>| out.extend(list.into_iter().flatten());
+        if let Ok(n) = lower.parse::<u32>() {
+            add(self.by_number.get(&n));
+        }
+        add(self.by_slug.get(lower.as_str()));
+        if let Some((n, s)) = lower.split_once('-')
+            && !n.is_empty()
+            && n.bytes().all(|b| b.is_ascii_digit())
+        {
+            if let Ok(n) = n.parse::<u32>() {
+                add(self.by_number.get(&n));
+            }
+            add(self.by_slug.get(s));
+        }
+        let ulid = lower
+            .strip_prefix("t-")
+            .unwrap_or(&lower)
+            .to_ascii_uppercase();
+        for u in [Some(ulid.as_str()), ulid.split_once('-').map(|(u, _)| u)]
+            .into_iter()
+            .flatten()
+        {
+            if let Some(u) = parse_ulid(u)
+                && let Some(i) = self.by_id.get(format!("t-{u}").as_str())
+            {
+                out.push(*i);
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
     }
 }
 

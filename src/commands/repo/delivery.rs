@@ -5,7 +5,7 @@
 //!
 //! Unknown dominates: a state is claimed only when git proves it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -28,6 +28,8 @@ use crate::policy::apply::{self as contract, ApplyRequest};
 
 const TOOL: &str = "reconcile-delivery";
 const COMMAND: &str = "delivery reconcile";
+/// Tasks observed between two progress steps.
+const PROGRESS_EVERY: usize = 250;
 
 /// A repair class (`--repair`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum, Deserialize)]
@@ -391,7 +393,14 @@ fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, 
     let mut observations = Vec::new();
     let mut drift = Vec::new();
     let mut repairs = Vec::new();
-    for t in chosen {
+    let mut closers = HashMap::new();
+    // Observing thousands of tasks takes seconds: a terminal shows how far it got.
+    let total = chosen.len() as u64;
+    let progress = ctx.progress_of(format!("observing {total} task(s)"), Some(total));
+    for (n, t) in chosen.into_iter().enumerate() {
+        if n % PROGRESS_EVERY == 0 {
+            progress.advance(n as u64, format!("observing task {} of {total}", n + 1));
+        }
         let obs = observe_task(
             &repo,
             &base,
@@ -405,7 +414,17 @@ fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, 
         )?;
         let key = delivery_key(&obs);
         let d = drift_of(&obs, &key, &recorded);
-        repairs.extend(repairs_of(ws, &obs, &d, &key, &base, &allowed, &me, t));
+        repairs.extend(repairs_of(
+            ws,
+            &obs,
+            &d,
+            &key,
+            &base,
+            &allowed,
+            &me,
+            t,
+            &mut closers,
+        ));
         drift.extend(d);
         observations.push(obs);
     }
@@ -657,15 +676,24 @@ fn drift_of(obs: &Observation, key: &str, recorded: &BTreeSet<(String, String)>)
     out
 }
 
-/// Who may close the task directly: its owner, or root for a retired or missing owner.
-fn may_close(ws: &crate::workspace::Workspace, me: &str, t: &Located) -> bool {
+/// Who may close the task directly: its owner, or root for a retired or missing owner. Each
+/// owner's agent file is read once per observation (`known`), however many tasks it owns.
+fn may_close(
+    ws: &crate::workspace::Workspace,
+    me: &str,
+    t: &Located,
+    known: &mut HashMap<String, bool>,
+) -> bool {
     let owner = t.doc.owner();
     if owner == me {
         return true;
     }
-    me == ROOT_AGENT
-        && crate::objects::agents::load(ws, owner)
-            .map_or(true, |a| a.status == AgentStatus::Retired)
+    if me != ROOT_AGENT {
+        return false;
+    }
+    *known.entry(owner.to_string()).or_insert_with(|| {
+        crate::objects::agents::load(ws, owner).map_or(true, |a| a.status == AgentStatus::Retired)
+    })
 }
 
 #[allow(
@@ -681,6 +709,7 @@ fn repairs_of(
     allowed: &BTreeSet<RepairClass>,
     me: &str,
     t: &Located,
+    closers: &mut HashMap<String, bool>,
 ) -> Vec<Repair> {
     let has = |c: &str| drift.iter().any(|d| d.class == c);
     let guard = json!({"state": obs.state, "key": key, "base": base.sha});
@@ -698,7 +727,7 @@ fn repairs_of(
         add("record_delivery_evidence", "append_only", "record_evidence");
     }
     if has("delivered_task_open") && allowed.contains(&RepairClass::CloseDeliveredTask) {
-        if may_close(ws, me, t) {
+        if may_close(ws, me, t, closers) {
             add("close_delivered_task", "owner", "close");
         } else {
             add("close_delivered_task", "proposal", "propose_done");
