@@ -137,12 +137,14 @@ fn number(i: Option<&Item>) -> i64 {
     i.and_then(|i| i.as_integer()).unwrap_or(0)
 }
 
-/// The event id of the last `claimed` Log line of a side, if any.
+/// The event id of the claim that made a side's assignee the assignee (its latest
+/// `claimed` Log line), if any. A merged Log holds other agents' claims after it.
 fn last_claim(p: &Parts) -> Option<String> {
+    let assignee = p.front.get("assignee").and_then(|v| v.as_str())?;
     super::task::parse_log(&p.body)
         .into_iter()
         .rev()
-        .find(|l| l.text == "claimed")
+        .find(|l| l.text == "claimed" && l.agent == assignee)
         .map(|l| l.event.unwrap_or(l.at))
 }
 
