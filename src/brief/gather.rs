@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use super::fence::{inert, label, quote};
 use super::{Error, Reader};
-use crate::journal::{EventState, Journal};
 use crate::journal::fold::fold_task;
 use crate::journal::index::{EventEntry, Events};
+use crate::journal::{EventState, Journal};
 use crate::model::body::{section_items, section_text};
 use crate::model::fields::Fields;
 use crate::model::id::ROOT_AGENT;

@@ -156,13 +156,51 @@ pub fn claim_lost(
     let refused = matches!(
         journal.state(e),
         crate::journal::EventState::Rejected(r) if r == "claimed"
-    ) || fold.is_some_and(|f| f.rejected.iter().any(|(id, r)| *id == e.id && r == "claimed"));
+    ) || fold.is_some_and(|f| {
+        f.rejected
+            .iter()
+            .any(|(id, r)| *id == e.id && r == "claimed")
+    });
     let at = crate::model::format_time(e.created);
     doc.claim_lost(
         who,
         Some(ClaimTry {
             event: &e.id,
             at: &at,
+            refused,
+        }),
+    )
+}
+
+/// [`claim_lost`] over the event index (what a per-task read holds).
+pub fn claim_lost_indexed(
+    doc: &TaskDoc,
+    task: &str,
+    who: &str,
+    events: &crate::journal::index::Events,
+    fold: Option<&crate::journal::fold::Folded>,
+) -> bool {
+    let latest = events
+        .entries
+        .iter()
+        .filter(|e| e.kind() == "claim" && e.about() == Some(task) && e.created_by() == who)
+        .max_by(|a, b| a.id().cmp(b.id()));
+    let Some(e) = latest else {
+        return doc.claim_lost(who, None);
+    };
+    let refused = matches!(
+        events.state(e),
+        crate::journal::EventState::Rejected(r) if r == "claimed"
+    ) || fold.is_some_and(|f| {
+        f.rejected
+            .iter()
+            .any(|(id, r)| id == e.id() && r == "claimed")
+    });
+    doc.claim_lost(
+        who,
+        Some(ClaimTry {
+            event: e.id(),
+            at: e.created(),
             refused,
         }),
     )
@@ -577,8 +615,23 @@ fn resolve_path(ws: &Workspace, path: &str) -> Result<(), Error> {
                 o.clone()
             }),
         ),
-        (Some(o), None) => Some(o),
-        (None, Some(t)) => Some(t),
+        // One side moved the record (a status change) and the other rewrote it where it
+        // was: the rewrite is merged into the moved file, never kept as a second copy.
+        (Some(m), None) | (None, Some(m)) => match moved_copy(ws, &full)? {
+            Some(moved) => {
+                let current = String::from_utf8_lossy(&ws.fs.read(&moved)?).into_owned();
+                if let Some(merged) = crate::model::merge::merge_record(&base, &current, &m) {
+                    ws.fs.replace(&moved, merged.as_bytes())?;
+                    let rel = moved.strip_prefix(root).unwrap_or(&moved);
+                    git::resolve_as_is(root, &rel.to_string_lossy(), true)?;
+                }
+                if full.exists() {
+                    ws.fs.remove(&full)?;
+                }
+                None
+            }
+            None => Some(m),
+        },
         (None, None) => None,
     };
     match result {
@@ -592,6 +645,31 @@ fn resolve_path(ws: &Workspace, path: &str) -> Result<(), Error> {
         None => git::resolve_as_is(root, path, false)?,
     }
     Ok(())
+}
+
+/// Another file of the same record as `file` (a `<ULID>-<slug>.md` in a sibling status
+/// folder, or renamed in its own), as the work tree has it now.
+fn moved_copy(ws: &Workspace, file: &std::path::Path) -> Result<Option<std::path::PathBuf>, Error> {
+    let Some(name) = file.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+        return Ok(None);
+    };
+    let Some((ulid, _)) = name.split_once('-') else {
+        return Ok(None);
+    };
+    if ulid.len() != 26 {
+        return Ok(None);
+    }
+    let Some(folders) = file.parent().and_then(|p| p.parent()) else {
+        return Ok(None);
+    };
+    for (_, folder) in ws.fs.list_dirs(folders)? {
+        for (other, path) in ws.fs.list_dir(&folder)? {
+            if path != file && other.starts_with(&format!("{ulid}-")) && other.ends_with(".md") {
+                return Ok(Some(path));
+            }
+        }
+    }
+    Ok(None)
 }
 
 #[cfg(test)]

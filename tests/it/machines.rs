@@ -10,7 +10,7 @@ use crate::support::{Repo, git, one_json};
 
 /// dacli in `dir` with the real clock and random source: two clones must never share a
 /// pinned seed, or they would mint the same ids.
-fn real(dir: &Path, args: &[&str], token: Option<&str>) -> Std {
+pub(crate) fn real(dir: &Path, args: &[&str], token: Option<&str>) -> Std {
     let mut cmd = Std::new(assert_cmd::cargo::cargo_bin("dacli"));
     cmd.current_dir(dir)
         .args(args)
@@ -30,7 +30,7 @@ fn real(dir: &Path, args: &[&str], token: Option<&str>) -> Std {
 }
 
 /// Runs dacli with `--json`: (exit code, document).
-fn run(dir: &Path, args: &[&str], token: Option<&str>) -> (i32, Value) {
+pub(crate) fn run(dir: &Path, args: &[&str], token: Option<&str>) -> (i32, Value) {
     let out = real(dir, &[args, &["--json"]].concat(), token)
         .output()
         .unwrap();
@@ -45,7 +45,7 @@ fn run(dir: &Path, args: &[&str], token: Option<&str>) -> (i32, Value) {
     (code, doc)
 }
 
-fn ok(dir: &Path, args: &[&str], token: Option<&str>) -> Value {
+pub(crate) fn ok(dir: &Path, args: &[&str], token: Option<&str>) -> Value {
     let (code, doc) = run(dir, args, token);
     assert_eq!(code, 0, "{args:?} in {}: {doc}", dir.display());
     doc
@@ -205,7 +205,7 @@ const CONTESTED: usize = 3;
 
 /// A bare remote and `n` clones of a workspace with `CONTESTED` root-owned tasks and three
 /// rw agents per clone (tokens returned per clone).
-fn team(n: usize) -> (tempfile::TempDir, Vec<PathBuf>, Vec<Vec<String>>) {
+pub(crate) fn team(n: usize) -> (tempfile::TempDir, Vec<PathBuf>, Vec<Vec<String>>) {
     let seed = Repo::initialized();
     let mut tokens = Vec::new();
     for c in 0..n {
@@ -342,7 +342,7 @@ fn work(dir: &Path, tokens: &[String], ops: usize, seed: u64) -> Done {
 
 /// Final exchanges until every clone sits on one commit: each clone, in turn, syncs as
 /// root and as each of its agents.
-fn settle(clones: &[PathBuf], tokens: &[Vec<String>]) {
+pub(crate) fn settle(clones: &[PathBuf], tokens: &[Vec<String>]) {
     for _round in 0..4 {
         for (c, dir) in clones.iter().enumerate() {
             for who in std::iter::once(None).chain(tokens[c].iter().map(|t| Some(t.as_str()))) {
@@ -381,7 +381,7 @@ fn views(dir: &Path) -> Vec<Value> {
     .collect()
 }
 
-fn no_conflict_markers(dir: &Path) {
+pub(crate) fn no_conflict_markers(dir: &Path) {
     let out = Std::new("git")
         .current_dir(dir)
         .args([

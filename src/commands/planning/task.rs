@@ -943,11 +943,11 @@ fn show(ctx: &Ctx, req: ShowRequest) -> Result<Outcome<ShowResponse>, Error> {
         .collect();
     let mut notices = Vec::new();
     if let Ok(me) = ctx.identity()
-        && crate::ops::machines::claim_lost(
+        && crate::ops::machines::claim_lost_indexed(
             doc,
             &t.task.id,
             &me.agent.id,
-            &one.journal,
+            &snap.events,
             Some(&one.fold),
         )
     {
