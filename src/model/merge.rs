@@ -361,6 +361,27 @@ mod tests {
         assert!(merged.contains("rev = \"01Z\""), "{merged}");
     }
 
+    /// A merged Log holds a later claim after the assignee's own: the side whose assignee's
+    /// claim is earlier still keeps the assignee, whatever the last `claimed` line says.
+    #[test]
+    fn a_later_claim_in_a_merged_log_does_not_take_the_assignee() {
+        let early = "- 2026-03-02T09:00:02Z a-x claimed (event 01KJSJCSD0D9PPNTSVE6C6J8MS)\n";
+        let late = "- 2026-03-02T09:00:09Z a-y claimed (event 01KJSJCSD0D9PPNTSVE6C6J8MV)\n";
+        let side = |who: &str, rev: &str, log: &str| {
+            BASE.replace(
+                "rev = \"01A\"",
+                &format!("rev = \"{rev}\"\nassignee = \"{who}\""),
+            )
+            .replace("created\n", &format!("created\n{log}"))
+        };
+        // Ours merged both claims before (the earlier holds it); theirs applied only the later.
+        let ours = side("a-x", "01B", &format!("{early}{late}"));
+        let theirs = side("a-y", "01Z", late);
+        let merged = merge_record(BASE, &ours, &theirs).unwrap();
+        assert!(merged.contains("assignee = \"a-x\""), "{merged}");
+        assert_eq!(merge_record(BASE, &theirs, &ours).unwrap(), merged);
+    }
+
     #[test]
     fn conflicted_or_foreign_input_is_left_to_the_caller() {
         assert!(merge_record("", "not a record", "+++\n+++\n").is_none());

@@ -703,6 +703,52 @@ mod tests {
         assert_eq!(t.claim("a-last", last), Err(Reject::Claimed));
     }
 
+    /// A merged Log (both clones' lines in time order) holds another agent's later claim
+    /// after the assignee's: an earlier claim arriving now still displaces the assignee.
+    #[test]
+    fn an_earlier_claim_displaces_the_assignee_of_a_merged_log() {
+        let mut t = doc(Status::Active, "assignee = \"a-x\"\n");
+        t.body.push_str(
+            "- 2026-03-03T10:00:02Z a-x claimed (event 01KJSJCSD0D9PPNTSVE6C6J8MS)\n\
+             - 2026-03-03T10:00:09Z a-y claimed (event 01KJSJCSD0D9PPNTSVE6C6J8MV)\n",
+        );
+        let earliest = Stamp {
+            at: AT,
+            by: "a-w",
+            event: Some("01KJSJCSD0D9PPNTSVE6C6J8MR"),
+        };
+        assert_eq!(t.claim("a-w", earliest), Ok(Change::Applied));
+        assert_eq!(t.assignee(), Some("a-w"));
+        assert!(t.claim_lost_by("a-x"));
+    }
+
+    /// A claim the owner's sync refused (another held the task) reads as lost until a later
+    /// Log line settles who holds it for the agent.
+    #[test]
+    fn a_refused_claim_is_lost_until_the_agent_holds_the_task() {
+        let mut t = doc(Status::Active, "assignee = \"a-x\"\n");
+        t.body
+            .push_str("- 2026-03-03T10:00:02Z a-x claimed (event 01KJSJCSD0D9PPNTSVE6C6J8MS)\n");
+        let refused = ClaimTry {
+            event: "01KJSJCSD0D9PPNTSVE6C6J8MT",
+            at: "2026-03-03T10:00:05Z",
+            refused: true,
+        };
+        assert!(!t.claim_lost_by("a-y"));
+        assert!(t.claim_lost("a-y", Some(refused)));
+        assert!(!t.claim_lost(
+            "a-y",
+            Some(ClaimTry {
+                refused: false,
+                ..refused
+            })
+        ));
+        assert!(!t.claim_lost("a-x", Some(refused)));
+        t.body
+            .push_str("- 2026-03-03T10:00:07Z a-root assigned a-y\n");
+        assert!(!t.claim_lost("a-y", Some(refused)));
+    }
+
     #[test]
     fn claim_then_competing_claim() {
         let mut t = doc(Status::Open, "");
