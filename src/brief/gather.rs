@@ -6,15 +6,15 @@ use std::sync::Arc;
 
 use super::fence::{inert, label, quote};
 use super::{Error, Reader};
-use crate::journal::Journal;
 use crate::journal::fold::fold_task;
 use crate::journal::index::{EventEntry, Events};
+use crate::journal::{EventState, Journal};
 use crate::model::body::{section_items, section_text};
 use crate::model::fields::Fields;
 use crate::model::id::ROOT_AGENT;
 use crate::model::role::shortcut_effect;
 use crate::model::task::{Dependency, Status, TaskRef};
-use crate::model::taskdoc::{TaskDoc, title_of};
+use crate::model::taskdoc::{ClaimTry, TaskDoc, title_of};
 use crate::objects::index::{NoteEntry, TaskEntry, md_files};
 use crate::objects::lookup::Lookup;
 use crate::objects::note_digest::{self, Notes};
@@ -326,6 +326,8 @@ fn ancestors_of(
 struct FoldedTask {
     doc: TaskDoc,
     finish_requested: bool,
+    /// Pending claim events the fold refused: another agent held the task.
+    refused: Vec<String>,
 }
 
 fn folded_task(scope: &mut Scope<'_>) -> Result<FoldedTask, Error> {
@@ -347,6 +349,7 @@ fn folded_task(scope: &mut Scope<'_>) -> Result<FoldedTask, Error> {
         return Ok(FoldedTask {
             doc,
             finish_requested: false,
+            refused: Vec::new(),
         });
     }
     let questions: BTreeSet<&str> = pending
@@ -379,6 +382,12 @@ fn folded_task(scope: &mut Scope<'_>) -> Result<FoldedTask, Error> {
     Ok(FoldedTask {
         doc,
         finish_requested: folded.finish_requested(),
+        refused: folded
+            .rejected
+            .into_iter()
+            .filter(|(_, why)| why == "claimed")
+            .map(|(id, _)| id)
+            .collect(),
     })
 }
 
@@ -424,12 +433,31 @@ fn task_block(scope: &Scope<'_>, t: &FoldedTask) -> String {
         doc.assignee().map_or_else(|| "none".to_string(), you)
     ));
     let mut out = format!("# Task: {}\n{}", inert(doc.title()), meta.join(" · "));
-    if doc.claim_lost_by(&scope.reader.id) {
+    // The reader's latest claim of this task, and whether the owner refused it or would.
+    let latest = scope
+        .events
+        .entries
+        .iter()
+        .filter(|e| e.kind() == "claim" && e.about() == Some(scope.task.id()))
+        .filter(|e| e.created_by() == scope.reader.id)
+        .max_by(|a, b| a.id().cmp(b.id()));
+    let latest = latest.map(|e| ClaimTry {
+        event: e.id(),
+        at: e.created(),
+        refused: t.refused.iter().any(|r| r == e.id())
+            || matches!(scope.events.state(e), EventState::Rejected(r) if r == "claimed"),
+    });
+    if doc.claim_lost(&scope.reader.id, latest) {
+        // The holder's id comes from a file any clone may have written: one plain word.
+        let holder = doc
+            .assignee()
+            .map(label)
+            .and_then(|h| h.split_whitespace().next().map(str::to_string))
+            .unwrap_or_else(|| "another agent".to_string());
         out.push_str(&format!(
-            "\n\n**Your claim lost:** {} claimed this task earlier in another clone, and the \
-             earlier claim wins; this task is not yours. Next: pick another task ({}).",
-            doc.assignee()
-                .map_or_else(|| "another agent".to_string(), label),
+            "\n\n**Your claim lost:** {holder} claimed this task earlier, and the earlier \
+             claim wins; this task is not yours. Next: stop working on it and pick another \
+             task ({}).",
             (scope.reader.commands)("`dacli next`"),
         ));
     }

@@ -77,6 +77,9 @@ pub struct Command {
     pub needs: Needs,
     /// What an `ro` caller should do instead, when sharper than recording a finding.
     pub ro_alternative: Option<&'static str>,
+    /// Takes the clone's writing lock itself (`sync`, whose `--remote` takes it exclusive)
+    /// instead of the dispatcher taking it shared for every write.
+    pub locks_itself: bool,
     augment: fn(clap::Command) -> clap::Command,
     run: Runner,
 }
@@ -129,6 +132,16 @@ impl Command {
             {
                 return Ok(Outcome::Refused(refusal));
             }
+            // Every write holds the clone's writing lock shared, so that `sync --remote`
+            // can commit and integrate while no other dacli process of this clone writes.
+            let _writing = match ctx.table().get(name) {
+                Some(c)
+                    if class != Class::Read && c.needs == Needs::Workspace && !c.locks_itself =>
+                {
+                    Some(crate::ops::machines::writing(ctx.ws()?)?)
+                }
+                _ => None,
+            };
             match run(ctx, req)? {
                 Outcome::Done(resp) => {
                     let data = serde_json::to_value(&resp).map_err(|e| {
@@ -162,6 +175,7 @@ impl Command {
             mcp: Mcp::EscapeHatch,
             needs: Needs::Workspace,
             ro_alternative: None,
+            locks_itself: false,
             augment: Req::augment_args,
             run: Box::new(runner),
         }
@@ -170,6 +184,12 @@ impl Command {
     /// Sets what the command needs before it runs.
     pub fn needs(mut self, needs: Needs) -> Command {
         self.needs = needs;
+        self
+    }
+
+    /// Leaves the clone's writing lock to the command (see [`Command::locks_itself`]).
+    pub fn locks_itself(mut self) -> Command {
+        self.locks_itself = true;
         self
     }
 

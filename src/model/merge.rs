@@ -137,12 +137,14 @@ fn number(i: Option<&Item>) -> i64 {
     i.and_then(|i| i.as_integer()).unwrap_or(0)
 }
 
-/// The event id of the last `claimed` Log line of a side, if any.
+/// The event id of the claim that made a side's assignee the assignee (its latest
+/// `claimed` Log line), if any. A merged Log holds other agents' claims after it.
 fn last_claim(p: &Parts) -> Option<String> {
+    let assignee = p.front.get("assignee").and_then(|v| v.as_str())?;
     super::task::parse_log(&p.body)
         .into_iter()
         .rev()
-        .find(|l| l.text == "claimed")
+        .find(|l| l.text == "claimed" && l.agent == assignee)
         .map(|l| l.event.unwrap_or(l.at))
 }
 
@@ -357,6 +359,27 @@ mod tests {
         let merged = merge_record(BASE, &ours, &theirs).unwrap();
         assert!(merged.contains("assignee = \"a-y\""), "{merged}");
         assert!(merged.contains("rev = \"01Z\""), "{merged}");
+    }
+
+    /// A merged Log holds a later claim after the assignee's own: the side whose assignee's
+    /// claim is earlier still keeps the assignee, whatever the last `claimed` line says.
+    #[test]
+    fn a_later_claim_in_a_merged_log_does_not_take_the_assignee() {
+        let early = "- 2026-03-02T09:00:02Z a-x claimed (event 01KJSJCSD0D9PPNTSVE6C6J8MS)\n";
+        let late = "- 2026-03-02T09:00:09Z a-y claimed (event 01KJSJCSD0D9PPNTSVE6C6J8MV)\n";
+        let side = |who: &str, rev: &str, log: &str| {
+            BASE.replace(
+                "rev = \"01A\"",
+                &format!("rev = \"{rev}\"\nassignee = \"{who}\""),
+            )
+            .replace("created\n", &format!("created\n{log}"))
+        };
+        // Ours merged both claims before (the earlier holds it); theirs applied only the later.
+        let ours = side("a-x", "01B", &format!("{early}{late}"));
+        let theirs = side("a-y", "01Z", late);
+        let merged = merge_record(BASE, &ours, &theirs).unwrap();
+        assert!(merged.contains("assignee = \"a-x\""), "{merged}");
+        assert_eq!(merge_record(BASE, &theirs, &ours).unwrap(), merged);
     }
 
     #[test]

@@ -65,6 +65,15 @@ pub struct Verify {
     pub commit: Option<String>,
 }
 
+/// One agent's latest claim event about a task: its id, its time (as Log lines write
+/// times), and whether the owner's sync refused it or would (reason `claimed`).
+#[derive(Debug, Clone, Copy)]
+pub struct ClaimTry<'a> {
+    pub event: &'a str,
+    pub at: &'a str,
+    pub refused: bool,
+}
+
 /// A task file: frontmatter, body, and the folder (status) it is in or will be written to.
 #[derive(Debug, Clone)]
 pub struct TaskDoc {
@@ -220,6 +229,32 @@ impl TaskDoc {
             .unwrap_or(false)
     }
 
+    /// [`TaskDoc::claim_lost_by`], or `who`'s latest claim of this task (`latest`) was
+    /// refused by the owner's sync, or would be: another agent held the task by an earlier
+    /// claim. A later Log line that settles who holds it for `who` (its own claim or
+    /// release, an owner's assignment to it) ends the question.
+    pub fn claim_lost(&self, who: &str, latest: Option<ClaimTry<'_>>) -> bool {
+        if self.claim_lost_by(who) {
+            return true;
+        }
+        let Some(c) = latest.filter(|c| c.refused) else {
+            return false;
+        };
+        if self.assignee() == Some(who) || self.status == Status::Done {
+            return false;
+        }
+        let assigned = format!("assigned {who}");
+        !self.log().iter().any(|l| {
+            let later = l
+                .event
+                .as_deref()
+                .map_or(l.at.as_str() >= c.at, |e| e > c.event);
+            later
+                && (l.text == assigned
+                    || (l.agent == who && (l.text == "claimed" || l.text == "released")))
+        })
+    }
+
     /// True when the Log already holds a line produced by event `id`.
     pub fn has_event(&self, id: &str) -> bool {
         self.log().iter().any(|l| l.event.as_deref() == Some(id))
@@ -282,15 +317,25 @@ impl TaskDoc {
         let Some(event) = event else {
             return false;
         };
+        // The line that made `assignee` the assignee: its latest `claimed` line. A merged Log
+        // holds both clones' lines in time order, so other agents' claims may follow it.
         let log = super::task::parse_log(&self.body);
-        let Some(last) = log.iter().rev().find(|l| {
-            l.text == "claimed" || l.text.starts_with("assigned ") || l.text == "released"
-        }) else {
+        let Some(at) = log
+            .iter()
+            .rposition(|l| l.text == "claimed" && l.agent == assignee)
+        else {
             return false;
         };
-        last.text == "claimed"
-            && last.agent == assignee
-            && last.event.as_deref().is_some_and(|current| event < current)
+        // An owner's assignment, or the assignee's own release, after it: no claim to beat.
+        if log[at + 1..].iter().any(|l| {
+            l.text.starts_with("assigned ") || (l.text == "released" && l.agent == assignee)
+        }) {
+            return false;
+        }
+        log[at]
+            .event
+            .as_deref()
+            .is_some_and(|current| event < current)
     }
 
     /// `release` by the assignee `who`: assignee removed; active → open.
@@ -656,6 +701,52 @@ mod tests {
             event: Some("01KJSJCSD0D9PPNTSVE6C6J8MV"),
         };
         assert_eq!(t.claim("a-last", last), Err(Reject::Claimed));
+    }
+
+    /// A merged Log (both clones' lines in time order) holds another agent's later claim
+    /// after the assignee's: an earlier claim arriving now still displaces the assignee.
+    #[test]
+    fn an_earlier_claim_displaces_the_assignee_of_a_merged_log() {
+        let mut t = doc(Status::Active, "assignee = \"a-x\"\n");
+        t.body.push_str(
+            "- 2026-03-03T10:00:02Z a-x claimed (event 01KJSJCSD0D9PPNTSVE6C6J8MS)\n\
+             - 2026-03-03T10:00:09Z a-y claimed (event 01KJSJCSD0D9PPNTSVE6C6J8MV)\n",
+        );
+        let earliest = Stamp {
+            at: AT,
+            by: "a-w",
+            event: Some("01KJSJCSD0D9PPNTSVE6C6J8MR"),
+        };
+        assert_eq!(t.claim("a-w", earliest), Ok(Change::Applied));
+        assert_eq!(t.assignee(), Some("a-w"));
+        assert!(t.claim_lost_by("a-x"));
+    }
+
+    /// A claim the owner's sync refused (another held the task) reads as lost until a later
+    /// Log line settles who holds it for the agent.
+    #[test]
+    fn a_refused_claim_is_lost_until_the_agent_holds_the_task() {
+        let mut t = doc(Status::Active, "assignee = \"a-x\"\n");
+        t.body
+            .push_str("- 2026-03-03T10:00:02Z a-x claimed (event 01KJSJCSD0D9PPNTSVE6C6J8MS)\n");
+        let refused = ClaimTry {
+            event: "01KJSJCSD0D9PPNTSVE6C6J8MT",
+            at: "2026-03-03T10:00:05Z",
+            refused: true,
+        };
+        assert!(!t.claim_lost_by("a-y"));
+        assert!(t.claim_lost("a-y", Some(refused)));
+        assert!(!t.claim_lost(
+            "a-y",
+            Some(ClaimTry {
+                refused: false,
+                ..refused
+            })
+        ));
+        assert!(!t.claim_lost("a-x", Some(refused)));
+        t.body
+            .push_str("- 2026-03-03T10:00:07Z a-root assigned a-y\n");
+        assert!(!t.claim_lost("a-y", Some(refused)));
     }
 
     #[test]

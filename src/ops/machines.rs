@@ -12,7 +12,7 @@ use toml_edit::value;
 
 use super::Error;
 use super::lint_fix::{Fixer, may_write};
-use crate::model::taskdoc::Stamp;
+use crate::model::taskdoc::{ClaimTry, Stamp, TaskDoc};
 use crate::objects::{projects, tasks};
 use crate::store::Document;
 use crate::workspace::Workspace;
@@ -133,6 +133,102 @@ pub fn renumber_owned(
         }
     }
     Ok(out)
+}
+
+/// Whether `who`'s claim of task `doc` (id `task`) lost to an earlier one (FORMAT §13.2):
+/// the Log says so, or `who`'s latest claim event was refused by the owner's sync (a
+/// receipt) or would be (the fold of the pending events, `fold`).
+pub fn claim_lost(
+    doc: &TaskDoc,
+    task: &str,
+    who: &str,
+    journal: &crate::journal::Journal,
+    fold: Option<&crate::journal::fold::Folded>,
+) -> bool {
+    let latest = journal
+        .events
+        .iter()
+        .filter(|e| e.kind == "claim" && e.about.as_deref() == Some(task) && e.created_by == who)
+        .max_by(|a, b| a.id.cmp(&b.id));
+    let Some(e) = latest else {
+        return doc.claim_lost(who, None);
+    };
+    let refused = matches!(
+        journal.state(e),
+        crate::journal::EventState::Rejected(r) if r == "claimed"
+    ) || fold.is_some_and(|f| {
+        f.rejected
+            .iter()
+            .any(|(id, r)| *id == e.id && r == "claimed")
+    });
+    let at = crate::model::format_time(e.created);
+    doc.claim_lost(
+        who,
+        Some(ClaimTry {
+            event: &e.id,
+            at: &at,
+            refused,
+        }),
+    )
+}
+
+/// [`claim_lost`] over the event index (what a per-task read holds).
+pub fn claim_lost_indexed(
+    doc: &TaskDoc,
+    task: &str,
+    who: &str,
+    events: &crate::journal::index::Events,
+    fold: Option<&crate::journal::fold::Folded>,
+) -> bool {
+    let latest = events
+        .entries
+        .iter()
+        .filter(|e| e.kind() == "claim" && e.about() == Some(task) && e.created_by() == who)
+        .max_by(|a, b| a.id().cmp(b.id()));
+    let Some(e) = latest else {
+        return doc.claim_lost(who, None);
+    };
+    let refused = matches!(
+        events.state(e),
+        crate::journal::EventState::Rejected(r) if r == "claimed"
+    ) || fold.is_some_and(|f| {
+        f.rejected
+            .iter()
+            .any(|(id, r)| id == e.id() && r == "claimed")
+    });
+    doc.claim_lost(
+        who,
+        Some(ClaimTry {
+            event: e.id(),
+            at: e.created(),
+            refused,
+        }),
+    )
+}
+
+/// What the loser of a claim of `reference` reads: who holds the task, and what to do next.
+/// The holder's id comes from a file any clone may have written: it is shown as one plain
+/// word, so it cannot start a line or forge a notice of its own.
+pub fn claim_lost_message(reference: &str, doc: &TaskDoc) -> String {
+    let holder = doc
+        .assignee()
+        .map(plain_word)
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "another agent".to_string());
+    format!(
+        "your claim of {reference} lost: {holder} claimed it earlier, and the earlier claim \
+         wins; the task is not yours. Next: stop working on it and pick another task \
+         (`dacli next`)"
+    )
+}
+
+/// `text` as one word of plain characters: letters, digits and `-_.@:/`, anything else
+/// dropped (controls, markup, quotes, line breaks).
+pub fn plain_word(text: &str) -> String {
+    text.chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | '@' | ':' | '/'))
+        .take(80)
+        .collect()
 }
 
 /// The lines `.dacli/.gitattributes` holds: every record file merges through the dacli
@@ -306,6 +402,43 @@ pub struct RemoteReport {
 
 const MARKER: &str = "sync-remote.marker";
 
+/// Holds this clone's writing lock shared, as every dacli write does (the dispatcher takes
+/// it; `sync` takes it itself). A `sync --remote` waiting for it exclusive holds the gate, so
+/// writers that arrive meanwhile wait behind it instead of starving it.
+pub fn writing(ws: &Workspace) -> Result<crate::store::LockGuard, Error> {
+    let gate = ws.fs.lock_shared(&ws.lock_path("writing-gate"))?;
+    let held = ws.fs.lock_shared(&ws.lock_path("writing"))?;
+    drop(gate);
+    Ok(held)
+}
+
+/// Holds this clone's writing lock exclusive: no other dacli process of the clone writes
+/// while the guards live. It holds the gate for at most about two seconds at a time, so a
+/// long write (a shortcut run, a verified check) delays other writers that long, never the
+/// whole lock deadline; it gives up after about thirty seconds of such rounds.
+fn exclusive(ws: &Workspace) -> Result<[crate::store::LockGuard; 2], Error> {
+    const ROUNDS: u32 = 15;
+    const TRIES: u32 = 200;
+    let pause = std::time::Duration::from_millis(10);
+    let (gate_path, held_path) = (ws.lock_path("writing-gate"), ws.lock_path("writing"));
+    for _ in 0..ROUNDS {
+        let gate = ws.fs.lock(&gate_path)?;
+        for _ in 0..TRIES {
+            if let Some(held) = ws.fs.try_lock(&held_path)? {
+                return Ok([gate, held]);
+            }
+            std::thread::sleep(pause);
+        }
+        drop(gate);
+        std::thread::sleep(pause * 5);
+    }
+    Err(crate::store::Error::LockTimeout {
+        path: ws.display(&held_path),
+        waited_ms: u64::from(ROUNDS * (TRIES + 5)) * 10,
+    }
+    .into())
+}
+
 /// Commits the workspace's own changes (only `.dacli/`, as dacli), fetches, integrates as
 /// `pull.rebase` says (conflicts in workspace files resolved, never left as markers),
 /// applies what `by.me` owns, commits that, and pushes; a rejected push is retried after a
@@ -345,30 +478,39 @@ pub fn sync_remote(
     }
     let _sync = ws.fs.lock(&ws.lock_path("sync-remote"))?;
     let marker = ws.path(&["runs", MARKER]);
-    if let Some(op) = git::in_progress(root)? {
-        if ws.fs.read(&marker).is_err() {
-            return Err(Error::rejected(
-                super::error::Kind::Conflict,
-                "E_CONFLICT",
-                format!("a git {op:?} is in progress that sync --remote did not start"),
-            )
-            .hint("finish or abort it with git, then run sync --remote again"));
-        }
-        // An interrupted sync --remote (killed mid-integration) left it: start over.
-        git::abort(root, op)?;
-        report.recovered = Some(format!("{op:?}").to_lowercase());
-    }
-    report.driver_installed = install_driver(ws, req.exe)?;
     let message = format!("dacli: sync --remote by {}", by.me);
     let mut attempt = 0;
     loop {
         attempt += 1;
         report.attempts = attempt;
+        // The network first, with nobody kept waiting: a fetch writes only git's refs.
+        let upstream = git::fetch(root, &remote, &branch)?;
+        // Then the clone's own work, committed, integrated and applied while no other dacli
+        // process of this clone writes: a write never lands between the commit and the merge
+        // (it would be clobbered by it, or half of a move committed), and one arriving now
+        // waits and is committed by a later sync.
+        let writing = exclusive(ws)?;
+        if attempt == 1 {
+            if let Some(op) = git::in_progress(root)? {
+                if ws.fs.read(&marker).is_err() {
+                    return Err(Error::rejected(
+                        super::error::Kind::Conflict,
+                        "E_CONFLICT",
+                        format!("a git {op:?} is in progress that sync --remote did not start"),
+                    )
+                    .hint("finish or abort it with git, then run sync --remote again"));
+                }
+                // An interrupted sync --remote (killed mid-integration) left it: start over.
+                git::abort(root, op)?;
+                report.recovered = Some(format!("{op:?}").to_lowercase());
+            }
+            report.driver_installed = install_driver(ws, req.exe)?;
+        }
         let changed = git::changed(root, &spec)?;
         if git::commit_only(root, &spec, &message)? {
             report.committed.extend(changed);
         }
-        if let Some(upstream) = git::fetch(root, &remote, &branch)? {
+        if let Some(upstream) = upstream {
             ws.fs.create_dir_all(&ws.path(&["runs"]))?;
             ws.fs.replace(&marker, b"sync --remote integrating\n")?;
             integrate(ws, &upstream, rebase, &message, &mut report)?;
@@ -387,6 +529,7 @@ pub fn sync_remote(
         if git::commit_only(root, &spec, &message)? {
             report.committed.extend(changed);
         }
+        drop(writing);
         match git::push(root, &remote, &branch)? {
             git::Pushed::Done => {
                 report.pushed = true;
@@ -472,8 +615,23 @@ fn resolve_path(ws: &Workspace, path: &str) -> Result<(), Error> {
                 o.clone()
             }),
         ),
-        (Some(o), None) => Some(o),
-        (None, Some(t)) => Some(t),
+        // One side moved the record (a status change) and the other rewrote it where it
+        // was: the rewrite is merged into the moved file, never kept as a second copy.
+        (Some(m), None) | (None, Some(m)) => match moved_copy(ws, &full)? {
+            Some(moved) => {
+                let current = String::from_utf8_lossy(&ws.fs.read(&moved)?).into_owned();
+                if let Some(merged) = crate::model::merge::merge_record(&base, &current, &m) {
+                    ws.fs.replace(&moved, merged.as_bytes())?;
+                    let rel = moved.strip_prefix(root).unwrap_or(&moved);
+                    git::resolve_as_is(root, &rel.to_string_lossy(), true)?;
+                }
+                if full.exists() {
+                    ws.fs.remove(&full)?;
+                }
+                None
+            }
+            None => Some(m),
+        },
         (None, None) => None,
     };
     match result {
@@ -487,6 +645,31 @@ fn resolve_path(ws: &Workspace, path: &str) -> Result<(), Error> {
         None => git::resolve_as_is(root, path, false)?,
     }
     Ok(())
+}
+
+/// Another file of the same record as `file` (a `<ULID>-<slug>.md` in a sibling status
+/// folder, or renamed in its own), as the work tree has it now.
+fn moved_copy(ws: &Workspace, file: &std::path::Path) -> Result<Option<std::path::PathBuf>, Error> {
+    let Some(name) = file.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+        return Ok(None);
+    };
+    let Some((ulid, _)) = name.split_once('-') else {
+        return Ok(None);
+    };
+    if ulid.len() != 26 {
+        return Ok(None);
+    }
+    let Some(folders) = file.parent().and_then(|p| p.parent()) else {
+        return Ok(None);
+    };
+    for (_, folder) in ws.fs.list_dirs(folders)? {
+        for (other, path) in ws.fs.list_dir(&folder)? {
+            if path != file && other.starts_with(&format!("{ulid}-")) && other.ends_with(".md") {
+                return Ok(Some(path));
+            }
+        }
+    }
+    Ok(None)
 }
 
 #[cfg(test)]

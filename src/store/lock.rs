@@ -25,6 +25,13 @@ impl Fs {
     }
 
     /// Takes lock `path` shared (any number of shared holders, never while the exclusive
+    /// lock is held), creating its file, waiting at most the configured deadline.
+    pub fn lock_shared(&self, path: &Path) -> Result<LockGuard, Error> {
+        let file = self.open_lock_file(path)?;
+        self.wait_for(file, path, Duration::from_millis(2), File::try_lock_shared)
+    }
+
+    /// Takes lock `path` shared (any number of shared holders, never while the exclusive
     /// lock is held), waiting at most the configured deadline, when its file exists: `None`
     /// when it does not (a reader creates nothing; the first writer creates it). A reader
     /// that cannot open the file (a read-only checkout) also gets `None`.

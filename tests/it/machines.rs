@@ -10,7 +10,7 @@ use crate::support::{Repo, git, one_json};
 
 /// dacli in `dir` with the real clock and random source: two clones must never share a
 /// pinned seed, or they would mint the same ids.
-fn real(dir: &Path, args: &[&str], token: Option<&str>) -> Std {
+pub(crate) fn real(dir: &Path, args: &[&str], token: Option<&str>) -> Std {
     let mut cmd = Std::new(assert_cmd::cargo::cargo_bin("dacli"));
     cmd.current_dir(dir)
         .args(args)
@@ -30,7 +30,7 @@ fn real(dir: &Path, args: &[&str], token: Option<&str>) -> Std {
 }
 
 /// Runs dacli with `--json`: (exit code, document).
-fn run(dir: &Path, args: &[&str], token: Option<&str>) -> (i32, Value) {
+pub(crate) fn run(dir: &Path, args: &[&str], token: Option<&str>) -> (i32, Value) {
     let out = real(dir, &[args, &["--json"]].concat(), token)
         .output()
         .unwrap();
@@ -45,7 +45,7 @@ fn run(dir: &Path, args: &[&str], token: Option<&str>) -> (i32, Value) {
     (code, doc)
 }
 
-fn ok(dir: &Path, args: &[&str], token: Option<&str>) -> Value {
+pub(crate) fn ok(dir: &Path, args: &[&str], token: Option<&str>) -> Value {
     let (code, doc) = run(dir, args, token);
     assert_eq!(code, 0, "{args:?} in {}: {doc}", dir.display());
     doc
@@ -185,6 +185,14 @@ fn ops_per_clone() -> usize {
         .unwrap_or(200)
 }
 
+/// Added to every seed: `DACLI_MACHINES_SEED` replays (or varies) the operations.
+fn seed_base() -> u64 {
+    std::env::var("DACLI_MACHINES_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
 /// What one clone's operations reported as done.
 #[derive(Default)]
 struct Done {
@@ -197,7 +205,7 @@ const CONTESTED: usize = 3;
 
 /// A bare remote and `n` clones of a workspace with `CONTESTED` root-owned tasks and three
 /// rw agents per clone (tokens returned per clone).
-fn team(n: usize) -> (tempfile::TempDir, Vec<PathBuf>, Vec<Vec<String>>) {
+pub(crate) fn team(n: usize) -> (tempfile::TempDir, Vec<PathBuf>, Vec<Vec<String>>) {
     let seed = Repo::initialized();
     let mut tokens = Vec::new();
     for c in 0..n {
@@ -334,7 +342,7 @@ fn work(dir: &Path, tokens: &[String], ops: usize, seed: u64) -> Done {
 
 /// Final exchanges until every clone sits on one commit: each clone, in turn, syncs as
 /// root and as each of its agents.
-fn settle(clones: &[PathBuf], tokens: &[Vec<String>]) {
+pub(crate) fn settle(clones: &[PathBuf], tokens: &[Vec<String>]) {
     for _round in 0..4 {
         for (c, dir) in clones.iter().enumerate() {
             for who in std::iter::once(None).chain(tokens[c].iter().map(|t| Some(t.as_str()))) {
@@ -373,7 +381,7 @@ fn views(dir: &Path) -> Vec<Value> {
     .collect()
 }
 
-fn no_conflict_markers(dir: &Path) {
+pub(crate) fn no_conflict_markers(dir: &Path) {
     let out = Std::new("git")
         .current_dir(dir)
         .args([
@@ -408,6 +416,30 @@ fn no_conflict_markers(dir: &Path) {
     );
 }
 
+/// One clone's share of the operations, run by its three agents at once (a thread each,
+/// each with its own seed and its own token), as agents of one machine work: their
+/// `sync --remote` runs overlap the other agents' writes.
+fn agents_at_once(dir: &Path, tokens: &[String], ops: usize, seed: u64) -> Done {
+    let per = ops.div_ceil(tokens.len());
+    let shares: Vec<Done> = std::thread::scope(|s| {
+        let handles: Vec<_> = tokens
+            .iter()
+            .enumerate()
+            .map(|(a, token)| {
+                let n = per.min(ops - (per * a).min(ops));
+                s.spawn(move || work(dir, std::slice::from_ref(token), n, seed * 10 + a as u64))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    shares.into_iter().fold(Done::default(), |mut all, d| {
+        all.tasks.extend(d.tasks);
+        all.notes.extend(d.notes);
+        all.comments += d.comments;
+        all
+    })
+}
+
 fn converge(kill: bool) {
     let (_parent, clones, tokens) = team(4);
     let ops = ops_per_clone();
@@ -418,17 +450,23 @@ fn converge(kill: bool) {
             .map(|(c, dir)| {
                 let tokens = &tokens[c];
                 s.spawn(move || {
-                    let first = work(dir, tokens, ops / 2, 1000 + c as u64);
-                    if kill && c == 1 {
-                        // A sync --remote killed mid-way, several times: the next run recovers.
-                        for delay in [30u64, 120, 400] {
-                            let mut child = real(dir, &["sync", "--remote"], None).spawn().unwrap();
-                            std::thread::sleep(std::time::Duration::from_millis(delay));
-                            let _ = child.kill();
-                            let _ = child.wait();
+                    let first = agents_at_once(dir, tokens, ops / 2, seed_base() + 1000 + c as u64);
+                    let second = std::thread::scope(|inner| {
+                        if kill && c == 1 {
+                            // A sync --remote killed mid-way, several times, while the
+                            // clone's agents keep writing: the next run recovers.
+                            inner.spawn(move || {
+                                for delay in [30u64, 120, 400] {
+                                    let mut child =
+                                        real(dir, &["sync", "--remote"], None).spawn().unwrap();
+                                    std::thread::sleep(std::time::Duration::from_millis(delay));
+                                    let _ = child.kill();
+                                    let _ = child.wait();
+                                }
+                            });
                         }
-                    }
-                    let second = work(dir, tokens, ops - ops / 2, 2000 + c as u64);
+                        agents_at_once(dir, tokens, ops - ops / 2, seed_base() + 2000 + c as u64)
+                    });
                     Done {
                         tasks: [first.tasks, second.tasks].concat(),
                         notes: [first.notes, second.notes].concat(),

@@ -37,6 +37,7 @@ mod insight;
 mod knowledge;
 mod lifecycle;
 mod machines;
+mod machines_claims;
 mod mcp;
 mod mcp_clients;
 mod mcp_schema;

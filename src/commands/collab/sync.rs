@@ -123,6 +123,8 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
             ctx.warn_all(crate::objects::index::tasks(ws, &p.slug)?.warnings);
         }
     }
+    // `sync` takes the clone's writing lock itself: `--remote` needs it exclusive.
+    let _writing = crate::ops::machines::writing(ws)?;
     let decline = req.decline.iter().map(|d| d.to_ascii_uppercase()).collect();
     let mint = || ctx.new_ulid();
     let (objects, not_owned) = crate::ops::collab::sync(
@@ -241,7 +243,11 @@ fn render(r: &Response, ctx: &Ctx) -> String {
 }
 
 pub(super) fn commands() -> Vec<Command> {
-    vec![Command::new("sync", Class::Mutate, run, render).ro_alternative(
-        "leave it: your events are already visible to every reader, and each object's owner applies them at its sync",
-    )]
+    vec![
+        Command::new("sync", Class::Mutate, run, render)
+            .ro_alternative(
+                "leave it: your events are already visible to every reader, and each object's owner applies them at its sync",
+            )
+            .locks_itself(),
+    ]
 }

@@ -214,6 +214,29 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         });
     }
 
+    // Claims of this agent that lost to earlier ones (in another clone, or refused by the
+    // owner's sync): said before it picks again.
+    let claimed: std::collections::BTreeSet<&str> = view
+        .journal
+        .events
+        .iter()
+        .filter(|e| e.kind == "claim" && e.created_by == agent_id)
+        .filter_map(|e| e.about.as_deref())
+        .collect();
+    for t in view
+        .tasks
+        .iter()
+        .filter(|t| claimed.contains(t.task.id.as_str()))
+    {
+        let fold = view.folds.get(&t.task.id);
+        if crate::ops::machines::claim_lost(&t.doc, &t.task.id, &agent_id, &view.journal, fold) {
+            notices.push(Notice {
+                code: "claim_lost",
+                message: crate::ops::machines::claim_lost_message(&t.reference(), &t.doc),
+            });
+        }
+    }
+
     let unestimated = order
         .iter()
         .filter(|&&i| estimate_of(&view.tasks[i]).is_none())

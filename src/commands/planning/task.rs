@@ -950,16 +950,18 @@ fn show(ctx: &Ctx, req: ShowRequest) -> Result<Outcome<ShowResponse>, Error> {
         .collect();
     let mut notices = Vec::new();
     if let Ok(me) = ctx.identity()
-        && doc.claim_lost_by(&me.agent.id)
+        && crate::ops::machines::claim_lost_indexed(
+            doc,
+            &t.task.id,
+            &me.agent.id,
+            &snap.events,
+            Some(&one.fold),
+        )
     {
         let reference = format!("{}/{}", t.project, t.task.number);
         notices.push(Notice {
             code: "claim_lost",
-            message: format!(
-                "your claim of {reference} lost: {} claimed it earlier in another clone, and the \
-                 earlier claim wins. Next: pick another task (`dacli next`)",
-                doc.assignee().unwrap_or("another agent"),
-            ),
+            message: crate::ops::machines::claim_lost_message(&reference, doc),
         });
     }
     let to_json = |key: &str| {
