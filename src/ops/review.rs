@@ -942,6 +942,12 @@ pub fn analyse(
     let mut new_tasks: BTreeMap<String, TaskSide> = BTreeMap::new();
     let mut old_events: BTreeMap<String, EventHead> = BTreeMap::new();
     let mut new_events: Vec<EventHead> = Vec::new();
+    type NoteAt = (String, String, NoteSide);
+    let mut old_notes: BTreeMap<String, NoteAt> = BTreeMap::new();
+    let mut new_notes: BTreeMap<String, NoteAt> = BTreeMap::new();
+    type RiskAt = (String, (RiskHead, String));
+    let mut old_risks: BTreeMap<String, RiskAt> = BTreeMap::new();
+    let mut new_risks: BTreeMap<String, RiskAt> = BTreeMap::new();
     let unparseable = |p: Problem, out: &mut Vec<Unparseable>| {
         out.push(Unparseable {
             path: p.path,
@@ -974,10 +980,7 @@ pub fn analyse(
                 }
             }
             Place::Note { project, dir } => {
-                let old = c
-                    .old
-                    .as_ref()
-                    .and_then(|b| parse_note(&path, project.as_deref(), &dir, b).ok());
+                // Joined by id below: a note renamed or moved is one note.
                 let new = match &c.new {
                     Some(b) => match parse_note(&path, project.as_deref(), &dir, b) {
                         Ok(n) => Some(n),
@@ -988,13 +991,18 @@ pub fn analyse(
                     },
                     None => None,
                 };
-                if let Some(r) = note_review(&path, old.as_ref(), new.as_ref()) {
-                    let key = project.unwrap_or_else(|| "workspace".to_string());
-                    project_entry(&mut projects, &key).notes.push(r);
+                let key = project.clone().unwrap_or_else(|| "workspace".to_string());
+                if let Some(b) = &c.old
+                    && let Ok(o) = parse_note(&path, project.as_deref(), &dir, b)
+                {
+                    old_notes.insert(o.head.id.clone(), (path.clone(), key.clone(), o));
+                }
+                if let Some(n) = new {
+                    new_notes.insert(n.head.id.clone(), (path, key, n));
                 }
             }
             Place::Risk(project) => {
-                let old = c.old.as_ref().and_then(|b| parse_risk(&path, b).ok());
+                // Joined by id below, like notes.
                 let new = match &c.new {
                     Some(b) => match parse_risk(&path, b) {
                         Ok(r) => Some(r),
@@ -1005,17 +1013,13 @@ pub fn analyse(
                     },
                     None => None,
                 };
-                let Some(side) = new.as_ref().or(old.as_ref()) else {
-                    continue;
-                };
-                let changes = risk_changes(old.as_ref(), new.as_ref());
-                if !changes.is_empty() {
-                    let r = RiskReview {
-                        id: side.0.id.clone(),
-                        title: side.0.title.clone(),
-                        changes,
-                    };
-                    project_entry(&mut projects, &project).risks.push(r);
+                if let Some(b) = &c.old
+                    && let Ok(o) = parse_risk(&path, b)
+                {
+                    old_risks.insert(o.0.id.clone(), (project.clone(), o));
+                }
+                if let Some(n) = new {
+                    new_risks.insert(n.0.id.clone(), (project, n));
                 }
             }
             Place::Glossary(project) => {
@@ -1086,6 +1090,34 @@ pub fn analyse(
                 kind: "unknown".to_string(),
                 change,
             }),
+        }
+    }
+
+    // Notes and risks, joined by id across renames and moves.
+    let note_ids: BTreeSet<&String> = old_notes.keys().chain(new_notes.keys()).collect();
+    for id in note_ids {
+        let (o, n) = (old_notes.get(id), new_notes.get(id));
+        let Some((path, key, _)) = n.or(o) else {
+            continue;
+        };
+        if let Some(r) = note_review(path, o.map(|x| &x.2), n.map(|x| &x.2)) {
+            project_entry(&mut projects, key).notes.push(r);
+        }
+    }
+    let risk_ids: BTreeSet<&String> = old_risks.keys().chain(new_risks.keys()).collect();
+    for id in risk_ids {
+        let (o, n) = (old_risks.get(id), new_risks.get(id));
+        let Some((project, side)) = n.or(o) else {
+            continue;
+        };
+        let changes = risk_changes(o.map(|x| &x.1), n.map(|x| &x.1));
+        if !changes.is_empty() {
+            let r = RiskReview {
+                id: side.0.id.clone(),
+                title: side.0.title.clone(),
+                changes,
+            };
+            project_entry(&mut projects, project).risks.push(r);
         }
     }
 

@@ -647,3 +647,74 @@ fn review_pr_fetches_into_private_refs_and_compares_the_head_with_its_base() {
     let (code, _) = repo.json(&["review", "--pr", "7", "HEAD"]);
     assert_eq!(code, 2);
 }
+
+/// The one file under `dir` (relative to the work tree), by its path.
+fn only_file(repo: &Repo, dir: &str) -> String {
+    let files: Vec<_> = std::fs::read_dir(repo.path().join(dir))
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    format!("{dir}/{}", files[0])
+}
+
+#[test]
+fn renamed_notes_and_risks_are_one_object_not_an_addition_and_a_removal() {
+    let repo = Repo::initialized();
+    let root = repo.path().to_path_buf();
+    ok(&repo, &["project", "add", "Shop"]);
+    ok(
+        &repo,
+        &[
+            "note",
+            "add",
+            "decision",
+            "Round once",
+            "--project",
+            "shop",
+            "--chose",
+            "half-even",
+            "--rejected",
+            "half-up",
+            "--because",
+            "fair",
+        ],
+    );
+    ok(
+        &repo,
+        &[
+            "risk",
+            "add",
+            "Refunds round twice",
+            "--project",
+            "shop",
+            "--impact",
+            "low",
+            "--likelihood",
+            "low",
+        ],
+    );
+    commit(&root, "plan");
+    // A hand rename of both files, and an edit of the risk in the same commit.
+    let note = only_file(&repo, ".dacli/projects/shop/notes/decisions");
+    let risk = only_file(&repo, ".dacli/projects/shop/risks");
+    git(&root, &["mv", &note, &note.replace(".md", "-renamed.md")]);
+    let text = std::fs::read_to_string(root.join(&risk)).expect("risk");
+    std::fs::write(
+        root.join(&risk),
+        text.replace("impact = \"low\"", "impact = \"high\""),
+    )
+    .expect("write");
+    git(&root, &["mv", &risk, &risk.replace(".md", "-renamed.md")]);
+    commit(&root, "rename");
+    let v = ok(&repo, &["review", "HEAD^..HEAD"]);
+    let project = &v["data"]["projects"][0];
+    assert_eq!(project["notes"], serde_json::json!([]), "{v}");
+    let risks = project["risks"].as_array().expect("risks");
+    assert_eq!(risks.len(), 1, "{v}");
+    assert_eq!(
+        risks[0]["changes"],
+        serde_json::json!([{"change": "field", "field": "impact", "from": "low", "to": "high"}]),
+        "{v}"
+    );
+}
