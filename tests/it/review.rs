@@ -718,3 +718,49 @@ fn renamed_notes_and_risks_are_one_object_not_an_addition_and_a_removal() {
         "{v}"
     );
 }
+
+#[test]
+fn log_follows_a_task_file_across_status_folders_and_a_hand_rename() {
+    let repo = Repo::initialized();
+    let root = repo.path().to_path_buf();
+    ok(&repo, &["project", "add", "Shop"]);
+    for title in ["First", "Second"] {
+        ok(
+            &repo,
+            &[
+                "task",
+                "add",
+                title,
+                "--project",
+                "shop",
+                "--accept",
+                "done",
+            ],
+        );
+    }
+    commit(&root, "plan");
+    ok(&repo, &["task", "claim", "1"]);
+    commit(&root, "claim");
+    let shown = ok(&repo, &["task", "show", "shop/1"]);
+    let path = shown["data"]["path"].as_str().expect("path").to_string();
+    git(
+        &root,
+        &["mv", &path, &path.replace(".md", "-renamed-by-hand.md")],
+    );
+    commit(&root, "rename by hand");
+    ok(&repo, &["task", "check", "shop/1", "--n", "1"]);
+    ok(&repo, &["task", "claim", "2"]);
+    commit(&root, "check");
+    let v = ok(&repo, &["log", "shop/1"]);
+    let subjects: Vec<&str> = v["data"]["commits"]
+        .as_array()
+        .expect("commits")
+        .iter()
+        .map(|c| c["subject"].as_str().unwrap_or(""))
+        .collect();
+    // The rename changes nothing a reviewer reads; the creation before it is still found.
+    assert_eq!(subjects, ["check", "claim", "plan"], "{v}");
+    let last = &v["data"]["commits"][2]["changes"][0];
+    assert_eq!(last["change"], "created", "{v}");
+    assert_eq!(v["data"]["commits"][1]["changes"][0]["change"], "status");
+}
