@@ -109,6 +109,16 @@ pub(super) fn command() -> Command {
 }
 
 fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
+    // clap enforces these for the CLI; a JSON request (MCP `cli`) is checked here.
+    if req.post && req.pr.is_none() {
+        return Err(Error::usage("`--post` needs `--pr N`"));
+    }
+    if req.apply && !req.post {
+        return Err(Error::usage("`--apply` needs `--post`"));
+    }
+    if req.digest.is_some() && !req.apply {
+        return Err(Error::usage("`--digest` is only taken with `--apply`"));
+    }
     let ws = ctx.ws()?;
     let repo = model::open_repo(ws)?;
     let (base, head) = match req.pr {
