@@ -296,6 +296,9 @@ pub struct NoteReview {
     pub title: String,
     pub about: Option<String>,
     pub severity: Option<String>,
+    /// A private note (`private = true`): shown locally, never posted to a pull request.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub private: bool,
     /// A decision's `## Chose` and `## Rejected`, first lines.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub chose: Option<String>,
@@ -818,6 +821,7 @@ fn note_review(path: &str, old: Option<&NoteSide>, new: Option<&NoteSide>) -> Op
         title: side.head.title.clone(),
         about: side.head.about.clone(),
         severity: side.head.severity.clone(),
+        private: old.is_some_and(|o| o.head.private) || side.head.private,
         chose: decision
             .then(|| section_text(&side.body, "Chose").map(first_line))
             .flatten(),
@@ -938,6 +942,12 @@ pub fn analyse(
     let mut new_tasks: BTreeMap<String, TaskSide> = BTreeMap::new();
     let mut old_events: BTreeMap<String, EventHead> = BTreeMap::new();
     let mut new_events: Vec<EventHead> = Vec::new();
+    type NoteAt = (String, String, NoteSide);
+    let mut old_notes: BTreeMap<String, NoteAt> = BTreeMap::new();
+    let mut new_notes: BTreeMap<String, NoteAt> = BTreeMap::new();
+    type RiskAt = (String, (RiskHead, String));
+    let mut old_risks: BTreeMap<String, RiskAt> = BTreeMap::new();
+    let mut new_risks: BTreeMap<String, RiskAt> = BTreeMap::new();
     let unparseable = |p: Problem, out: &mut Vec<Unparseable>| {
         out.push(Unparseable {
             path: p.path,
@@ -970,10 +980,7 @@ pub fn analyse(
                 }
             }
             Place::Note { project, dir } => {
-                let old = c
-                    .old
-                    .as_ref()
-                    .and_then(|b| parse_note(&path, project.as_deref(), &dir, b).ok());
+                // Joined by id below: a note renamed or moved is one note.
                 let new = match &c.new {
                     Some(b) => match parse_note(&path, project.as_deref(), &dir, b) {
                         Ok(n) => Some(n),
@@ -984,13 +991,18 @@ pub fn analyse(
                     },
                     None => None,
                 };
-                if let Some(r) = note_review(&path, old.as_ref(), new.as_ref()) {
-                    let key = project.unwrap_or_else(|| "workspace".to_string());
-                    project_entry(&mut projects, &key).notes.push(r);
+                let key = project.clone().unwrap_or_else(|| "workspace".to_string());
+                if let Some(b) = &c.old
+                    && let Ok(o) = parse_note(&path, project.as_deref(), &dir, b)
+                {
+                    old_notes.insert(o.head.id.clone(), (path.clone(), key.clone(), o));
+                }
+                if let Some(n) = new {
+                    new_notes.insert(n.head.id.clone(), (path, key, n));
                 }
             }
             Place::Risk(project) => {
-                let old = c.old.as_ref().and_then(|b| parse_risk(&path, b).ok());
+                // Joined by id below, like notes.
                 let new = match &c.new {
                     Some(b) => match parse_risk(&path, b) {
                         Ok(r) => Some(r),
@@ -1001,17 +1013,13 @@ pub fn analyse(
                     },
                     None => None,
                 };
-                let Some(side) = new.as_ref().or(old.as_ref()) else {
-                    continue;
-                };
-                let changes = risk_changes(old.as_ref(), new.as_ref());
-                if !changes.is_empty() {
-                    let r = RiskReview {
-                        id: side.0.id.clone(),
-                        title: side.0.title.clone(),
-                        changes,
-                    };
-                    project_entry(&mut projects, &project).risks.push(r);
+                if let Some(b) = &c.old
+                    && let Ok(o) = parse_risk(&path, b)
+                {
+                    old_risks.insert(o.0.id.clone(), (project.clone(), o));
+                }
+                if let Some(n) = new {
+                    new_risks.insert(n.0.id.clone(), (project, n));
                 }
             }
             Place::Glossary(project) => {
@@ -1082,6 +1090,34 @@ pub fn analyse(
                 kind: "unknown".to_string(),
                 change,
             }),
+        }
+    }
+
+    // Notes and risks, joined by id across renames and moves.
+    let note_ids: BTreeSet<&String> = old_notes.keys().chain(new_notes.keys()).collect();
+    for id in note_ids {
+        let (o, n) = (old_notes.get(id), new_notes.get(id));
+        let Some((path, key, _)) = n.or(o) else {
+            continue;
+        };
+        if let Some(r) = note_review(path, o.map(|x| &x.2), n.map(|x| &x.2)) {
+            project_entry(&mut projects, key).notes.push(r);
+        }
+    }
+    let risk_ids: BTreeSet<&String> = old_risks.keys().chain(new_risks.keys()).collect();
+    for id in risk_ids {
+        let (o, n) = (old_risks.get(id), new_risks.get(id));
+        let Some((project, side)) = n.or(o) else {
+            continue;
+        };
+        let changes = risk_changes(o.map(|x| &x.1), n.map(|x| &x.1));
+        if !changes.is_empty() {
+            let r = RiskReview {
+                id: side.0.id.clone(),
+                title: side.0.title.clone(),
+                changes,
+            };
+            project_entry(&mut projects, project).risks.push(r);
         }
     }
 
@@ -1292,31 +1328,166 @@ pub struct TaskCommit {
     pub events: Vec<EventItem>,
 }
 
+/// A task file by project and file name: its folder changes with its status, its name only
+/// when the task is renumbered or retitled by hand.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct TaskFile {
+    pub project: String,
+    pub file: String,
+}
+
+impl TaskFile {
+    /// The task file a workspace-relative path names (`projects/<p>/tasks/<folder>/<file>`).
+    pub fn of_path(path: &str) -> Option<TaskFile> {
+        match place(path) {
+            Place::Task { project, .. } => Some(TaskFile {
+                project,
+                file: file_name(path).to_string(),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// Whether `path` (a directory on the way, or a file) lies under some project's `tasks/`.
+fn in_tasks(path: &str) -> bool {
+    let mut s = path.split('/');
+    matches!(
+        (s.next(), s.next(), s.next()),
+        (Some("projects"), None, _)
+            | (Some("projects"), Some(_), None)
+            | (Some("projects"), Some(_), Some("tasks"))
+    )
+}
+
+fn in_events(path: &str) -> bool {
+    path == "events" || path.starts_with("events/")
+}
+
+/// Whether `path` is a directory on the way to one of `files`, or one of them (in any status
+/// folder).
+fn on_the_way(path: &str, files: &BTreeSet<TaskFile>) -> bool {
+    let seg: Vec<&str> = path.split('/').collect();
+    files.iter().any(|f| match seg.as_slice() {
+        ["projects"] => true,
+        ["projects", p] | ["projects", p, "tasks"] => *p == f.project,
+        ["projects", p, "tasks", folder] => *p == f.project && STATUS_FOLDERS.contains(folder),
+        ["projects", p, "tasks", folder, name] => {
+            *p == f.project && STATUS_FOLDERS.contains(folder) && *name == f.file
+        }
+        _ => false,
+    })
+}
+
+/// The files of one comparison that concern task `id`: its own file (by the names it is known
+/// to have had) and the events that mention it. A task file that appears without a known
+/// predecessor sends the comparison looking for the file it was renamed from, among the task
+/// files the same commit removed; `names` learns every name found.
+fn task_files_changed(
+    repo: &Repo,
+    old: Option<&str>,
+    new: Option<&str>,
+    id: &str,
+    names: &mut BTreeSet<TaskFile>,
+) -> Result<Vec<FileChange>, Error> {
+    let needle = id.as_bytes();
+    let mentions = |b: &Option<Vec<u8>>| {
+        b.as_ref()
+            .is_some_and(|b| b.windows(needle.len()).any(|w| w == needle))
+    };
+    let discover = names.is_empty();
+    let known = names.clone();
+    let skip = |p: &str| {
+        !(in_events(p)
+            || if discover {
+                in_tasks(p)
+            } else {
+                on_the_way(p, &known)
+            })
+    };
+    let mut out = Vec::new();
+    let mut appeared = false;
+    let mut left = false;
+    for c in repo.diff_trees(old, new, &skip)? {
+        let task = TaskFile::of_path(&c.path);
+        let is_event = matches!(place(&c.path), Place::Event);
+        if task.is_none() && !is_event {
+            continue;
+        }
+        if !discover && task.is_some() {
+            appeared |= c.old.is_none();
+            left |= c.new.is_none();
+            out.push(FileChange {
+                path: c.path,
+                old: c.old.map(|b| repo.blob(&b)).transpose()?,
+                new: c.new.map(|b| repo.blob(&b)).transpose()?,
+            });
+            continue;
+        }
+        let change = FileChange {
+            path: c.path,
+            old: c.old.map(|b| repo.blob(&b)).transpose()?,
+            new: c.new.map(|b| repo.blob(&b)).transpose()?,
+        };
+        if mentions(&change.old) || mentions(&change.new) {
+            if let Some(t) = task {
+                names.insert(t);
+            }
+            out.push(change);
+        }
+    }
+    if appeared && !left && old.is_some() {
+        // Created here, or renamed from a file this commit removed.
+        let skip = |p: &str| !in_tasks(p);
+        for c in repo.diff_trees(old, new, &skip)? {
+            let Some(t) = TaskFile::of_path(&c.path) else {
+                continue;
+            };
+            if c.new.is_some() || names.contains(&t) {
+                continue;
+            }
+            let Some(b) = c.old else { continue };
+            let bytes = Some(repo.blob(&b)?);
+            if mentions(&bytes) {
+                names.insert(t);
+                out.push(FileChange {
+                    path: c.path,
+                    old: bytes,
+                    new: None,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// The commits reachable from `HEAD` that changed task `id` or added events about it, newest
 /// first, at most `limit`; `true` when more exist. A commit is compared with its first
 /// parent; a merge counts only when the task differs from every parent (a resolved conflict).
+/// `at` is where the task's file is now, when known: the walk then opens only that file (in
+/// every status folder) and the events, and follows the file's renames; without it the first
+/// commits read every changed task file until one holds the id.
 pub fn task_history(
     ws: &Workspace,
     repo: &Repo,
     id: &str,
+    at: Option<TaskFile>,
     limit: usize,
 ) -> Result<(Vec<TaskCommit>, bool), Error> {
     let prefix = ws_prefix(ws);
     let Ok(head) = repo.rev_parse("HEAD") else {
         return Ok((Vec::new(), false));
     };
-    let needle = id.as_bytes();
-    let relevant = |p: &str| {
-        p == "projects"
-            || p == "events"
-            || p.starts_with("events/")
-            || p.strip_prefix("projects/").is_some_and(|rest| {
-                let mut s = rest.split('/');
-                s.next();
-                matches!(s.next(), None | Some("tasks"))
-            })
-    };
-    let skip = |p: &str| !relevant(p);
+    let mut names: BTreeSet<TaskFile> = at.into_iter().collect();
+    if !names.is_empty() {
+        // The file may have been renamed since HEAD: then its history is found by its id.
+        let known = names.clone();
+        let skip = |p: &str| !on_the_way(p, &known);
+        let tree = ws_tree(repo, &prefix, &head)?;
+        if repo.diff_trees(None, tree.as_deref(), &skip)?.is_empty() {
+            names.clear();
+        }
+    }
     let mut tree_of: std::collections::HashMap<String, Option<String>> = Default::default();
     let mut ws_tree_cached = |sha: &str| -> Result<Option<String>, Error> {
         if let Some(t) = tree_of.get(sha) {
@@ -1341,23 +1512,13 @@ pub fn task_history(
                 Some(p) => ws_tree_cached(p)?,
                 None => None,
             };
-            let mut changes = Vec::new();
-            for c in repo.diff_trees(ptree.as_deref(), tree.as_deref(), &skip)? {
-                let old = c.old.map(|b| repo.blob(&b)).transpose()?;
-                let new = c.new.map(|b| repo.blob(&b)).transpose()?;
-                let mentions = |b: &Option<Vec<u8>>| {
-                    b.as_ref()
-                        .is_some_and(|b| b.windows(needle.len()).any(|w| w == needle))
-                };
-                if mentions(&old) || mentions(&new) {
-                    changes.push(FileChange {
-                        path: c.path,
-                        old,
-                        new,
-                    });
-                }
-            }
-            per_parent.push(changes);
+            per_parent.push(task_files_changed(
+                repo,
+                ptree.as_deref(),
+                tree.as_deref(),
+                id,
+                &mut names,
+            )?);
         }
         if per_parent.iter().any(Vec::is_empty) {
             continue;

@@ -50,6 +50,7 @@ mod reliability_fuzz;
 mod reliability_hostile;
 mod reliability_secrets;
 mod review;
+mod review_post;
 mod roles;
 mod runtimes;
 mod search;

@@ -647,3 +647,120 @@ fn review_pr_fetches_into_private_refs_and_compares_the_head_with_its_base() {
     let (code, _) = repo.json(&["review", "--pr", "7", "HEAD"]);
     assert_eq!(code, 2);
 }
+
+/// The one file under `dir` (relative to the work tree), by its path.
+fn only_file(repo: &Repo, dir: &str) -> String {
+    let files: Vec<_> = std::fs::read_dir(repo.path().join(dir))
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    format!("{dir}/{}", files[0])
+}
+
+#[test]
+fn renamed_notes_and_risks_are_one_object_not_an_addition_and_a_removal() {
+    let repo = Repo::initialized();
+    let root = repo.path().to_path_buf();
+    ok(&repo, &["project", "add", "Shop"]);
+    ok(
+        &repo,
+        &[
+            "note",
+            "add",
+            "decision",
+            "Round once",
+            "--project",
+            "shop",
+            "--chose",
+            "half-even",
+            "--rejected",
+            "half-up",
+            "--because",
+            "fair",
+        ],
+    );
+    ok(
+        &repo,
+        &[
+            "risk",
+            "add",
+            "Refunds round twice",
+            "--project",
+            "shop",
+            "--impact",
+            "low",
+            "--likelihood",
+            "low",
+        ],
+    );
+    commit(&root, "plan");
+    // A hand rename of both files, and an edit of the risk in the same commit.
+    let note = only_file(&repo, ".dacli/projects/shop/notes/decisions");
+    let risk = only_file(&repo, ".dacli/projects/shop/risks");
+    git(&root, &["mv", &note, &note.replace(".md", "-renamed.md")]);
+    let text = std::fs::read_to_string(root.join(&risk)).expect("risk");
+    std::fs::write(
+        root.join(&risk),
+        text.replace("impact = \"low\"", "impact = \"high\""),
+    )
+    .expect("write");
+    git(&root, &["mv", &risk, &risk.replace(".md", "-renamed.md")]);
+    commit(&root, "rename");
+    let v = ok(&repo, &["review", "HEAD^..HEAD"]);
+    let project = &v["data"]["projects"][0];
+    assert_eq!(project["notes"], serde_json::json!([]), "{v}");
+    let risks = project["risks"].as_array().expect("risks");
+    assert_eq!(risks.len(), 1, "{v}");
+    assert_eq!(
+        risks[0]["changes"],
+        serde_json::json!([{"change": "field", "field": "impact", "from": "low", "to": "high"}]),
+        "{v}"
+    );
+}
+
+#[test]
+fn log_follows_a_task_file_across_status_folders_and_a_hand_rename() {
+    let repo = Repo::initialized();
+    let root = repo.path().to_path_buf();
+    ok(&repo, &["project", "add", "Shop"]);
+    for title in ["First", "Second"] {
+        ok(
+            &repo,
+            &[
+                "task",
+                "add",
+                title,
+                "--project",
+                "shop",
+                "--accept",
+                "done",
+            ],
+        );
+    }
+    commit(&root, "plan");
+    ok(&repo, &["task", "claim", "1"]);
+    commit(&root, "claim");
+    let shown = ok(&repo, &["task", "show", "shop/1"]);
+    let path = shown["data"]["path"].as_str().expect("path").to_string();
+    git(
+        &root,
+        &["mv", &path, &path.replace(".md", "-renamed-by-hand.md")],
+    );
+    commit(&root, "rename by hand");
+    ok(&repo, &["task", "check", "shop/1", "--n", "1"]);
+    ok(&repo, &["task", "claim", "2"]);
+    commit(&root, "check");
+    let v = ok(&repo, &["log", "shop/1"]);
+    let subjects: Vec<&str> = v["data"]["commits"]
+        .as_array()
+        .expect("commits")
+        .iter()
+        .map(|c| c["subject"].as_str().unwrap_or(""))
+        .collect();
+    // The rename changes nothing a reviewer reads; the creation before it is still found.
+    assert_eq!(subjects, ["check", "claim", "plan"], "{v}");
+    let last = &v["data"]["commits"][2]["changes"][0];
+    assert_eq!(last["change"], "created", "{v}");
+    assert_eq!(v["data"]["commits"][1]["changes"][0]["change"], "status");
+}

@@ -297,3 +297,144 @@ fn a_damaged_search_database_is_rebuilt() {
     }
     assert_eq!(answers(&repo), warm);
 }
+
+fn kinds(v: &Value) -> Vec<String> {
+    v["data"]["hits"]
+        .as_array()
+        .expect("hits")
+        .iter()
+        .map(|h| h["kind"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+#[test]
+fn search_kind_note_event_and_repeated_kinds_each_narrow_the_hits() {
+    let repo = workspace();
+    ok(
+        &repo,
+        &[
+            "task",
+            "comment",
+            "shop/2",
+            "The rounding example needs a second currency",
+        ],
+    );
+    // Unfiltered, a prefix reaches tasks, the risk, the note and the comment.
+    let all = kinds(&ok(&repo, &["search", "round*", "--limit", "100"]));
+    for k in ["task", "risk", "note", "event"] {
+        assert!(all.iter().any(|x| x == k), "{k} in {all:?}");
+    }
+    let notes = kinds(&ok(&repo, &["search", "round*", "--kind", "note"]));
+    assert!(
+        !notes.is_empty() && notes.iter().all(|k| k == "note"),
+        "{notes:?}"
+    );
+    let events = kinds(&ok(&repo, &["search", "round*", "--kind", "event"]));
+    assert_eq!(events, ["event"], "{events:?}");
+    let both = kinds(&ok(
+        &repo,
+        &["search", "round*", "--kind", "note", "--kind", "event"],
+    ));
+    assert_eq!(both.len(), notes.len() + 1, "{both:?}");
+    assert!(both.iter().all(|k| k == "note" || k == "event"), "{both:?}");
+    // An event's status is its kind.
+    let v = ok(
+        &repo,
+        &[
+            "search", "currency", "--kind", "event", "--status", "comment",
+        ],
+    );
+    assert_eq!(kinds(&v), ["event"], "{v}");
+    let v = ok(
+        &repo,
+        &["search", "currency", "--kind", "event", "--status", "claim"],
+    );
+    assert!(kinds(&v).is_empty(), "{v}");
+}
+
+#[test]
+fn search_project_alone_keeps_only_that_projects_hits() {
+    let repo = workspace();
+    let all = refs(&ok(&repo, &["search", "rounding"]));
+    assert!(all.iter().any(|r| r.starts_with("billing/")), "{all:?}");
+    assert!(all.iter().any(|r| r.starts_with("shop/")), "{all:?}");
+    for p in ["shop", "p-shop"] {
+        let v = ok(&repo, &["search", "rounding", "--project", p]);
+        let hits = refs(&v);
+        assert!(!hits.is_empty(), "{v}");
+        for h in v["data"]["hits"].as_array().expect("hits") {
+            assert_eq!(h["project"], "shop", "{h}");
+        }
+    }
+}
+
+/// `search --json -- Q`: the query taken as it is, even when it starts with `-`.
+fn query(repo: &Repo, q: &str) -> (i32, Value) {
+    let out = repo
+        .dacli(&["search", "--json", "--", q])
+        .output()
+        .expect("runs");
+    (
+        out.status.code().unwrap_or(-1),
+        crate::support::one_json(&out.stdout),
+    )
+}
+
+#[test]
+fn hostile_queries_are_literal_words_or_a_usage_error_never_an_internal_one() {
+    let repo = workspace();
+    let plain = refs(&ok(&repo, &["search", "rounding"]));
+    // FTS5's syntax in the input is punctuation around words: the words are searched.
+    for q in [
+        "-rounding",
+        "rounding:",
+        "title:rounding*",
+        "\"rounding",
+        "rounding\"",
+        "^rounding",
+        "(rounding)",
+        "{rounding}",
+        "rounding*",
+        "'rounding'",
+        "rounding;--",
+        "rounding\\",
+    ] {
+        let (code, v) = query(&repo, q);
+        assert_eq!(code, 0, "{q}: {v}");
+        if q.starts_with("title:") {
+            // `title:` is a word, not a column filter: nothing has both.
+            assert!(refs(&v).is_empty(), "{q}: {v}");
+        } else {
+            assert_eq!(refs(&v), plain, "{q}: {v}");
+        }
+    }
+    // Operators are words too: nothing holds "AND", "NOT" or "NEAR", so nothing matches
+    // (as operators they would match).
+    for q in [
+        "rounding AND shim",
+        "rounding OR shim",
+        "NOT shim",
+        "NEAR(rounding shim)",
+    ] {
+        let (code, v) = query(&repo, q);
+        assert_eq!(code, 0, "{q}: {v}");
+        assert!(refs(&v).is_empty(), "{q}: {v}");
+    }
+    // Input without a word is a usage error naming QUERY.
+    for q in ["\"", "*", ":", "-", "NEAR(", "\"\"", "( )", "^", ""] {
+        let (code, v) = query(&repo, q);
+        if q == "NEAR(" {
+            // NEAR is a word.
+            assert_eq!(code, 0, "{q}: {v}");
+            continue;
+        }
+        assert_eq!(code, 2, "{q}: {v}");
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("QUERY"),
+            "{q}: {v}"
+        );
+    }
+}

@@ -179,7 +179,7 @@ pub(super) fn live_visibility<T>(
 }
 
 /// `visibility` of a repository object (older servers only say `private: true|false`).
-pub(super) fn visibility_of(repo: &serde_json::Value) -> String {
+pub(crate) fn visibility_of(repo: &serde_json::Value) -> String {
     match repo.get("visibility").and_then(|v| v.as_str()) {
         Some(v @ ("public" | "private" | "internal")) => v.to_string(),
         _ => match repo.get("private").and_then(|p| p.as_bool()) {
@@ -221,7 +221,7 @@ pub(super) fn write(
 /// The consent in effect for (project, repo): the root-authored record with the greatest
 /// ULID. Records by other authors are ignored and announced (`consent_foreign`); unreadable
 /// ones are warnings.
-pub(super) fn in_effect(ctx: &Ctx, slug: &str, repo: &str) -> Result<Option<Consent>, Error> {
+pub(crate) fn in_effect(ctx: &Ctx, slug: &str, repo: &str) -> Result<Option<Consent>, Error> {
     let found = ops::github::consent_in_effect(ctx.ws()?, slug, repo)?;
     ctx.warn_all(found.warnings);
     for path in found.foreign {

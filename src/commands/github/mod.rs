@@ -5,7 +5,7 @@
 //! (consent to publish, merge authority to land). Any GitHub access problem makes a gate
 //! unknown, and unknown refuses.
 
-mod consent;
+pub(super) mod consent;
 mod diagnose;
 mod link;
 mod projection;

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::render;
+use super::{post, render};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Outcome};
 use crate::git::Repo;
 use crate::objects::{lookup::Lookup, projects};
@@ -35,6 +35,33 @@ pub struct Request {
     #[arg(long, value_enum, default_value_t = Format::Text)]
     #[serde(default)]
     format: Format,
+    /// Post the review (as `--format markdown` shows it) as one comment on the pull request,
+    /// updating the comment an earlier post made. Without `--apply` only previews: writes
+    /// nothing, names the action (create, update, none) and shows the body.
+    #[arg(long, requires = "pr")]
+    #[serde(default)]
+    post: bool,
+    /// Write the comment `--post` previews.
+    #[arg(long, requires = "post")]
+    #[serde(default)]
+    apply: bool,
+    /// The plan_digest of the reviewed preview: the apply is refused if it changed since.
+    #[arg(long, value_name = "DIGEST", requires = "apply")]
+    #[serde(default)]
+    digest: Option<String>,
+    /// At most this many GitHub API calls for `--post`.
+    #[arg(
+        long = "max-api-calls",
+        value_name = "N",
+        default_value_t = 60,
+        requires = "post"
+    )]
+    #[serde(default = "default_calls")]
+    max_api_calls: u32,
+}
+
+fn default_calls() -> u32 {
+    60
 }
 
 fn origin() -> String {
@@ -49,7 +76,11 @@ pub enum Format {
     Markdown,
 }
 
-impl Classify for Request {}
+impl Classify for Request {
+    fn class(&self, declared: Class) -> Class {
+        if self.apply { Class::Apply } else { declared }
+    }
+}
 
 /// One side of the comparison.
 #[derive(Debug, Clone, Serialize)]
@@ -66,6 +97,9 @@ pub struct Response {
     pub head: Side,
     #[serde(flatten)]
     pub report: Report,
+    /// What `--post` did or would do.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub post: Option<post::Posted>,
     #[serde(skip)]
     format: Format,
 }
@@ -75,6 +109,16 @@ pub(super) fn command() -> Command {
 }
 
 fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
+    // clap enforces these for the CLI; a JSON request (MCP `cli`) is checked here.
+    if req.post && req.pr.is_none() {
+        return Err(Error::usage("`--post` needs `--pr N`"));
+    }
+    if req.apply && !req.post {
+        return Err(Error::usage("`--apply` needs `--post`"));
+    }
+    if req.digest.is_some() && !req.apply {
+        return Err(Error::usage("`--digest` is only taken with `--apply`"));
+    }
     let ws = ctx.ws()?;
     let repo = model::open_repo(ws)?;
     let (base, head) = match req.pr {
@@ -82,10 +126,38 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         None => sides(&repo, req.range.as_deref())?,
     };
     let report = review(ws, &repo, &base, &head)?;
+    let post = match req.pr.filter(|_| req.post) {
+        Some(pull) => {
+            if req
+                .digest
+                .as_deref()
+                .is_some_and(|d| !crate::policy::apply::is_digest(d))
+            {
+                return Err(Error::usage(format!(
+                    "`--digest {}` is not a plan digest (`sha256:` and 64 lower-case hex digits)",
+                    req.digest.as_deref().unwrap_or_default()
+                )));
+            }
+            let title = title(&base, &head);
+            let args = post::Args {
+                pull,
+                title: &title,
+                apply: req.apply,
+                digest: req.digest.as_deref(),
+                max_api_calls: req.max_api_calls,
+            };
+            match post::run(ctx, &report, args)? {
+                Outcome::Done(p) => Some(p),
+                Outcome::Refused(r) => return Ok(Outcome::Refused(r)),
+            }
+        }
+        None => None,
+    };
     Ok(Outcome::Done(Response {
         base,
         head,
         report,
+        post,
         format: req.format,
     }))
 }
@@ -198,8 +270,15 @@ pub(super) fn review(
     Ok(model::analyse(&model::ws_prefix(ws), &changes, &refs))
 }
 
+fn title(base: &Side, head: &Side) -> String {
+    format!("{} → {}", side_label(base), side_label(head))
+}
+
 fn render(r: &Response, _ctx: &Ctx) -> String {
-    let title = format!("{} → {}", side_label(&r.base), side_label(&r.head));
+    if let Some(p) = &r.post {
+        return post::text(p);
+    }
+    let title = title(&r.base, &r.head);
     match r.format {
         Format::Text => render::text(&title, &r.report),
         Format::Markdown => render::markdown(&title, &r.report),

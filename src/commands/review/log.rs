@@ -72,12 +72,16 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     };
     let (lookup, warnings) = Lookup::load(ws, &slugs)?;
     ctx.warn_all(warnings);
+    let mut at = None;
     let task = match lookup.resolve(ws, &req.task)? {
-        Ok(entry) => TaskInfo {
-            id: entry.id().to_string(),
-            reference: Some(entry.reference()),
-            title: Some(entry.title().to_string()),
-        },
+        Ok(entry) => {
+            at = model::TaskFile::of_path(entry.file());
+            TaskInfo {
+                id: entry.id().to_string(),
+                reference: Some(entry.reference()),
+                title: Some(entry.title().to_string()),
+            }
+        }
         Err(e) => {
             let id = req.task.trim();
             let ulid = id.strip_prefix("t-").and_then(crate::model::id::parse_ulid);
@@ -93,7 +97,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     };
     let repo = model::open_repo(ws)?;
     let limit = req.limit as usize;
-    let (found, truncated) = model::task_history(ws, &repo, &task.id, limit)?;
+    let (found, truncated) = model::task_history(ws, &repo, &task.id, at, limit)?;
     let commits = found
         .into_iter()
         .map(|h| Entry {

@@ -4,6 +4,7 @@
 
 mod compare;
 mod log;
+mod post;
 mod render;
 mod search;
 
