@@ -8,6 +8,7 @@ mod ctx;
 pub mod editor;
 mod env;
 mod error;
+pub mod github;
 pub mod hint;
 mod identity;
 pub mod one_task;

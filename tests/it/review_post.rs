@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path, query_param, query_param_is_missing};
 use wiremock::{Mock, ResponseTemplate};
 
-use crate::github::{Fake, R, Ran, fixture, linked, run};
+use crate::github_support::{Fake, R, Ran, fixture, linked, run};
 use crate::support::{Repo, git};
 
 const MARKER: &str = "<!-- dacli-review -->";
@@ -326,7 +326,7 @@ fn post_is_refused_without_consent_and_on_a_403() {
 
     // Without a token nothing is asked of GitHub at all.
     let fake = Fake::start();
-    let r = crate::github::run_with(
+    let r = crate::github_support::run_with(
         &repo,
         &fake.url(),
         &["review", "--pr", "7", "--post"],

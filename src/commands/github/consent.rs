@@ -8,10 +8,11 @@ use super::{
     Link, access_failure, call_failure, connect, link_of, project_list, project_slug, root_only,
     unlinked,
 };
+pub(super) use crate::dispatch::github::{in_effect, visibility_of};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Outcome};
 use crate::model::id::ROOT_AGENT;
 use crate::ops;
-use crate::policy::disclosure::{CLASSES, Consent};
+use crate::policy::disclosure::CLASSES;
 
 pub(super) fn commands() -> Vec<Command> {
     vec![
@@ -178,18 +179,6 @@ pub(super) fn live_visibility<T>(
     }
 }
 
-/// `visibility` of a repository object (older servers only say `private: true|false`).
-pub(crate) fn visibility_of(repo: &serde_json::Value) -> String {
-    match repo.get("visibility").and_then(|v| v.as_str()) {
-        Some(v @ ("public" | "private" | "internal")) => v.to_string(),
-        _ => match repo.get("private").and_then(|p| p.as_bool()) {
-            Some(true) => "private".into(),
-            Some(false) => "public".into(),
-            None => "unknown".into(),
-        },
-    }
-}
-
 /// Creates one consent record (keys in FORMAT §19.2 order).
 pub(super) fn write(
     ctx: &Ctx,
@@ -216,20 +205,6 @@ pub(super) fn write(
             granted_by,
         },
     )?)
-}
-
-/// The consent in effect for (project, repo): the root-authored record with the greatest
-/// ULID. Records by other authors are ignored and announced (`consent_foreign`); unreadable
-/// ones are warnings.
-pub(crate) fn in_effect(ctx: &Ctx, slug: &str, repo: &str) -> Result<Option<Consent>, Error> {
-    let found = ops::github::consent_in_effect(ctx.ws()?, slug, repo)?;
-    ctx.warn_all(found.warnings);
-    for path in found.foreign {
-        ctx.notice(format!(
-            "notice [consent_foreign]: {path} was not written by a-root and is ignored"
-        ));
-    }
-    Ok(found.consent)
 }
 
 fn render(r: &Response, _ctx: &Ctx) -> String {

@@ -12,7 +12,9 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::render::{self, MARKER};
-use crate::commands::github::{access_failure, call_failure, connect, consent, link_of, unlinked};
+use crate::dispatch::github::{
+    access_failure, call_failure, connect, in_effect, link_of, unlinked, visibility_of,
+};
 use crate::dispatch::{Ctx, Error, Outcome};
 use crate::github::Method;
 use crate::model::Refusal;
@@ -187,7 +189,7 @@ pub fn run(ctx: &Ctx, report: &Report, args: Args<'_>) -> Result<Outcome<Posted>
         Err(p) => return access_failure(&p, &format!("posting the review to {repo}")),
     };
     let visibility = match client.get(&format!("/repos/{repo}")) {
-        Ok(v) => consent::visibility_of(&v),
+        Ok(v) => visibility_of(&v),
         Err(e) => return call_failure(&e, &format!("reading the visibility of {repo}")),
     };
     if disclosure::exposure(&visibility).is_none() {
@@ -198,7 +200,7 @@ pub fn run(ctx: &Ctx, report: &Report, args: Args<'_>) -> Result<Outcome<Posted>
         )));
     }
     for (slug, classes) in needed(ctx, report)? {
-        let found = consent::in_effect(ctx, &slug, &repo)?;
+        let found = in_effect(ctx, &slug, &repo)?;
         let gap = disclosure::consent_gap(found.as_ref(), &repo, &visibility).or_else(|| {
             let private = disclosure::exposure(&visibility) == Some(0);
             let consented = |c: &str| {
