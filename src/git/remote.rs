@@ -21,6 +21,11 @@ fn text(root: &Path, args: &[&str]) -> Result<String, Error> {
     Ok(String::from_utf8_lossy(&out).trim().to_string())
 }
 
+/// True when `root` lies inside a git work tree (a repository's own configuration exists).
+pub fn in_repository(root: &Path) -> bool {
+    gix::discover(root).is_ok()
+}
+
 /// `git config --get <key>`; `None` when unset.
 pub fn config_get(root: &Path, key: &str) -> Result<Option<String>, Error> {
     match text(root, &["config", "--get", key]) {

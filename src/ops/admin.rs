@@ -335,8 +335,12 @@ fn lock_target_exists(
     projects: &BTreeSet<String>,
     task_ids: &BTreeSet<String>,
 ) -> bool {
+    // The clone's writing lock and its gate (`ops::machines`), which guard the whole clone.
+    if stem == "writing-gate" {
+        return true;
+    }
     let Some((kind, key)) = stem.split_once('-') else {
-        return matches!(stem, "config" | "archive");
+        return matches!(stem, "config" | "archive" | "writing");
     };
     // Every lock kind dacli takes (`Workspace::lock_path` callers), each with what it guards.
     match kind {

@@ -300,6 +300,11 @@ pub fn install_driver(ws: &Workspace, exe: &str) -> Result<bool, Error> {
 /// Sets the repository-local `merge.dacli.*` config of the work tree `root` to run `exe`;
 /// returns whether it changed.
 pub fn install_driver_config(root: &std::path::Path, exe: &str) -> Result<bool, Error> {
+    // Outside a repository there is no merge to drive; `doctor --fix` configures one made
+    // later.
+    if !crate::git::remote::in_repository(root) {
+        return Ok(false);
+    }
     let want = driver_command(exe);
     let have = crate::git::remote::config_get(root, DRIVER_KEY)?;
     if have.as_deref() == Some(want.as_str()) {
