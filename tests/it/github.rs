@@ -795,22 +795,7 @@ fn an_apply_cut_by_a_timeout_resumes_without_a_duplicate_issue() {
             )
             .expect(1),
     );
-    let r = run(
-        &repo,
-        &fake,
-        &[
-            "github",
-            "consent",
-            "grant",
-            "--project",
-            "checkout",
-            "--granted-by",
-            "human:mkoenig",
-            "--classes",
-            "tasks",
-        ],
-    );
-    assert_eq!(r.code, 0);
+    consent(&repo, &fake);
     let p = run(&repo, &fake, &["github", "projection", "checkout", &task]);
     assert_eq!(item(&p.doc, &task)["action"], "create", "{}", p.doc);
     let digest = p.doc["data"]["plan_digest"]
@@ -1544,22 +1529,7 @@ fn push_previews_and_applies_in_one_step_and_a_second_push_changes_nothing() {
     let r = run(&repo, &fake, &["github", "push", "checkout"]);
     assert_eq!(r.code, 3, "{}", r.doc);
     assert_eq!(r.doc["refused"]["policy"], "github.no_consent");
-    let r = run(
-        &repo,
-        &fake,
-        &[
-            "github",
-            "consent",
-            "grant",
-            "--project",
-            "checkout",
-            "--granted-by",
-            "human:mkoenig",
-            "--classes",
-            "tasks",
-        ],
-    );
-    assert_eq!(r.code, 0);
+    consent(&repo, &fake);
     fake.mount(
         Mock::given(method("GET"))
             .and(path(format!("{R}/issues")))
