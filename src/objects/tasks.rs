@@ -476,16 +476,51 @@ pub fn by_id<'a>(tasks: &'a [Located], id: &str) -> Option<&'a Located> {
 /// `seq-<slug>.lock`.
 pub fn next_number(ws: &Workspace, slug: &str) -> Result<u32, Error> {
     let index = super::index::tasks(ws, slug)?;
-    let highest = index.items.iter().map(|e| e.number()).max().unwrap_or(0);
-    // A format-1 file that does not parse still holds the number in its name.
-    let unreadable = index
-        .warnings
-        .iter()
-        .filter_map(|w| w.path.rsplit('/').next())
-        .filter_map(|name| parse_task_filename(name).map(|(n, _)| n))
-        .max()
-        .unwrap_or(0);
-    Ok(highest.max(unreadable) + 1)
+    Ok(number_after(
+        slug,
+        index.items.iter().map(|e| e.number()),
+        &index.warnings,
+    ))
+}
+
+/// One more than the highest of `numbers` (every task project `slug` lists) and of the
+/// numbers in the names of the project's format-1 task files among `warnings` (files that do
+/// not parse still hold their number in their name).
+pub fn number_after(
+    slug: &str,
+    numbers: impl Iterator<Item = u32>,
+    warnings: &[crate::store::Problem],
+) -> u32 {
+    let unreadable = warnings.iter().filter_map(|w| {
+        let segs: Vec<&str> = w.path.split('/').collect();
+        match segs.as_slice() {
+            [.., "projects", proj, "tasks", _, file] if *proj == slug => {
+                parse_task_filename(file).map(|(n, _)| n)
+            }
+            _ => None,
+        }
+    });
+    numbers.chain(unreadable).max().unwrap_or(0) + 1
+}
+
+/// Project `slug`'s sequence lock (`seq-<slug>.lock`), held while a new task is numbered and
+/// created: the listing the number comes from is read under it, so no other `task add` or
+/// renumbering of the project runs between the reading and the file's creation.
+pub struct Numbering {
+    project: String,
+    _seq: crate::store::LockGuard,
+}
+
+/// Takes project `slug`'s sequence lock ([`Numbering`]).
+pub fn numbering(ws: &Workspace, slug: &str) -> Result<Numbering, Error> {
+    check_slug(slug).map_err(|_| Error::NotFound {
+        what: "project",
+        id: slug.to_string(),
+    })?;
+    Ok(Numbering {
+        project: slug.to_string(),
+        _seq: ws.fs.lock(&ws.lock_path(&format!("seq-{slug}")))?,
+    })
 }
 
 /// The file task `id` (`t-<ULID>`) with slug `slug` has in `status`: `<ULID>-<slug>.md`, a
@@ -555,20 +590,17 @@ pub fn stage(ws: &Workspace, doc: &TaskDoc) -> Result<NewTask, Error> {
     })
 }
 
-/// Creates the file of task `new` in its status folder under the project's sequence lock,
-/// allocating its number (`seq`). `title_slug` must be a valid slug. Returns the located task.
+/// Creates the file of task `new` in its status folder of the project `numbering` locks,
+/// with display number `number` (`seq`), which the caller read under that lock
+/// ([`number_after`]). `title_slug` must be a valid slug. Returns the located task.
 pub fn create(
     ws: &Workspace,
-    project: &str,
+    numbering: &Numbering,
     title_slug: &str,
     new: NewTask,
+    number: u32,
 ) -> Result<Located, Error> {
-    check_slug(project).map_err(|_| Error::NotFound {
-        what: "project",
-        id: project.to_string(),
-    })?;
-    let _seq = ws.fs.lock(&ws.lock_path(&format!("seq-{project}")))?;
-    let number = next_number(ws, project)?;
+    let project = numbering.project.as_str();
     let mut doc = new.doc;
     set_seq(&mut doc.front, number);
     let id = doc

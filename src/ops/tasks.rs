@@ -153,15 +153,27 @@ pub fn stage(ws: &Workspace, doc: &TaskDoc) -> Result<Staged, Error> {
     Ok(tasks::stage(ws, doc)?)
 }
 
-/// Places the staged task in its status folder of project `project` under the project's
-/// sequence lock, numbering it; returns the task as created.
+/// Project `project`'s sequence lock: take it before reading the listing a new task's number
+/// comes from ([`number_after`]), and hold it until [`create`] returns.
+pub type Numbering = tasks::Numbering;
+
+/// Takes project `project`'s sequence lock ([`Numbering`]).
+pub fn numbering(ws: &Workspace, project: &str) -> Result<Numbering, Error> {
+    Ok(tasks::numbering(ws, project)?)
+}
+
+pub use tasks::number_after;
+
+/// Places the staged task in its status folder of the project `numbering` locks, with display
+/// number `number` (read under that lock); returns the task as created.
 pub fn create(
     ws: &Workspace,
-    project: &str,
+    numbering: &Numbering,
     title_slug: &str,
     staged: Staged,
+    number: u32,
 ) -> Result<tasks::Located, Error> {
-    Ok(tasks::create(ws, project, title_slug, staged)?)
+    Ok(tasks::create(ws, numbering, title_slug, staged, number)?)
 }
 
 /// Syncs the pending events about task `id` that `me` may settle (each object under its own

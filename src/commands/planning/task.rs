@@ -159,14 +159,15 @@ fn parse_dep(spec: &str) -> Result<(&str, &str), Error> {
     }
 }
 
-/// What `task add` reads before writing: the folded snapshot (only the tasks pending
-/// events change, where the rows are current) and the reference of the first task of
-/// `project` that is not done and whose folded title makes `title_slug` (`task.duplicate`).
+/// What `task add` reads before writing, under the project's sequence lock: the folded
+/// snapshot (only the tasks pending events change), the reference of the first task of
+/// `project` that is not done and whose folded title makes `title_slug` (`task.duplicate`),
+/// and the new task's number.
 fn add_snapshot(
     ctx: &Ctx,
     project: &str,
     title_slug: &str,
-) -> Result<(Snapshot, Option<String>), Error> {
+) -> Result<(Snapshot, Option<String>, u32), Error> {
     let ws = ctx.ws()?;
     let passes = |f: &crate::model::dod::DodFacts| crate::policy::dod::evaluate(f).passed;
     let same = |snap: &Snapshot, t: &TaskEntry| {
@@ -184,10 +185,18 @@ fn add_snapshot(
             .iter()
             .find(|t| same(&snap, t))
             .map(|t| t.reference());
-        return Ok((snap, dup));
+        let numbers = snap.tasks.iter().filter(|t| t.project() == project);
+        let number =
+            crate::ops::tasks::number_after(project, numbers.map(|t| t.number()), &snap.warnings);
+        return Ok((snap, dup, number));
     };
     ctx.warn_all(picked.snap.warnings.clone());
     let snap = picked.snap;
+    let mut numbers = Vec::new();
+    for (_, tasks) in picked.projects.iter().filter(|(slug, _)| slug == project) {
+        tasks.each(|n, _, _| numbers.push(n));
+    }
+    let number = crate::ops::tasks::number_after(project, numbers.into_iter(), &snap.warnings);
     // Tasks the fold changed are judged by their folded fields; the rest by their files,
     // found through the hash of their title's slug.
     let mut found: Vec<Arc<TaskEntry>> = picked
@@ -208,7 +217,7 @@ fn add_snapshot(
         .filter(|t| same(&snap, t))
         .min_by(|a, b| (a.number(), a.id()).cmp(&(b.number(), b.id())))
         .map(|t| t.reference());
-    Ok((snap, dup))
+    Ok((snap, dup, number))
 }
 
 /// Resolves a reference for `--parent`/`--depends-on` through the rows: short forms within
@@ -345,8 +354,10 @@ fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
     } else {
         None
     };
-    // The rows are opened again under the sequence lock and the task recorded in them.
-    let (snap, dup) = add_snapshot(ctx, &project, &title_slug)?;
+    // One proof of the project's files serves the duplicate check and the number: the
+    // sequence lock is held from before the listing until the file exists.
+    let numbering = crate::ops::tasks::numbering(ws, &project)?;
+    let (snap, dup, number) = add_snapshot(ctx, &project, &title_slug)?;
     if !req.allow_duplicate
         && let Some(dup) = dup
     {
@@ -392,7 +403,8 @@ fn add(ctx: &Ctx, req: AddRequest) -> Result<Outcome<AddResponse>, Error> {
         )?,
     };
     ctx.warn_all(new.warning());
-    let created = crate::ops::tasks::create(ws, &project, &title_slug, new)?;
+    let created = crate::ops::tasks::create(ws, &numbering, &title_slug, new, number)?;
+    drop(numbering);
     let mut notices = Vec::new();
     if req.accept.is_empty() {
         notices.push(Notice {
