@@ -15,7 +15,7 @@ use crate::github_support::{
 };
 
 /// 152 check runs on the head, all green but `matrix (140)`, which failed.
-fn matrix_runs() -> Vec<Value> {
+pub(crate) fn matrix_runs() -> Vec<Value> {
     let template = fixture("check_runs_green")["check_runs"][0].clone();
     (0..152)
         .map(|i| {

@@ -366,6 +366,21 @@ pub(crate) fn consent(repo: &crate::support::Repo, fake: &Fake) {
     consent_to(repo, fake, Some("tasks"));
 }
 
+/// A `GET /search/issues` answer finding `issues` (the validated fixture `search_issues`
+/// holding them, each with the `score` a search result carries).
+pub(crate) fn search_result(issues: Vec<Value>) -> Value {
+    let mut body = fixture("search_issues");
+    body["total_count"] = json!(issues.len());
+    body["items"] = issues
+        .into_iter()
+        .map(|mut i| {
+            i["score"] = json!(1.0);
+            i
+        })
+        .collect();
+    body
+}
+
 /// Issue `number` as GitHub lists it (the validated fixture `issues_page`, renumbered).
 pub(crate) fn issue(number: u64, body: String, state: &str) -> Value {
     let mut i = fixture("issues_page")[0].clone();
