@@ -956,20 +956,21 @@ pub(crate) fn landing(fake: &Fake, head: &str) {
     );
 }
 
-/// A train record with PR 31 open, written the way `open` writes it.
-/// `release-train open` of `S` from main to release.
-const OPEN: [&str; 10] = [
-    "release-train",
-    "open",
-    "--project",
-    "checkout",
-    "--source",
-    "main",
-    "--target",
-    "release",
-    "--sha",
-    S,
-];
+/// `release-train VERB` of `S` from main to release in `checkout`.
+pub(crate) fn train_args(verb: &str) -> [&str; 10] {
+    [
+        "release-train",
+        verb,
+        "--project",
+        "checkout",
+        "--source",
+        "main",
+        "--target",
+        "release",
+        "--sha",
+        S,
+    ]
+}
 
 /// The fake as an open of `S` finds it: the promotion allowed, no train branch and no pull
 /// request yet; the train branch's name.
@@ -986,6 +987,7 @@ fn before_open(fake: &Fake) -> String {
     branch_name
 }
 
+/// A train record with PR 31 open, written the way `open` writes it.
 pub(crate) fn write_train(repo: &Repo) -> String {
     let id = "tr-01KKBC511GDR08DRQGVNXCA1RA";
     repo.write(
@@ -1003,22 +1005,7 @@ fn a_train_is_planned_opened_and_landed_only_with_merge_authority() {
     // plan: read-only, names the commits and the PRs they bring.
     let fake = Fake::start();
     promotion(&fake);
-    let r = run(
-        &repo,
-        &fake,
-        &[
-            "release-train",
-            "plan",
-            "--project",
-            "checkout",
-            "--source",
-            "main",
-            "--target",
-            "release",
-            "--sha",
-            S,
-        ],
-    );
+    let r = run(&repo, &fake, &train_args("plan"));
     assert_eq!(r.code, 0, "{}", r.doc);
     let d = &r.doc["data"];
     assert_eq!(d["compare"]["status"], "ahead");
@@ -1032,7 +1019,7 @@ fn a_train_is_planned_opened_and_landed_only_with_merge_authority() {
     // open: preview writes nothing; apply creates the ref at S and one PR.
     let fake = Fake::start();
     let branch_name = before_open(&fake);
-    let open = OPEN;
+    let open = train_args("open");
     let p = run(&repo, &fake, &open);
     assert_eq!(p.code, 0, "{}", p.doc);
     assert_eq!(p.doc["data"]["mode"], "preview");
@@ -1393,7 +1380,7 @@ fn an_interrupted_open_is_resumed_without_repeating_a_step() {
     let repo = train_workspace();
     let fake = Fake::start();
     before_open(&fake);
-    let open = OPEN;
+    let open = train_args("open");
     let p = run(&repo, &fake, &open);
     fake.mount(
         Mock::given(method("POST"))
