@@ -1237,16 +1237,7 @@ fn squash_rebase_and_tags_are_refused_before_any_request() {
         (vec!["--method", "rebase"], "train.method_rewrites_sha"),
         (vec!["--tag", "v1.0.0"], "train.no_publication"),
     ] {
-        let mut args = vec![
-            "release-train",
-            "plan",
-            "--project",
-            "checkout",
-            "--source",
-            "main",
-            "--target",
-            "release",
-        ];
+        let mut args = train_args("plan")[..8].to_vec();
         args.extend(extra);
         let r = run(&repo, &fake, &args);
         assert_eq!(r.code, 3, "{}", r.doc);
