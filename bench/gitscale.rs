@@ -1,9 +1,14 @@
 //! `bench run --sections git`: `repo cleanup` and `delivery reconcile` on a repository of real
-//! size (issue 27): one task branch per task of the built workspace (at most
+//! size (issue 27). Task branches are made for the workspace's tasks (at most
 //! [`MOST_BRANCHES`]), a third merged with `--no-ff`, a third unmerged, a third squash-merged
 //! with a `Dacli-Task:` trailer: 5,000 branches give 8,334 commits. The history is written by
-//! `git fast-import` in one stream and packed by `git gc` (refs packed, a commit-graph
-//! written), as a long-lived clone is.
+//! `git fast-import` and packed by `git gc` (refs packed, a commit-graph written), as a
+//! long-lived clone is.
+//!
+//! The figures are taken at a fifth, half and all of the branches ([`STAGES`]) with the same
+//! tasks in the workspace, so what grows with the number of branches alone is visible: each
+//! stage adds branches to the same history and measures again; an apply runs in a copy of
+//! the workspace, so the next stage starts from every branch still there.
 
 use std::io::Write;
 use std::path::Path;
@@ -13,7 +18,8 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 use crate::mkws::{Built, PROJECT};
-use crate::run::{Options, command, median, round3};
+use crate::run::{Options, median, round3};
+use crate::timing::{git, timed};
 
 /// Task branches made at most (the issue's figure).
 pub const MOST_BRANCHES: usize = 5_000;
@@ -25,31 +31,8 @@ struct TaskRef {
     slug: String,
 }
 
-/// What the generated history holds.
-struct History {
-    branches: usize,
-    commits: usize,
-    merged: usize,
-}
-
-fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "bench")
-        .env("GIT_AUTHOR_EMAIL", "bench@example.com")
-        .env("GIT_COMMITTER_NAME", "bench")
-        .env("GIT_COMMITTER_EMAIL", "bench@example.com")
-        .output()
-        .map_err(|e| format!("git: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-}
+/// The parts of all the branches each stage has: a fifth, half, all.
+const STAGES: [(usize, usize); 3] = [(1, 5), (1, 2), (1, 1)];
 
 /// Every task of the bench project, by number.
 fn tasks(dir: &Path) -> Result<Vec<TaskRef>, String> {
@@ -83,27 +66,28 @@ fn tasks(dir: &Path) -> Result<Vec<TaskRef>, String> {
     Ok(out)
 }
 
-/// Writes the history: for task `i`, a branch `dacli/<NNN>-<slug>` forked from the current
-/// mainline with one commit; `i % 3 == 0` is merged with `--no-ff`, `1` stays unmerged, `2`
-/// is squash-merged (its change committed on main with `Dacli-Task: <id>`).
-fn write_history(dir: &Path, tasks: &[TaskRef]) -> Result<History, String> {
-    git(dir, &["add", "-A"])?;
-    git(dir, &["commit", "-qm", "workspace", "--allow-empty"])?;
-    let start = git(dir, &["rev-parse", "HEAD"])?;
+/// Adds the history of `tasks[from..to]` to the workspace's repository (the first call also
+/// commits the workspace): for task `i`, a branch `dacli/<NNN>-<slug>` forked from the
+/// current mainline with one commit; `i % 3 == 0` is merged with `--no-ff`, `1` stays
+/// unmerged, `2` is squash-merged (its change committed on main with `Dacli-Task: <id>`).
+/// Then everything is packed as in a long-lived clone.
+fn write_history(dir: &Path, tasks: &[TaskRef], from: usize, to: usize) -> Result<(), String> {
+    if from == 0 {
+        git(dir, &["add", "-A"])?;
+        git(dir, &["commit", "-qm", "workspace", "--allow-empty"])?;
+    }
+    let start = git(dir, &["rev-parse", "main"])?;
     let mut s: Vec<u8> = Vec::new();
     let mut mark = 0u64;
     let mut main_tip = format!("from {start}\n");
-    let mut time = 1_767_225_600u64; // 2026-01-01
-    let mut commits = 0;
-    let mut merged = 0;
     let data = |s: &mut Vec<u8>, text: &str| {
         let _ = write!(s, "data {}\n{text}\n", text.len());
     };
-    for (i, t) in tasks.iter().enumerate() {
+    for (i, t) in tasks.iter().enumerate().take(to).skip(from) {
         let branch = format!("refs/heads/dacli/{:03}-{}", t.number, t.slug);
         let file = format!("work/{:05}.txt", t.number);
         let content = format!("work of task {} ({})\n", t.number, t.slug);
-        time += 60;
+        let mut time = 1_767_225_600 + 120 * i as u64; // from 2026-01-01
         mark += 1;
         let work = mark;
         let _ = write!(
@@ -114,7 +98,6 @@ fn write_history(dir: &Path, tasks: &[TaskRef]) -> Result<History, String> {
         s.extend_from_slice(main_tip.as_bytes());
         let _ = writeln!(s, "M 100644 inline {file}");
         data(&mut s, &content);
-        commits += 1;
         let message = match i % 3 {
             0 => Some(format!("Merge branch 'dacli/{:03}-{}'", t.number, t.slug)),
             2 => Some(format!(
@@ -136,11 +119,9 @@ fn write_history(dir: &Path, tasks: &[TaskRef]) -> Result<History, String> {
         s.extend_from_slice(main_tip.as_bytes());
         if i % 3 == 0 {
             let _ = writeln!(s, "merge :{work}");
-            merged += 1;
         }
         let _ = writeln!(s, "M 100644 inline {file}");
         data(&mut s, &content);
-        commits += 1;
         main_tip = format!("from :{mark}\n");
     }
     s.extend_from_slice(b"done\n");
@@ -160,50 +141,16 @@ fn write_history(dir: &Path, tasks: &[TaskRef]) -> Result<History, String> {
     if !child.wait().map_err(|e| e.to_string())?.success() {
         return Err("git fast-import failed".into());
     }
-    // The work tree follows main again; then everything is packed as in a long-lived clone.
     git(dir, &["reset", "-q", "--hard", "main"])?;
     git(dir, &["gc", "-q"])?;
-    Ok(History {
-        branches: tasks.len(),
-        commits: commits + 1,
-        merged,
-    })
+    Ok(())
 }
 
-/// CPU time (user and system, ms) of every child this process has waited for.
-#[cfg(unix)]
-fn children_cpu_ms() -> f64 {
-    use nix::sys::resource::{UsageWho, getrusage};
-    getrusage(UsageWho::RUSAGE_CHILDREN).map_or(0.0, |u| {
-        let ms =
-            |t: nix::sys::time::TimeVal| t.tv_sec() as f64 * 1000.0 + t.tv_usec() as f64 / 1000.0;
-        ms(u.user_time()) + ms(u.system_time())
-    })
-}
-
-#[cfg(not(unix))]
-fn children_cpu_ms() -> f64 {
-    0.0
-}
-
-/// One run of `dacli argv`: wall-clock ms, CPU ms (user and system: on the loaded shared
-/// machine the wall time mostly measures the other processes) and its JSON document, which
-/// must say `ok`.
+/// One run of `dacli argv` as [`timed`], whose JSON document must say `ok`.
 fn once(opts: &Options, dir: &Path, argv: &[&str]) -> Result<(f64, f64, Value), String> {
-    let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
-    let cpu = children_cpu_ms();
-    let started = Instant::now();
-    let out = command(&opts.dacli, dir, None, &argv)
-        .output()
-        .map_err(|e| e.to_string())?;
-    let ms = started.elapsed().as_secs_f64() * 1000.0;
-    let cpu = children_cpu_ms() - cpu;
-    let doc: Value = serde_json::from_slice(&out.stdout).map_err(|e| {
-        format!(
-            "dacli {argv:?}: not JSON ({e}): {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })?;
+    let (ms, cpu, out) = timed(&opts.dacli, dir, argv)?;
+    let doc: Value = serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("dacli {argv:?}: not JSON ({e})"))?;
     if doc["ok"] != true {
         return Err(format!("dacli {argv:?} failed: {doc}"));
     }
@@ -217,13 +164,14 @@ struct Samples {
     cpu: Vec<f64>,
 }
 
-/// Times `argv` `runs` times after one warm-up; the samples, and the last document.
-fn time(
+/// Times `argv` `runs` times after one warm-up, then measures its peak RSS in one more run;
+/// the figure and the last document.
+fn measure(
     opts: &Options,
     dir: &Path,
     argv: &[&str],
     runs: usize,
-) -> Result<(Samples, Value), String> {
+) -> Result<(Value, Samples, Value), String> {
     let (_, _, mut last) = once(opts, dir, argv)?;
     let mut samples = Samples::default();
     for _ in 0..runs {
@@ -232,38 +180,36 @@ fn time(
         samples.cpu.push(cpu);
         last = doc;
     }
-    Ok((samples, last))
-}
-
-fn figure(samples: &Samples, rss: Option<u64>) -> Value {
-    json!({
+    let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+    let rss = crate::rss::peak_kib(&opts.dacli, dir, None, &argv);
+    let figure = json!({
         "median_ms": round3(median(&samples.wall)),
         "max_ms": round3(samples.wall.iter().copied().fold(f64::NAN, f64::max)),
         "median_cpu_ms": round3(median(&samples.cpu)),
         "peak_rss_kib": rss,
-    })
+    });
+    Ok((figure, samples, last))
 }
 
-/// Builds the history in the workspace `built` (the last section: the workspace is changed
-/// for good), then times a cleanup preview (default `--limit`, and every candidate), an apply
-/// retiring every proven branch, and a `delivery reconcile` preview of the whole project.
-pub fn measure_git(opts: &Options, built: &Built) -> Result<Value, String> {
-    let dir = &built.dir;
-    let mut all = tasks(dir)?;
-    all.truncate(MOST_BRANCHES);
-    let started = Instant::now();
-    let h = write_history(dir, &all)?;
-    eprintln!(
-        "  git: {} branches, {} commits written and packed in {:.1} s",
-        h.branches,
-        h.commits,
-        started.elapsed().as_secs_f64()
-    );
+/// A copy of the workspace `dir` beside it, for a run that changes it.
+fn copy_of(dir: &Path, name: &str) -> Result<std::path::PathBuf, String> {
+    let copy = dir.with_file_name(name);
+    let _ = std::fs::remove_dir_all(&copy);
+    let out = Command::new("cp")
+        .arg("-a")
+        .arg(dir)
+        .arg(&copy)
+        .output()
+        .map_err(|e| format!("cp: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("cp: {}", String::from_utf8_lossy(&out.stderr)));
+    }
+    Ok(copy)
+}
+
+/// The figures with `branches` branches in the workspace `dir`.
+fn stage(opts: &Options, dir: &Path, branches: usize, tasks: usize) -> Result<Value, String> {
     let runs = opts.runs.clamp(1, 3);
-    let rss = |argv: &[&str]| {
-        let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
-        crate::rss::peak_kib(&opts.dacli, dir, None, &argv)
-    };
     let preview = [
         "repo",
         "cleanup",
@@ -272,21 +218,12 @@ pub fn measure_git(opts: &Options, built: &Built) -> Result<Value, String> {
         "local_branches",
         "--json",
     ];
-    let (p_default, _) = time(opts, dir, &preview, runs)?;
-    let rss_default = rss(&preview);
+    let (p_default, default_s, _) = measure(opts, dir, &preview, runs)?;
     let mut every = preview.to_vec();
     every.extend(["--limit", "100000"]);
-    let (p_every, plan) = time(opts, dir, &every, runs)?;
-    let rss_every = rss(&every);
+    let (p_every, every_s, plan) = measure(opts, dir, &every, runs)?;
     let retire = plan["data"]["summary"]["retire"].as_u64().unwrap_or(0);
     let candidates = plan["data"]["candidates"].as_array().map_or(0, |a| a.len());
-    eprintln!(
-        "  cleanup preview: median {:.0} ms wall, {:.0} ms CPU (default --limit); {:.0} ms wall, {:.0} ms CPU (all {candidates} candidates, {retire} to retire)",
-        median(&p_default.wall),
-        median(&p_default.cpu),
-        median(&p_every.wall),
-        median(&p_every.cpu)
-    );
     let delivery = [
         "delivery",
         "reconcile",
@@ -295,8 +232,7 @@ pub fn measure_git(opts: &Options, built: &Built) -> Result<Value, String> {
         "--no-fetch",
         "--json",
     ];
-    let (d, report) = time(opts, dir, &delivery, runs)?;
-    let rss_delivery = rss(&delivery);
+    let (d, d_s, report) = measure(opts, dir, &delivery, runs)?;
     let mut states = serde_json::Map::new();
     for o in report["data"]["observations"]
         .as_array()
@@ -307,36 +243,84 @@ pub fn measure_git(opts: &Options, built: &Built) -> Result<Value, String> {
         let n = states.get(&s).and_then(Value::as_u64).unwrap_or(0) + 1;
         states.insert(s, json!(n));
     }
-    eprintln!(
-        "  delivery reconcile: median {:.0} ms wall, {:.0} ms CPU over {} tasks {}",
-        median(&d.wall),
-        median(&d.cpu),
-        report["data"]["observations"]
-            .as_array()
-            .map_or(0, |a| a.len()),
-        Value::Object(states.clone())
-    );
+    // The apply changes the repository for good: it runs in copies, one timed and one for
+    // its peak RSS.
     let digest = plan["data"]["plan_digest"].as_str().unwrap_or_default();
     let mut apply = every.clone();
     apply.extend(["--apply", "--digest", digest]);
-    let (apply_ms, apply_cpu, applied) = once(opts, dir, &apply)?;
+    let timed_copy = copy_of(dir, "git-apply")?;
+    let (apply_ms, apply_cpu, applied) = once(opts, &timed_copy, &apply)?;
+    let _ = std::fs::remove_dir_all(&timed_copy);
     let retired = applied["data"]["candidates"]
         .as_array()
         .into_iter()
         .flatten()
         .filter(|c| c["result"] == "done")
         .count();
-    eprintln!("  cleanup apply: {apply_ms:.0} ms wall, {apply_cpu:.0} ms CPU, {retired} retired");
+    let rss_copy = copy_of(dir, "git-apply")?;
+    let argv: Vec<String> = apply.iter().map(|s| s.to_string()).collect();
+    let apply_rss = crate::rss::peak_kib(&opts.dacli, &rss_copy, None, &argv);
+    let _ = std::fs::remove_dir_all(&rss_copy);
+    let mib = |f: &Value| {
+        f["peak_rss_kib"]
+            .as_u64()
+            .map_or("?".to_string(), |k| format!("{:.0}", k as f64 / 1024.0))
+    };
+    eprintln!(
+        "  git, {branches} branches, {tasks} tasks: preview {:.0} ms CPU ({} MiB), all {candidates} candidates {:.0} ms CPU ({} MiB); reconcile {:.0} ms CPU ({} MiB) {}; apply {retired} retired {apply_cpu:.0} ms CPU ({} MiB)",
+        median(&default_s.cpu),
+        mib(&p_default),
+        median(&every_s.cpu),
+        mib(&p_every),
+        median(&d_s.cpu),
+        mib(&d),
+        Value::Object(states.clone()),
+        apply_rss.map_or("?".to_string(), |k| format!("{:.0}", k as f64 / 1024.0)),
+    );
     Ok(json!({
-        "branches": h.branches,
-        "commits": h.commits,
-        "merged": h.merged,
-        "cleanup_preview": figure(&p_default, rss_default),
-        "cleanup_preview_all": figure(&p_every, rss_every),
+        "branches": branches,
+        "tasks": tasks,
+        "cleanup_preview": p_default,
+        "cleanup_preview_all": p_every,
         "cleanup_candidates": candidates,
         "cleanup_retire": retire,
-        "cleanup_apply": {"ms": round3(apply_ms), "cpu_ms": round3(apply_cpu), "retired": retired},
-        "delivery_reconcile": figure(&d, rss_delivery),
+        "cleanup_apply": {
+            "ms": round3(apply_ms),
+            "cpu_ms": round3(apply_cpu),
+            "retired": retired,
+            "peak_rss_kib": apply_rss,
+        },
+        "delivery_reconcile": d,
         "delivery_states": Value::Object(states),
     }))
+}
+
+/// Builds the history in the workspace `built` stage by stage (the last section: the
+/// workspace is changed for good) and measures each stage: a cleanup preview (default
+/// `--limit`, and every candidate), an apply retiring every proven branch, and a `delivery
+/// reconcile` preview of the whole project.
+pub fn measure_git(opts: &Options, built: &Built) -> Result<Value, String> {
+    let dir = &built.dir;
+    let all = tasks(dir)?;
+    let most = all.len().min(MOST_BRANCHES);
+    let mut stages = Vec::new();
+    let mut made = 0;
+    for (num, den) in STAGES {
+        let branches = most * num / den;
+        if branches == 0 || branches == made {
+            continue;
+        }
+        let started = Instant::now();
+        write_history(dir, &all, made, branches)?;
+        made = branches;
+        let commits = git(dir, &["rev-list", "--count", "--all"])?;
+        eprintln!(
+            "  git: {branches} branches, {commits} commits written and packed in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+        let mut figures = stage(opts, dir, branches, all.len())?;
+        figures["commits"] = json!(commits.parse::<u64>().unwrap_or(0));
+        stages.push(figures);
+    }
+    Ok(json!({ "stages": stages }))
 }

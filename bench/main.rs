@@ -16,6 +16,7 @@ mod mkws;
 mod review;
 mod rss;
 mod run;
+mod timing;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use crate::mkws::Built;
 use crate::run::{Options, command, median, min, round3};
+use crate::timing::{git, timed};
 
 /// Commits in the review history, and task files each one changes.
 const COMMITS: usize = 1_000;
@@ -21,21 +22,9 @@ const REVIEW_TARGET_MS: u64 = 2_000;
 
 /// Times `argv` in `dir`: `opts.warmup` unmeasured runs, then `opts.runs` measured ones.
 fn time(opts: &Options, dir: &Path, argv: &[&str]) -> Result<Vec<f64>, String> {
-    let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
     let mut samples = Vec::new();
     for i in 0..opts.warmup + opts.runs {
-        let started = Instant::now();
-        let out = command(&opts.dacli, dir, None, &argv)
-            .output()
-            .map_err(|e| e.to_string())?;
-        let ms = started.elapsed().as_secs_f64() * 1000.0;
-        if !out.status.success() {
-            return Err(format!(
-                "{argv:?} failed: {}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ));
-        }
+        let (ms, _, _) = timed(&opts.dacli, dir, argv)?;
         if i >= opts.warmup {
             samples.push(ms);
         }
@@ -129,25 +118,6 @@ pub fn measure(opts: &Options, built: &Built) -> Result<Value, String> {
             "log": figure(&log, floor),
         },
     }))
-}
-
-fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "bench")
-        .env("GIT_AUTHOR_EMAIL", "bench@example.com")
-        .env("GIT_COMMITTER_NAME", "bench")
-        .env("GIT_COMMITTER_EMAIL", "bench@example.com")
-        .output()
-        .map_err(|e| format!("git: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
 /// A ULID-shaped string from a number (Crockford base32, fixed time part).

@@ -103,6 +103,35 @@ impl Stream {
         ));
         format!(":{}", self.mark)
     }
+
+    /// Task branches `dacli/<NNN>-work-<n>` for `n` in `numbers`, each with one commit merged
+    /// into main with `--no-ff`, starting from `main`; main's new tip.
+    fn merged(&mut self, main: &str, numbers: std::ops::RangeInclusive<usize>) -> String {
+        let mut main = main.to_string();
+        for n in numbers {
+            let work = self.commit(
+                &format!("refs/heads/dacli/{n:03}-work-{n}"),
+                &main,
+                None,
+                &format!("work/{n}.txt"),
+                &format!("work {n}"),
+            );
+            main = self.commit(
+                "refs/heads/main",
+                &main,
+                Some(&work),
+                &format!("work/{n}.txt"),
+                &format!("merge {n}"),
+            );
+        }
+        main
+    }
+
+    /// Writes the stream into `dir`'s repository and checks main out again.
+    fn import(&self, dir: &Path) {
+        fast_import(dir, &self.text);
+        g(dir, &["reset", "-q", "--hard", "main"]);
+    }
 }
 
 fn ok(repo: &Repo, args: &[&str]) -> Value {
@@ -126,6 +155,23 @@ fn workspace(n: usize) -> (Repo, Vec<String>) {
     g(repo.path(), &["add", "-A"]);
     g(repo.path(), &["commit", "-qm", "workspace"]);
     (repo, ids)
+}
+
+/// A cleanup preview of the local branches.
+const CLEANUP: [&str; 5] = [
+    "repo",
+    "cleanup",
+    "--no-fetch",
+    "--include",
+    "local_branches",
+];
+
+/// `args` applied with the digest of `plan`: the exit code and the document.
+fn apply(repo: &Repo, args: &[&str], plan: &Value) -> (i32, Value) {
+    let digest = plan["data"]["plan_digest"].as_str().unwrap();
+    let mut apply = args.to_vec();
+    apply.extend(["--apply", "--digest", digest]);
+    repo.json(&apply)
 }
 
 fn retiring(doc: &Value) -> Vec<String> {
@@ -165,34 +211,10 @@ fn the_limit_counts_retirements_after_proof_so_cleanup_always_moves_on() {
         );
     }
     // Twelve task branches, each merged with --no-ff.
-    let mut main = base.clone();
-    for i in 1..=12 {
-        let work = s.commit(
-            &format!("refs/heads/dacli/{i:03}-work-{i}"),
-            &main,
-            None,
-            &format!("work/{i}.txt"),
-            &format!("work {i}"),
-        );
-        main = s.commit(
-            "refs/heads/main",
-            &main,
-            Some(&work),
-            &format!("work/{i}.txt"),
-            &format!("merge {i}"),
-        );
-    }
-    fast_import(d, &s.text);
-    g(d, &["reset", "-q", "--hard", "main"]);
-    let args = [
-        "repo",
-        "cleanup",
-        "--no-fetch",
-        "--include",
-        "local_branches",
-        "--limit",
-        "10",
-    ];
+    s.merged(&base, 1..=12);
+    s.import(d);
+    let mut args = CLEANUP.to_vec();
+    args.extend(["--limit", "10"]);
 
     let first = ok(&repo, &args);
     let retire = retiring(&first);
@@ -218,10 +240,8 @@ fn the_limit_counts_retirements_after_proof_so_cleanup_always_moves_on() {
         "{first}"
     );
 
-    let digest = first["data"]["plan_digest"].as_str().unwrap();
-    let mut apply = args.to_vec();
-    apply.extend(["--apply", "--digest", digest]);
-    let applied = ok(&repo, &apply);
+    let (code, applied) = apply(&repo, &args, &first);
+    assert_eq!(code, 0, "{applied}");
     assert_eq!(applied["data"]["outcome"], "completed", "{applied}");
     assert!(!branch_exists(d, "refs/heads/dacli/001-work-1"));
     assert!(branch_exists(d, "refs/heads/dacli/011-work-11"));
@@ -237,10 +257,7 @@ fn the_limit_counts_retirements_after_proof_so_cleanup_always_moves_on() {
         "{second}"
     );
     assert_eq!(second["data"]["omitted"], 0);
-    let digest = second["data"]["plan_digest"].as_str().unwrap();
-    let mut apply = args.to_vec();
-    apply.extend(["--apply", "--digest", digest]);
-    ok(&repo, &apply);
+    assert_eq!(apply(&repo, &args, &second).0, 0);
     let third = ok(&repo, &args);
     assert!(retiring(&third).is_empty(), "{third}");
     for i in 0..20 {
@@ -251,15 +268,9 @@ fn the_limit_counts_retirements_after_proof_so_cleanup_always_moves_on() {
     }
 
     // A limit of zero could never retire anything.
-    let (code, doc) = repo.json(&[
-        "repo",
-        "cleanup",
-        "--no-fetch",
-        "--include",
-        "local_branches",
-        "--limit",
-        "0",
-    ]);
+    let mut zero = CLEANUP.to_vec();
+    zero.extend(["--limit", "0"]);
+    let (code, doc) = repo.json(&zero);
     assert_eq!(code, 2, "{doc}");
 }
 
@@ -328,8 +339,7 @@ fn a_squash_merge_named_by_its_trailer_is_delivered_and_its_branch_retired() {
             s.commit(&branch, &work, None, "w/3-more.txt", "more work");
         }
     }
-    fast_import(d, &s.text);
-    g(d, &["reset", "-q", "--hard", "main"]);
+    s.import(d);
     let squash1 = g(d, &["rev-parse", "main~2"]);
     assert!(g(d, &["log", "-1", "--format=%B", &squash1]).contains(&ids[0]));
 
@@ -346,35 +356,14 @@ fn a_squash_merge_named_by_its_trailer_is_delivered_and_its_branch_retired() {
         "a branch that moved on after the squash is not delivered"
     );
 
-    let plan = ok(
-        &repo,
-        &[
-            "repo",
-            "cleanup",
-            "--no-fetch",
-            "--include",
-            "local_branches",
-        ],
-    );
+    let plan = ok(&repo, &CLEANUP);
     let c1 = candidate(&plan, "refs/heads/dacli/001-work-1");
     assert_eq!(c1["action"], "retire", "{c1}");
     for kept in ["refs/heads/dacli/002-work-2", "refs/heads/dacli/003-work-3"] {
         assert_eq!(candidate(&plan, kept)["keep_reason"], "unique_commits");
     }
-    let digest = plan["data"]["plan_digest"].as_str().unwrap();
-    let applied = ok(
-        &repo,
-        &[
-            "repo",
-            "cleanup",
-            "--no-fetch",
-            "--include",
-            "local_branches",
-            "--apply",
-            "--digest",
-            digest,
-        ],
-    );
+    let (code, applied) = apply(&repo, &CLEANUP, &plan);
+    assert_eq!(code, 0, "{applied}");
     assert_eq!(applied["data"]["outcome"], "completed");
     assert!(!branch_exists(d, "refs/heads/dacli/001-work-1"));
     assert!(branch_exists(d, "refs/heads/dacli/003-work-3"));
@@ -389,8 +378,7 @@ fn a_reopened_task_is_judged_by_the_work_after_its_reopening() {
     let branch = "refs/heads/dacli/001-work-1";
     let work = s.commit(branch, &base, None, "w/1.txt", "work");
     s.commit("refs/heads/main", &base, Some(&work), "w/1.txt", "merge 1");
-    fast_import(d, &s.text);
-    g(d, &["reset", "-q", "--hard", "main"]);
+    s.import(d);
     ok(&repo, &["task", "check", "1", "--n", "1"]);
     ok(&repo, &["task", "done", "1"]);
     let first = ok(&repo, &RECONCILE);
@@ -449,40 +437,17 @@ fn a_partial_cleanup_fails_as_a_conflict_and_a_retry_writes_no_new_evidence() {
     let d = repo.path();
     let base = g(d, &["rev-parse", "main"]);
     let mut s = Stream::new();
-    let mut main = base.clone();
-    for n in 1..=2 {
-        let work = s.commit(
-            &format!("refs/heads/dacli/{n:03}-work-{n}"),
-            &main,
-            None,
-            &format!("w/{n}.txt"),
-            "work",
-        );
-        main = s.commit(
-            "refs/heads/main",
-            &main,
-            Some(&work),
-            &format!("w/{n}.txt"),
-            "merge",
-        );
-    }
-    fast_import(d, &s.text);
-    g(d, &["reset", "-q", "--hard", "main"]);
-    let args = [
-        "repo",
-        "cleanup",
-        "--no-fetch",
-        "--include",
-        "local_branches",
-    ];
+    s.merged(&base, 1..=2);
+    s.import(d);
+    let args = CLEANUP;
     let plan = ok(&repo, &args);
     assert_eq!(retiring(&plan).len(), 2, "{plan}");
     let digest = plan["data"]["plan_digest"].as_str().unwrap().to_string();
-    let mut apply: Vec<&str> = args.to_vec();
-    apply.extend(["--apply", "--digest", &digest]);
+    let mut applying: Vec<&str> = args.to_vec();
+    applying.extend(["--apply", "--digest", &digest]);
 
     // The apply stops after its plan file; meanwhile branch 2 moves, then the apply resumes.
-    let mut paused = apply.clone();
+    let mut paused = applying.clone();
     paused.push("--json");
     let mut child = repo
         .std_command(&paused)
@@ -510,7 +475,7 @@ fn a_partial_cleanup_fails_as_a_conflict_and_a_retry_writes_no_new_evidence() {
     g(d, &["commit", "-qm", "late work"]);
     g(d, &["checkout", "-q", "main"]);
 
-    let (code, doc) = repo.json(&apply);
+    let (code, doc) = repo.json(&applying);
     assert_eq!(code, 5, "a partial apply is a conflict: {doc}");
     assert_eq!(doc["error"]["code"], "E_PARTIAL", "{doc}");
     let message = doc["error"]["message"].as_str().unwrap();
@@ -525,7 +490,7 @@ fn a_partial_cleanup_fails_as_a_conflict_and_a_retry_writes_no_new_evidence() {
 
     // Retrying changes nothing and writes no second evidence record.
     for _ in 0..2 {
-        let (code, again) = repo.json(&apply);
+        let (code, again) = repo.json(&applying);
         assert_eq!(code, 5, "{again}");
         assert_eq!(evidence_files(&repo), 1);
     }
@@ -545,8 +510,7 @@ fn remote_branches_without_a_linked_github_repository_are_listed_and_kept() {
         "work",
     );
     s.commit("refs/heads/main", &base, Some(&work), "w/1.txt", "merge");
-    fast_import(d, &s.text);
-    g(d, &["reset", "-q", "--hard", "main"]);
+    s.import(d);
     let plan = ok(
         &repo,
         &[
@@ -597,30 +561,9 @@ fn observing_many_branches_shows_no_progress_through_a_pipe() {
             .push_str(&format!("reset refs/heads/dacli/x-{i:04}\nfrom {work}\n\n"));
     }
     fast_import(d, &s.text);
-    for args in [
-        vec![
-            "repo",
-            "cleanup",
-            "--no-fetch",
-            "--include",
-            "local_branches",
-        ],
-        vec![
-            "repo",
-            "cleanup",
-            "--no-fetch",
-            "--include",
-            "local_branches",
-            "--json",
-        ],
-        vec![
-            "delivery",
-            "reconcile",
-            "--project",
-            "checkout",
-            "--no-fetch",
-        ],
-    ] {
+    let mut json = CLEANUP.to_vec();
+    json.push("--json");
+    for args in [CLEANUP.to_vec(), json, RECONCILE.to_vec()] {
         let out = repo.dacli(&args).output().unwrap();
         assert_eq!(out.status.code(), Some(0), "{args:?}: {out:?}");
         let err = String::from_utf8_lossy(&out.stderr);
@@ -629,16 +572,7 @@ fn observing_many_branches_shows_no_progress_through_a_pipe() {
             "{args:?} wrote progress to a pipe: {err:?}"
         );
     }
-    let plan = ok(
-        &repo,
-        &[
-            "repo",
-            "cleanup",
-            "--no-fetch",
-            "--include",
-            "local_branches",
-        ],
-    );
+    let plan = ok(&repo, &CLEANUP);
     assert_eq!(
         plan["data"]["candidates"].as_array().unwrap().len(),
         2_001,

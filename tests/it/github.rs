@@ -562,17 +562,8 @@ fn link_reads_the_visibility_and_consent_is_roots_append_only_record() {
 
     // Only root records consent; the record is append-only and holds the live visibility.
     let (_, builder) = agent(&repo, "builder", 2, "rw");
-    let grant = [
-        "github",
-        "consent",
-        "grant",
-        "--project",
-        "checkout",
-        "--granted-by",
-        "human:mkoenig",
-        "--classes",
-        "tasks",
-    ];
+    let mut grant = crate::github_support::GRANT.to_vec();
+    grant.extend(["--classes", "tasks"]);
     let r = run_with(
         &repo,
         &fake.url(),
@@ -612,21 +603,9 @@ fn link_reads_the_visibility_and_consent_is_roots_append_only_record() {
     assert_eq!(r.code, 0, "{}", r.doc);
     assert_eq!(r.doc["data"]["consent"]["action"], "revoke");
     assert_eq!(r.doc["data"]["consent"]["classes"], json!([]));
-    let r = run(
-        &repo,
-        &fake,
-        &[
-            "github",
-            "consent",
-            "grant",
-            "--project",
-            "checkout",
-            "--granted-by",
-            "human:mkoenig",
-            "--classes",
-            "secrets",
-        ],
-    );
+    let mut secrets = crate::github_support::GRANT.to_vec();
+    secrets.extend(["--classes", "secrets"]);
+    let r = run(&repo, &fake, &secrets);
     assert_eq!(r.code, 2);
     assert!(fake.writes().is_empty());
     fake.verify();
@@ -894,20 +873,7 @@ pub(crate) fn train_workspace() -> Repo {
     ]);
     let fake = Fake::start();
     fake.get(R, 200, fixture("repo"));
-    let r = run(
-        &repo,
-        &fake,
-        &[
-            "github",
-            "consent",
-            "grant",
-            "--project",
-            "checkout",
-            "--granted-by",
-            "human:mkoenig",
-        ],
-    );
-    assert_eq!(r.code, 0, "{}", r.doc);
+    crate::github_support::consent_to(&repo, &fake, None);
     repo
 }
 
@@ -990,6 +956,37 @@ pub(crate) fn landing(fake: &Fake, head: &str) {
     );
 }
 
+/// `release-train VERB` of `S` from main to release in `checkout`.
+pub(crate) fn train_args(verb: &str) -> [&str; 10] {
+    [
+        "release-train",
+        verb,
+        "--project",
+        "checkout",
+        "--source",
+        "main",
+        "--target",
+        "release",
+        "--sha",
+        S,
+    ]
+}
+
+/// The fake as an open of `S` finds it: the promotion allowed, no train branch and no pull
+/// request yet; the train branch's name.
+fn before_open(fake: &Fake) -> String {
+    promotion(fake);
+    let branch_name = format!("dacli/train/release/{}", &S[..12]);
+    fake.get(
+        &format!("{R}/git/ref/heads/{branch_name}"),
+        404,
+        fixture("error_not_found"),
+    );
+    fake.get(&format!("{R}/pulls"), 200, json!([]));
+    fake.get(R, 200, fixture("repo"));
+    branch_name
+}
+
 /// A train record with PR 31 open, written the way `open` writes it.
 pub(crate) fn write_train(repo: &Repo) -> String {
     let id = "tr-01KKBC511GDR08DRQGVNXCA1RA";
@@ -1008,22 +1005,7 @@ fn a_train_is_planned_opened_and_landed_only_with_merge_authority() {
     // plan: read-only, names the commits and the PRs they bring.
     let fake = Fake::start();
     promotion(&fake);
-    let r = run(
-        &repo,
-        &fake,
-        &[
-            "release-train",
-            "plan",
-            "--project",
-            "checkout",
-            "--source",
-            "main",
-            "--target",
-            "release",
-            "--sha",
-            S,
-        ],
-    );
+    let r = run(&repo, &fake, &train_args("plan"));
     assert_eq!(r.code, 0, "{}", r.doc);
     let d = &r.doc["data"];
     assert_eq!(d["compare"]["status"], "ahead");
@@ -1036,27 +1018,8 @@ fn a_train_is_planned_opened_and_landed_only_with_merge_authority() {
 
     // open: preview writes nothing; apply creates the ref at S and one PR.
     let fake = Fake::start();
-    promotion(&fake);
-    let branch_name = format!("dacli/train/release/{}", &S[..12]);
-    fake.get(
-        &format!("{R}/git/ref/heads/{branch_name}"),
-        404,
-        fixture("error_not_found"),
-    );
-    fake.get(&format!("{R}/pulls"), 200, json!([]));
-    fake.get(R, 200, fixture("repo"));
-    let open = [
-        "release-train",
-        "open",
-        "--project",
-        "checkout",
-        "--source",
-        "main",
-        "--target",
-        "release",
-        "--sha",
-        S,
-    ];
+    let branch_name = before_open(&fake);
+    let open = train_args("open");
     let p = run(&repo, &fake, &open);
     assert_eq!(p.code, 0, "{}", p.doc);
     assert_eq!(p.doc["data"]["mode"], "preview");
@@ -1274,16 +1237,7 @@ fn squash_rebase_and_tags_are_refused_before_any_request() {
         (vec!["--method", "rebase"], "train.method_rewrites_sha"),
         (vec!["--tag", "v1.0.0"], "train.no_publication"),
     ] {
-        let mut args = vec![
-            "release-train",
-            "plan",
-            "--project",
-            "checkout",
-            "--source",
-            "main",
-            "--target",
-            "release",
-        ];
+        let mut args = train_args("plan")[..8].to_vec();
         args.extend(extra);
         let r = run(&repo, &fake, &args);
         assert_eq!(r.code, 3, "{}", r.doc);
@@ -1415,28 +1369,9 @@ fn the_three_tools_work_over_mcp() {
 #[test]
 fn an_interrupted_open_is_resumed_without_repeating_a_step() {
     let repo = train_workspace();
-    let branch_name = format!("dacli/train/release/{}", &S[..12]);
     let fake = Fake::start();
-    promotion(&fake);
-    fake.get(
-        &format!("{R}/git/ref/heads/{branch_name}"),
-        404,
-        fixture("error_not_found"),
-    );
-    fake.get(&format!("{R}/pulls"), 200, json!([]));
-    fake.get(R, 200, fixture("repo"));
-    let open = [
-        "release-train",
-        "open",
-        "--project",
-        "checkout",
-        "--source",
-        "main",
-        "--target",
-        "release",
-        "--sha",
-        S,
-    ];
+    before_open(&fake);
+    let open = train_args("open");
     let p = run(&repo, &fake, &open);
     fake.mount(
         Mock::given(method("POST"))
@@ -2015,22 +1950,7 @@ fn every_projection_class_gets_a_verdict_and_only_allowlisted_fields_go_out() {
     let fake = Fake::start();
     fake.get(R, 200, fixture("repo"));
     fake.get(&format!("{R}/issues"), 200, json!([]));
-    let r = run(
-        &repo,
-        &fake,
-        &[
-            "github",
-            "consent",
-            "grant",
-            "--project",
-            "checkout",
-            "--granted-by",
-            "human:mkoenig",
-            "--classes",
-            "tasks,metrics,refs,risks,escalations",
-        ],
-    );
-    assert_eq!(r.code, 0, "{}", r.doc);
+    crate::github_support::consent_to(&repo, &fake, Some("tasks,metrics,refs,risks,escalations"));
     let p = run(&repo, &fake, &["github", "projection", "checkout"]);
     assert_eq!(p.code, 0, "{}\n{}", p.doc, p.stderr);
     let verdict = |id: &str| {

@@ -86,18 +86,7 @@ fn a_300_commit_train_lists_every_commit_or_says_it_was_cut() {
     let repo = train_workspace();
     let fake = Fake::start();
     three_hundred(&fake);
-    let plan = [
-        "release-train",
-        "plan",
-        "--project",
-        "checkout",
-        "--source",
-        "main",
-        "--target",
-        "release",
-        "--sha",
-        S,
-    ];
+    let plan = crate::github::train_args("plan");
     let r = run(&repo, &fake, &plan);
     assert_eq!(r.code, 0, "{}\n{}", r.doc, r.stderr);
     let d = &r.doc["data"];

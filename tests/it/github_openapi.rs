@@ -232,3 +232,53 @@ fn every_fixture_is_a_body_github_could_send() {
         "{found:?}"
     );
 }
+
+/// The bodies the scale tests derive from the fixtures (renumbered, patched, multiplied) are
+/// bodies GitHub could send too: each is validated as its fixture's operation answers.
+#[test]
+fn every_derived_body_is_a_body_github_could_send() {
+    let Some(doc) = description() else { return };
+    let v = validator(&doc);
+    let issues: Vec<Value> = (1..=1050u64)
+        .map(|n| crate::github_support::issue(n, format!("issue {n}"), "open"))
+        .collect();
+    // As the projection's scale tests answer a search: the issues found, as `issue` makes them.
+    let search = crate::github_support::search_result(vec![crate::github_support::issue(
+        1021,
+        "<!-- dacli:t-01 ws:w-01 -->\n".into(),
+        "open",
+    )]);
+    let mut annotations = crate::github_support::fixture("annotations_test");
+    annotations[0]["message"] = json!(
+        "thread 'money::tests::rounds_once' panicked at src/money.rs:42:5:\nassertion `left == right` failed"
+    );
+    let derived = json!({
+        "check_runs_failing": {"total_count": 152, "check_runs": crate::github_scale::matrix_runs()},
+        "issues_page": issues,
+        "issue": crate::github_support::issue(1051, "<!-- dacli:t-01 ws:w-01 -->\n".into(), "closed"),
+        "search_issues": search,
+        "annotations_test": annotations,
+        "pull": crate::github_support::patched(
+            "pull",
+            &[("/mergeable", Value::Null), ("/mergeable_state", json!("unknown"))],
+        ),
+    });
+    let found = errors(&v, &derived);
+    assert!(found.is_empty(), "{}", found.join("\n"));
+    // A derived body that breaks the description fails: a check run without its name.
+    let mut runs = crate::github_scale::matrix_runs();
+    runs[140]
+        .as_object_mut()
+        .expect("a check run")
+        .remove("name");
+    let found = errors(
+        &v,
+        &json!({"check_runs_failing": {"total_count": 152, "check_runs": runs}}),
+    );
+    assert!(
+        found
+            .iter()
+            .any(|e| e.starts_with("/check_runs_failing/check_runs/140")),
+        "{found:?}"
+    );
+}

@@ -43,12 +43,9 @@ fn first_of_1050(fake: &Fake, marker: &str, times: u64) -> Value {
     marked
 }
 
-/// `GET /search/issues` for `task`'s id in acme/widget, answering `found` (the validated
-/// fixture `search_issues` holding those items).
+/// `GET /search/issues` for `task`'s id in acme/widget, answering `found`.
 fn search(fake: &Fake, task: &str, found: Vec<Value>, times: u64) {
-    let mut body = fixture("search_issues");
-    body["total_count"] = json!(found.len());
-    body["items"] = Value::Array(found);
+    let body = crate::github_support::search_result(found);
     fake.mount(
         Mock::given(method("GET"))
             .and(path("/search/issues"))

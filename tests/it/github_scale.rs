@@ -11,11 +11,11 @@ use wiremock::matchers::{method, path, query_param_is_missing};
 use wiremock::{Mock, ResponseTemplate};
 
 use crate::github_support::{
-    Fake, HEAD, R, TOKEN, fixture, green_pr, linked, paged, patched, run, run_with,
+    Fake, HEAD, R, TOKEN, failing_pr, fixture, green_pr, linked, paged, patched, run, run_with,
 };
 
 /// 152 check runs on the head, all green but `matrix (140)`, which failed.
-fn matrix_runs() -> Vec<Value> {
+pub(crate) fn matrix_runs() -> Vec<Value> {
     let template = fixture("check_runs_green")["check_runs"][0].clone();
     (0..152)
         .map(|i| {
@@ -421,5 +421,102 @@ fn mergeability_still_computing_says_retry_in_a_few_seconds() {
             .expect("detail")
             .contains("a few seconds")
     );
+    fake.verify();
+}
+
+/// Jobs, annotations and reviews are lists too: each is read past its first page. The failed
+/// job, the annotation with the assertion and the approval are all on page 2.
+#[test]
+fn jobs_annotations_and_reviews_are_read_past_their_first_page() {
+    let repo = linked();
+    let fake = Fake::start();
+    let template = fixture("jobs_failing")["jobs"].clone();
+    let jobs: Vec<Value> = (0..120u64)
+        .map(|i| {
+            let mut j = template[if i == 110 { 0 } else { 1 }].clone();
+            if i != 110 {
+                j["id"] = json!(5_000 + i);
+                j["name"] = json!(format!("shard {i}"));
+            }
+            j
+        })
+        .collect();
+    paged(
+        &fake,
+        &format!("{R}/actions/runs/9001/jobs"),
+        Some("jobs"),
+        &jobs,
+        100,
+        Some(1),
+    );
+    let note = fixture("annotations_test")[0].clone();
+    let annotations: Vec<Value> = (0..105u64)
+        .map(|i| {
+            let mut a = note.clone();
+            a["message"] = json!(if i == 104 {
+                "assertion `left == right` failed on page two".to_string()
+            } else {
+                format!("warning {i}")
+            });
+            a
+        })
+        .collect();
+    paged(
+        &fake,
+        &format!("{R}/check-runs/4101/annotations"),
+        None,
+        &annotations,
+        100,
+        Some(1),
+    );
+    let comment = fixture("reviews_approved")[0].clone();
+    let approval = fixture("reviews_approved")[1].clone();
+    let mut reviews: Vec<Value> = (0..100u64)
+        .map(|i| {
+            let mut r = comment.clone();
+            r["id"] = json!(1_000 + i);
+            r
+        })
+        .collect();
+    reviews.push(approval);
+    paged(
+        &fake,
+        &format!("{R}/pulls/7/reviews"),
+        None,
+        &reviews,
+        100,
+        Some(1),
+    );
+    failing_pr(&fake);
+    let r = run(
+        &repo,
+        &fake,
+        &["pr", "diagnose", "--pr", "7", "--annotation-limit", "200"],
+    );
+    assert_eq!(r.code, 0, "{}\n{}", r.doc, r.stderr);
+    let d = &r.doc["data"];
+    assert_eq!(
+        d["unknown"].as_array().map_or(0, Vec::len),
+        0,
+        "every page was read: {}",
+        d["unknown"]
+    );
+    let failed: Vec<&str> = d["workflows"][0]["failed_jobs"]
+        .as_array()
+        .expect("failed jobs")
+        .iter()
+        .filter_map(|j| j["name"].as_str())
+        .collect();
+    assert_eq!(failed, ["test"], "{}", d["workflows"]);
+    let annotations = d["annotations"].as_array().expect("annotations");
+    assert_eq!(annotations.len(), 105);
+    assert!(
+        annotations
+            .iter()
+            .any(|a| a.to_string().contains("failed on page two")),
+        "{}",
+        d["annotations"]
+    );
+    assert_eq!(d["pr"]["review_decision"], "approved", "{}", d["pr"]);
     fake.verify();
 }

@@ -339,24 +339,46 @@ pub(crate) fn text(repo: &Repo, fake: &Fake, args: &[&str]) -> String {
     stdout
 }
 
+/// `github consent grant` for `checkout`, granted by `human:mkoenig` (`--classes` to add).
+pub(crate) const GRANT: [&str; 7] = [
+    "github",
+    "consent",
+    "grant",
+    "--project",
+    "checkout",
+    "--granted-by",
+    "human:mkoenig",
+];
+
+/// Consent for `classes` (the default classes when `None`) of `checkout` on the public
+/// `acme/widget`.
+pub(crate) fn consent_to(repo: &crate::support::Repo, fake: &Fake, classes: Option<&str>) {
+    let mut args = GRANT.to_vec();
+    if let Some(c) = classes {
+        args.extend(["--classes", c]);
+    }
+    let r = run(repo, fake, &args);
+    assert_eq!(r.code, 0, "{}", r.doc);
+}
+
 /// Consent for the tasks of `checkout` on the public `acme/widget`.
 pub(crate) fn consent(repo: &crate::support::Repo, fake: &Fake) {
-    let r = run(
-        repo,
-        fake,
-        &[
-            "github",
-            "consent",
-            "grant",
-            "--project",
-            "checkout",
-            "--granted-by",
-            "human:mkoenig",
-            "--classes",
-            "tasks",
-        ],
-    );
-    assert_eq!(r.code, 0, "{}", r.doc);
+    consent_to(repo, fake, Some("tasks"));
+}
+
+/// A `GET /search/issues` answer finding `issues` (the validated fixture `search_issues`
+/// holding them, each with the `score` a search result carries).
+pub(crate) fn search_result(issues: Vec<Value>) -> Value {
+    let mut body = fixture("search_issues");
+    body["total_count"] = json!(issues.len());
+    body["items"] = issues
+        .into_iter()
+        .map(|mut i| {
+            i["score"] = json!(1.0);
+            i
+        })
+        .collect();
+    body
 }
 
 /// Issue `number` as GitHub lists it (the validated fixture `issues_page`, renumbered).
