@@ -85,7 +85,7 @@ pub fn file_changes(
             let diff = repo.diff_trees(old_tree.as_deref(), new_tree.as_deref(), &skip)?;
             let total = diff.len();
             for (n, c) in diff.into_iter().enumerate() {
-                if n % 64 == 0 {
+                if n.is_multiple_of(64) {
                     read(n, total);
                 }
                 out.push(FileChange {

@@ -100,7 +100,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     let name = task.reference.clone().unwrap_or_else(|| task.id.clone());
     let progress = ctx.progress(format!("reading the history of {name}"));
     let walked = |n: usize| {
-        if n > 0 && n % 25 == 0 {
+        if n > 0 && n.is_multiple_of(25) {
             progress.relabel(format!("reading the history of {name}: {n} commit(s) read"));
         }
     };
