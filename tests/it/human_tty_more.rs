@@ -43,6 +43,16 @@ fn ready_repo() -> Repo {
     ])
     .assert()
     .success();
+    // "Short one" is assigned to root in its file (a hand edit: no command assigns an open task).
+    let open = repo.ws("projects/core/tasks/open");
+    let short = std::fs::read_dir(&open)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains("short-one"))
+        .unwrap();
+    let text = std::fs::read_to_string(&short).unwrap();
+    let text = text.replacen("priority = ", "assignee = \"a-root\"\npriority = ", 1);
+    std::fs::write(&short, text).unwrap();
     repo
 }
 
@@ -61,6 +71,21 @@ fn next_with_ready_work_fits_the_terminal_with_and_without_colour() {
         let (_, plain) = on_tty(&plain_args, cols, &[]);
         assert!(!plain.contains("<ESC>"), "{plain}");
         assert!(plain.contains("Move every money"), "{plain}");
+        // WHY says what makes each task next, not its priority again.
+        // At 80 columns WHY moves to a line of its own under its row.
+        let row = |needle: &str| {
+            let lines: Vec<&str> = plain.lines().collect();
+            let at = lines
+                .iter()
+                .position(|l| l.contains(needle))
+                .unwrap_or_else(|| panic!("{needle}: {plain}"));
+            lines[at..(at + 2).min(lines.len())].join("\n")
+        };
+        assert!(row("core/2").contains("assigned to you"), "{plain}");
+        assert!(row("core/1").contains("on the critical path"), "{plain}");
+        assert!(row("core/3").contains("oldest ready could-have"), "{plain}");
+        assert!(plain.lines().nth(1).unwrap().contains("core/2"), "{plain}");
+        assert!(!plain.contains("must-have"), "{plain}");
         insta::assert_snapshot!(format!("tty_next_ready_{cols}_plain"), plain);
         let (_, no_color) = on_tty(&args, cols, &[("NO_COLOR", "1")]);
         assert_eq!(no_color, plain, "NO_COLOR is --no-color");
