@@ -141,6 +141,26 @@ pub fn edit_until_valid<T>(
 }
 
 /// `text` without the lines dacli marks as its own.
+/// A saved template's TOML frontmatter (between `+++` lines) as a JSON table, and the text
+/// after its closing line; or what is wrong with its shape.
+pub fn frontmatter(
+    text: &str,
+) -> Result<(serde_json::Map<String, serde_json::Value>, &str), String> {
+    let rest = text
+        .trim_start()
+        .strip_prefix("+++\n")
+        .ok_or("the file must start with the `+++` frontmatter line")?;
+    let (front, body) = rest
+        .split_once("\n+++")
+        .ok_or("the frontmatter has no closing `+++` line")?;
+    let front: serde_json::Value = toml_edit::de::from_str(front)
+        .map_err(|e| format!("frontmatter: {}", e.to_string().replace('\n', " ").trim()))?;
+    let serde_json::Value::Object(front) = front else {
+        return Err("frontmatter: not a table".into());
+    };
+    Ok((front, body))
+}
+
 fn unmarked(text: &str) -> String {
     text.lines()
         .filter(|l| !l.starts_with(MARK.trim_end()))
