@@ -28,6 +28,22 @@ pub fn has_terminal(ctx: &Ctx) -> bool {
     ctx.front() == Front::Cli && std::io::stdin().is_terminal()
 }
 
+/// Asks `question` on stderr and reads one line of answer from the terminal: for a person at
+/// the CLI only (`None`, asking nothing, with `--json`, `--quiet`, an MCP call or no terminal
+/// on standard input). An empty answer or the end of input is `None`.
+pub fn ask_line(ctx: &Ctx, question: &str) -> Option<String> {
+    if ctx.json() || ctx.quiet() || !has_terminal(ctx) {
+        return None;
+    }
+    let mut err = std::io::stderr();
+    let _ = std::io::Write::write_all(&mut err, question.as_bytes());
+    let _ = std::io::Write::flush(&mut err);
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line).ok()?;
+    let answer = line.trim();
+    (!answer.is_empty()).then(|| answer.to_string())
+}
+
 /// The usage error for an editor asked for (`what`, e.g. `task edit 3` with no flags) where
 /// there is no terminal; `instead` is the flag form to use there.
 pub fn needs_terminal(ctx: &Ctx, what: &str, instead: &str) -> Error {

@@ -8,7 +8,18 @@ use std::process::{Command, Stdio};
 /// Runs `cmd` with standard output and error (and standard input, when `stdin`) on a
 /// pseudo-terminal `cols` columns wide (the pty's default size without one): (exit code, the
 /// terminal's text with `\r\n` read as `\n`).
-pub fn run(mut cmd: Command, cols: Option<u16>, stdin: bool) -> (Option<i32>, String) {
+pub fn run(cmd: Command, cols: Option<u16>, stdin: bool) -> (Option<i32>, String) {
+    run_typing(cmd, cols, stdin, b"")
+}
+
+/// [`run`], with `typed` typed on the terminal as the command starts (standard input must be
+/// on it to read it).
+pub fn run_typing(
+    mut cmd: Command,
+    cols: Option<u16>,
+    stdin: bool,
+    typed: &[u8],
+) -> (Option<i32>, String) {
     use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
     let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
     grantpt(&master).unwrap();
@@ -42,6 +53,9 @@ pub fn run(mut cmd: Command, cols: Option<u16>, stdin: bool) -> (Option<i32>, St
     // The child holds the only slave ends now: reading ends (EIO) when it exits.
     drop(cmd);
     let mut file = std::fs::File::from(master);
+    if !typed.is_empty() {
+        std::io::Write::write_all(&mut file, typed).unwrap();
+    }
     let mut bytes = Vec::new();
     let mut buf = [0u8; 8192];
     loop {
