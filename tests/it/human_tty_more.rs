@@ -97,3 +97,45 @@ fn next_with_ready_work_fits_the_terminal_with_and_without_colour() {
         }
     }
 }
+
+#[test]
+fn the_other_lists_fit_the_terminal_and_keep_full_values_under_wide() {
+    for (args, widths) in [
+        (vec!["note", "list"], vec![80u16, 120]),
+        (vec!["project", "list"], vec![80, 120]),
+        (vec!["shortcut", "list"], vec![80, 120]),
+        // A risk's id alone takes 28 columns: its table fits from 100.
+        (vec!["risk", "list"], vec![120]),
+    ] {
+        let mut all = vec!["-C", ".dacli-example"];
+        all.extend(&args);
+        all.push("--no-color");
+        for cols in widths {
+            let (code, text) = on_tty(&all, cols, &[]);
+            assert_eq!(code, Some(0), "{args:?}: {text}");
+            for line in text.lines() {
+                assert!(
+                    line.chars().count() <= usize::from(cols),
+                    "{args:?} runs past {cols} columns:\n{line}"
+                );
+            }
+        }
+    }
+    let (_, wide) = on_tty(
+        &[
+            "-C",
+            ".dacli-example",
+            "note",
+            "list",
+            "--wide",
+            "--no-color",
+        ],
+        80,
+        &[],
+    );
+    assert!(
+        wide.contains("A tolerance on money in a test hides one-cent bugs"),
+        "{wide}"
+    );
+    assert!(wide.contains("2026-03-04T17:30:10Z"), "{wide}");
+}
