@@ -7,21 +7,22 @@ use crate::support::Repo;
 /// A task of two criteria whose commands take 1.5 s each, claimed by root.
 fn slow_task() -> Repo {
     let repo = Repo::new();
-    repo.dacli(&["init", "--project", "Core"])
-        .assert()
-        .success();
-    repo.dacli(&[
-        "task",
-        "add",
-        "Slow checks",
-        "--accept",
-        "first `sleep 1.5`",
-        "--accept",
-        "second `sleep 1.5`",
-    ])
-    .assert()
-    .success();
-    repo.dacli(&["task", "claim", "1"]).assert().success();
+    let steps: [&[&str]; 3] = [
+        &["init", "--project", "Core"],
+        &[
+            "task",
+            "add",
+            "Slow checks",
+            "--accept",
+            "first `sleep 1.5`",
+            "--accept",
+            "second `sleep 1.5`",
+        ],
+        &["task", "claim", "1"],
+    ];
+    for args in steps {
+        repo.dacli(args).assert().success();
+    }
     repo
 }
 
