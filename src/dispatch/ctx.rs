@@ -367,6 +367,7 @@ impl<'t> Ctx<'t> {
             label.into(),
             total,
             !self.output.json && !self.output.quiet,
+            self.output.width.unwrap_or(80),
             sink,
         )
     }
@@ -375,7 +376,7 @@ impl<'t> Ctx<'t> {
     /// already streams to the terminal (a shortcut run by the CLI).
     pub fn progress_unseen(&self, label: impl Into<String>) -> super::Progress {
         let sink = self.call.borrow().progress.clone();
-        super::Progress::start(label.into(), None, false, sink)
+        super::Progress::start(label.into(), None, false, 80, sink)
     }
 
     /// Attaches the front end's handles to the call about to run; [`Ctx::detach_call`] removes

@@ -28,6 +28,22 @@ pub fn has_terminal(ctx: &Ctx) -> bool {
     ctx.front() == Front::Cli && std::io::stdin().is_terminal()
 }
 
+/// Asks `question` on stderr and reads one line of answer from the terminal: for a person at
+/// the CLI only (`None`, asking nothing, with `--json`, `--quiet`, an MCP call or no terminal
+/// on standard input). An empty answer or the end of input is `None`.
+pub fn ask_line(ctx: &Ctx, question: &str) -> Option<String> {
+    if ctx.json() || ctx.quiet() || !has_terminal(ctx) {
+        return None;
+    }
+    let mut err = std::io::stderr();
+    let _ = std::io::Write::write_all(&mut err, question.as_bytes());
+    let _ = std::io::Write::flush(&mut err);
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line).ok()?;
+    let answer = line.trim();
+    (!answer.is_empty()).then(|| answer.to_string())
+}
+
 /// The usage error for an editor asked for (`what`, e.g. `task edit 3` with no flags) where
 /// there is no terminal; `instead` is the flag form to use there.
 pub fn needs_terminal(ctx: &Ctx, what: &str, instead: &str) -> Error {
@@ -141,6 +157,26 @@ pub fn edit_until_valid<T>(
 }
 
 /// `text` without the lines dacli marks as its own.
+/// A saved template's TOML frontmatter (between `+++` lines) as a JSON table, and the text
+/// after its closing line; or what is wrong with its shape.
+pub fn frontmatter(
+    text: &str,
+) -> Result<(serde_json::Map<String, serde_json::Value>, &str), String> {
+    let rest = text
+        .trim_start()
+        .strip_prefix("+++\n")
+        .ok_or("the file must start with the `+++` frontmatter line")?;
+    let (front, body) = rest
+        .split_once("\n+++")
+        .ok_or("the frontmatter has no closing `+++` line")?;
+    let front: serde_json::Value = toml_edit::de::from_str(front)
+        .map_err(|e| format!("frontmatter: {}", e.to_string().replace('\n', " ").trim()))?;
+    let serde_json::Value::Object(front) = front else {
+        return Err("frontmatter: not a table".into());
+    };
+    Ok((front, body))
+}
+
 fn unmarked(text: &str) -> String {
     text.lines()
         .filter(|l| !l.starts_with(MARK.trim_end()))

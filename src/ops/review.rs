@@ -63,12 +63,14 @@ pub fn ws_tree(repo: &Repo, prefix: &str, sha: &str) -> Result<Option<String>, E
 }
 
 /// The files that differ between the workspace in commit `base` and in commit `head`
-/// (`None`: the working tree on disk).
+/// (`None`: the working tree on disk). `read` hears how many changed files were read so far
+/// (of how many), for progress on a long range.
 pub fn file_changes(
     ws: &Workspace,
     repo: &Repo,
     base: Option<&str>,
     head: Option<&str>,
+    read: &dyn Fn(usize, usize),
 ) -> Result<Vec<FileChange>, Error> {
     let prefix = ws_prefix(ws);
     let old_tree = match base {
@@ -80,7 +82,12 @@ pub fn file_changes(
     match head {
         Some(sha) => {
             let new_tree = ws_tree(repo, &prefix, sha)?;
-            for c in repo.diff_trees(old_tree.as_deref(), new_tree.as_deref(), &skip)? {
+            let diff = repo.diff_trees(old_tree.as_deref(), new_tree.as_deref(), &skip)?;
+            let total = diff.len();
+            for (n, c) in diff.into_iter().enumerate() {
+                if n.is_multiple_of(64) {
+                    read(n, total);
+                }
                 out.push(FileChange {
                     old: c.old.map(|b| repo.blob(&b)).transpose()?,
                     new: c.new.map(|b| repo.blob(&b)).transpose()?,
@@ -1466,13 +1473,15 @@ fn task_files_changed(
 /// parent; a merge counts only when the task differs from every parent (a resolved conflict).
 /// `at` is where the task's file is now, when known: the walk then opens only that file (in
 /// every status folder) and the events, and follows the file's renames; without it the first
-/// commits read every changed task file until one holds the id.
+/// commits read every changed task file until one holds the id. `walked` hears how many
+/// commits were read so far, for progress on a long history.
 pub fn task_history(
     ws: &Workspace,
     repo: &Repo,
     id: &str,
     at: Option<TaskFile>,
     limit: usize,
+    walked: &dyn Fn(usize),
 ) -> Result<(Vec<TaskCommit>, bool), Error> {
     let prefix = ws_prefix(ws);
     let Ok(head) = repo.rev_parse("HEAD") else {
@@ -1498,7 +1507,8 @@ pub fn task_history(
         Ok(t)
     };
     let mut out = Vec::new();
-    for sha in repo.history(&head, None)? {
+    for (n, sha) in repo.history(&head, None)?.into_iter().enumerate() {
+        walked(n);
         let info = repo.commit_info(&sha)?;
         let tree = ws_tree_cached(&sha)?;
         let mut per_parent = Vec::new();

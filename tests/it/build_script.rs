@@ -85,3 +85,40 @@ fn packed_refs_and_a_linked_worktree_are_read_and_watched() {
     assert_ne!(side, head);
     assert_watches_only_existing(&wt.join(".git"), Some(&side));
 }
+
+/// The build this suite runs in: the build script's last output (what cargo reads to decide
+/// whether the next build reruns it) names only paths that exist in this checkout, so a
+/// second `cargo build` with nothing changed compiles nothing (cargo's fingerprint would say
+/// `stale: missing <path>` otherwise).
+#[test]
+fn this_builds_script_output_watches_only_existing_paths() {
+    let exe = std::env::current_exe().unwrap();
+    // <target>/<profile>/deps/it-<hash>
+    let profile_dir = exe.parent().and_then(Path::parent).unwrap();
+    let mut outputs: Vec<(std::time::SystemTime, std::path::PathBuf)> =
+        std::fs::read_dir(profile_dir.join("build"))
+            .unwrap()
+            .filter_map(|e| {
+                let dir = e.ok()?.path();
+                let name = dir.file_name()?.to_str()?.to_string();
+                let out = dir.join("output");
+                (name.starts_with("dacli-") && out.exists())
+                    .then(|| Some((out.metadata().ok()?.modified().ok()?, out)))?
+            })
+            .collect();
+    outputs.sort();
+    let (_, newest) = outputs.last().expect("the build script ran for this build");
+    let text = std::fs::read_to_string(newest).unwrap();
+    let root = crate::support::repo_root();
+    let watched: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("cargo:rerun-if-changed="))
+        .collect();
+    assert!(watched.contains(&"build.rs"), "{text}");
+    for path in &watched {
+        assert!(
+            root.join(path).exists(),
+            "the build script watches `{path}`, which does not exist: every build would rerun it and relink dacli\n{text}"
+        );
+    }
+}

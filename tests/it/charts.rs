@@ -32,12 +32,12 @@ fn options() -> usvg::Options<'static> {
     opt
 }
 
-fn parse(svg: &str) -> usvg::Tree {
+pub fn parse(svg: &str) -> usvg::Tree {
     usvg::Tree::from_str(svg, &options()).expect("the chart parses as SVG")
 }
 
 /// `svg` rendered `width` pixels wide.
-fn render(tree: &usvg::Tree, width: u32) -> tiny_skia::Pixmap {
+pub fn render(tree: &usvg::Tree, width: u32) -> tiny_skia::Pixmap {
     let size = tree.size();
     let scale = width as f32 / size.width();
     let height = (size.height() * scale).ceil() as u32;

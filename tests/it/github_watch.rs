@@ -248,10 +248,10 @@ fn watch_shows_its_progress_on_a_terminal_only() {
         ],
     );
     assert_eq!(code, Some(0), "{text}");
-    // The spinner redraws its line: a carriage return, a frame, the label.
+    // The spinner redraws its line: a carriage return, a line clear, a frame, the label.
     let spinner = ["|", "/", "-", "\\"]
         .iter()
-        .any(|f| text.contains(&format!("\r{f} watching #7: 1 check(s) pending")));
+        .any(|f| text.contains(&format!("\r<ESC>[2K{f} watching #7: 1 check(s) pending")));
     assert!(spinner, "{text:?}");
     assert!(!text.contains(TOKEN));
     w.fake.verify();

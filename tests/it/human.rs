@@ -29,6 +29,35 @@ fn init_with_a_project_lets_task_add_run_next() {
     assert_eq!(show["ok"], true, "{show}");
 }
 
+#[cfg(target_os = "linux")]
+#[test]
+fn init_on_a_terminal_offers_the_first_project() {
+    let repo = Repo::new();
+    let (code, text) =
+        crate::pty::run_typing(repo.std_command(&["init"]), None, true, b"My shop\n");
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("Title of the first project"), "{text}");
+    assert!(text.contains("dacli project edit my-shop"), "{text}");
+    repo.dacli(&["task", "add", "First task"])
+        .assert()
+        .success();
+    // Enter skips: no project, and the next step says how to add one.
+    let other = Repo::new();
+    let (code, text) = crate::pty::run_typing(other.std_command(&["init"]), None, true, b"\n");
+    assert_eq!(code, Some(0), "{text}");
+    assert!(!other.ws("projects").exists(), "{text}");
+    assert!(text.contains("dacli project add"), "{text}");
+    // Off a terminal nothing is asked.
+    let piped = Repo::new();
+    let out = piped.dacli(&["init"]).output().unwrap();
+    assert!(out.status.success());
+    assert!(
+        !String::from_utf8(out.stderr)
+            .unwrap()
+            .contains("Title of the first project")
+    );
+}
+
 #[test]
 fn init_refuses_an_empty_project_title_and_writes_nothing() {
     let repo = Repo::new();
@@ -170,7 +199,7 @@ fn next_says_what_makes_each_task_next() {
             ),
             (
                 "core/001-base".into(),
-                "should-have, unblocks 1 task(s)".into()
+                "on the critical path, unblocks 1 task(s)".into()
             ),
         ],
         "{doc}"
@@ -187,15 +216,12 @@ fn next_says_what_makes_each_task_next() {
         .iter()
         .find(|i| i["task"]["number"] == 3)
         .unwrap();
-    assert_eq!(
-        on_base["reason"], "should-have, unblocked by core/1",
-        "{doc}"
-    );
+    assert_eq!(on_base["reason"], "unblocked by core/1", "{doc}");
     let text = String::from_utf8(repo.dacli(&["next"]).output().unwrap().stdout).unwrap();
     assert!(text.contains("WHY"), "{text}");
     assert!(
-        !text.contains("must, "),
-        "the WHY column no longer repeats the priority: {text}"
+        !text.contains("must, ") && !text.contains("should-have, "),
+        "the WHY column does not repeat the priority: {text}"
     );
 }
 

@@ -4,52 +4,19 @@
 //! without one the editor is refused (`human_editor_more.rs` covers `task edit`, `note add
 //! -e` and the refusals).
 
-use std::io::Read;
-use std::os::fd::OwnedFd;
 use std::path::Path;
-use std::process::Stdio;
 
 use crate::support::Repo;
 
 /// What dacli prints when run in `repo` on a pseudo-terminal (standard input, output and error
 /// all on it) with `env`: (exit code, the terminal's text).
 pub fn on_tty(repo: &Repo, args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
-    use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
-    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
-    grantpt(&master).unwrap();
-    unlockpt(&master).unwrap();
-    let name = ptsname(&master, Vec::new()).unwrap();
-    let slave = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(name.to_str().unwrap())
-        .unwrap();
     let mut cmd = repo.std_command(args);
-    cmd.env_remove("VISUAL")
-        .env_remove("EDITOR")
-        .stdin(Stdio::from(OwnedFd::from(slave.try_clone().unwrap())))
-        .stdout(Stdio::from(OwnedFd::from(slave.try_clone().unwrap())))
-        .stderr(Stdio::from(OwnedFd::from(slave)));
+    cmd.env_remove("VISUAL").env_remove("EDITOR");
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let mut child = cmd.spawn().unwrap();
-    // The child holds the only slave ends now: reading ends (EIO) when it exits.
-    drop(cmd);
-    let mut file = std::fs::File::from(master);
-    let mut bytes = Vec::new();
-    let mut buf = [0u8; 8192];
-    loop {
-        match file.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => bytes.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => break,
-        }
-    }
-    let code = child.wait().unwrap().code();
-    let text = String::from_utf8_lossy(&bytes).replace("\r\n", "\n");
-    (code, text)
+    crate::pty::run(cmd, None, true)
 }
 
 /// A shell-script editor: on its n-th run it copies the file it edits to `seen-<n>` and runs

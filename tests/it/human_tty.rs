@@ -3,34 +3,10 @@
 //! sequences shown as `<ESC>`). Pipes keep full values and no colour (the other suites'
 //! text snapshots), and `--wide` gives full values on a terminal.
 
-use std::io::Read;
-use std::os::fd::OwnedFd;
-use std::process::Stdio;
-
 use crate::support::{dacli, repo_root};
 
 /// What dacli prints on a `cols`-column terminal (stdout and stderr both on it), with `env`.
 pub fn on_tty(args: &[&str], cols: u16, env: &[(&str, &str)]) -> (Option<i32>, String) {
-    use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
-    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
-    grantpt(&master).unwrap();
-    unlockpt(&master).unwrap();
-    let name = ptsname(&master, Vec::new()).unwrap();
-    let slave = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(name.to_str().unwrap())
-        .unwrap();
-    rustix::termios::tcsetwinsize(
-        &master,
-        rustix::termios::Winsize {
-            ws_row: 50,
-            ws_col: cols,
-            ws_xpixel: 0,
-            ws_ypixel: 0,
-        },
-    )
-    .unwrap();
     let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("dacli"));
     for var in [
         "DACLI_AGENT",
@@ -46,33 +22,12 @@ pub fn on_tty(args: &[&str], cols: u16, env: &[(&str, &str)]) -> (Option<i32>, S
         .env("DACLI_TEST_SEED", crate::support::SEED)
         .current_dir(repo_root())
         .args(args)
-        .env("TERM", "xterm-256color")
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(OwnedFd::from(slave.try_clone().unwrap())))
-        .stderr(Stdio::from(OwnedFd::from(slave)));
+        .env("TERM", "xterm-256color");
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let mut child = cmd.spawn().unwrap();
-    // The child holds the only slave ends now: reading ends (EIO) when it exits.
-    drop(cmd);
-    let mut file = std::fs::File::from(master);
-    let mut bytes = Vec::new();
-    let mut buf = [0u8; 8192];
-    loop {
-        match file.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => bytes.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => break,
-        }
-    }
-    let code = child.wait().unwrap().code();
-    let text = String::from_utf8(bytes)
-        .unwrap()
-        .replace("\r\n", "\n")
-        .replace('\x1b', "<ESC>");
-    (code, text)
+    let (code, text) = crate::pty::run(cmd, Some(cols), false);
+    (code, text.replace('\x1b', "<ESC>"))
 }
 
 const EXAMPLE: [&str; 2] = ["-C", ".dacli-example"];

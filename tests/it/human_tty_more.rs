@@ -43,6 +43,16 @@ fn ready_repo() -> Repo {
     ])
     .assert()
     .success();
+    // "Short one" is assigned to root in its file (a hand edit: no command assigns an open task).
+    let open = repo.ws("projects/core/tasks/open");
+    let short = std::fs::read_dir(&open)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains("short-one"))
+        .unwrap();
+    let text = std::fs::read_to_string(&short).unwrap();
+    let text = text.replacen("priority = ", "assignee = \"a-root\"\npriority = ", 1);
+    std::fs::write(&short, text).unwrap();
     repo
 }
 
@@ -61,6 +71,21 @@ fn next_with_ready_work_fits_the_terminal_with_and_without_colour() {
         let (_, plain) = on_tty(&plain_args, cols, &[]);
         assert!(!plain.contains("<ESC>"), "{plain}");
         assert!(plain.contains("Move every money"), "{plain}");
+        // WHY says what makes each task next, not its priority again.
+        // At 80 columns WHY moves to a line of its own under its row.
+        let row = |needle: &str| {
+            let lines: Vec<&str> = plain.lines().collect();
+            let at = lines
+                .iter()
+                .position(|l| l.contains(needle))
+                .unwrap_or_else(|| panic!("{needle}: {plain}"));
+            lines[at..(at + 2).min(lines.len())].join("\n")
+        };
+        assert!(row("core/2").contains("assigned to you"), "{plain}");
+        assert!(row("core/1").contains("on the critical path"), "{plain}");
+        assert!(row("core/3").contains("oldest ready could-have"), "{plain}");
+        assert!(plain.lines().nth(1).unwrap().contains("core/2"), "{plain}");
+        assert!(!plain.contains("must-have"), "{plain}");
         insta::assert_snapshot!(format!("tty_next_ready_{cols}_plain"), plain);
         let (_, no_color) = on_tty(&args, cols, &[("NO_COLOR", "1")]);
         assert_eq!(no_color, plain, "NO_COLOR is --no-color");
@@ -71,4 +96,46 @@ fn next_with_ready_work_fits_the_terminal_with_and_without_colour() {
             );
         }
     }
+}
+
+#[test]
+fn the_other_lists_fit_the_terminal_and_keep_full_values_under_wide() {
+    for (args, widths) in [
+        (vec!["note", "list"], vec![80u16, 120]),
+        (vec!["project", "list"], vec![80, 120]),
+        (vec!["shortcut", "list"], vec![80, 120]),
+        // A risk's id alone takes 28 columns: its table fits from 100.
+        (vec!["risk", "list"], vec![120]),
+    ] {
+        let mut all = vec!["-C", ".dacli-example"];
+        all.extend(&args);
+        all.push("--no-color");
+        for cols in widths {
+            let (code, text) = on_tty(&all, cols, &[]);
+            assert_eq!(code, Some(0), "{args:?}: {text}");
+            for line in text.lines() {
+                assert!(
+                    line.chars().count() <= usize::from(cols),
+                    "{args:?} runs past {cols} columns:\n{line}"
+                );
+            }
+        }
+    }
+    let (_, wide) = on_tty(
+        &[
+            "-C",
+            ".dacli-example",
+            "note",
+            "list",
+            "--wide",
+            "--no-color",
+        ],
+        80,
+        &[],
+    );
+    assert!(
+        wide.contains("A tolerance on money in a test hides one-cent bugs"),
+        "{wide}"
+    );
+    assert!(wide.contains("2026-03-04T17:30:10Z"), "{wide}");
 }

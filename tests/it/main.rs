@@ -30,6 +30,8 @@ mod human_editor;
 mod human_editor_more;
 mod human_errors;
 #[cfg(target_os = "linux")]
+mod human_progress;
+#[cfg(target_os = "linux")]
 mod human_tty;
 #[cfg(target_os = "linux")]
 mod human_tty_more;
@@ -43,6 +45,7 @@ mod mcp_clients;
 mod mcp_schema;
 mod mcp_server;
 mod perf;
+mod pty;
 mod queues;
 mod reliability_concurrency;
 mod reliability_crash;

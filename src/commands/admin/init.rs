@@ -43,7 +43,8 @@ pub struct Request {
     #[serde(default)]
     roster: bool,
     /// Also create the first project, titled TEXT (as `dacli project add TEXT` would), so that
-    /// `task add` and `note add` have a project to use.
+    /// `task add` and `note add` have a project to use. Without it, on a terminal, init asks
+    /// for the title (Enter skips).
     #[arg(long, value_name = "TEXT")]
     #[serde(default)]
     project: Option<String>,
@@ -195,7 +196,15 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         ".gitattributes".to_string(),
         ops::machines::GITATTRIBUTES.to_string(),
     ));
-    let project = match &req.project {
+    // A person at a terminal is offered the first project, so `task add` works next.
+    let offered = match req.project {
+        Some(_) => None,
+        None => crate::dispatch::editor::ask_line(
+            ctx,
+            "Title of the first project (what you are building; Enter to skip): ",
+        ),
+    };
+    let project = match req.project.as_ref().or(offered.as_ref()) {
         Some(title) => {
             if title.trim().is_empty() || title.contains('\n') {
                 return Err(Error::usage("--project must be one non-empty line"));

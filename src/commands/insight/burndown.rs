@@ -273,17 +273,32 @@ const DAILY_SPAN: usize = 42;
 
 /// The rows the text table shows, and a note saying what was left out: up to
 /// [`DAILY_SPAN`] days, the first and last day and each day whose figures changed; beyond
-/// that, the last day of each week from the first day, and the last day.
+/// that, the last day of each week from the first day, and the last day, leaving out a week
+/// whose figures are the week's before (the months before work started, a quiet stretch).
 fn shown_days(series: &[Point]) -> (Vec<&Point>, String) {
     let last = series.len().saturating_sub(1);
     if series.len() > DAILY_SPAN {
-        let shown: Vec<&Point> = series
+        let weeks: Vec<&Point> = series
             .iter()
             .enumerate()
             .filter(|(i, _)| i % 7 == 6 || *i == last)
             .map(|(_, p)| p)
             .collect();
-        return (shown, format!("weekly, {} days", series.len()));
+        let end = weeks.len().saturating_sub(1);
+        let shown: Vec<&Point> = weeks
+            .iter()
+            .enumerate()
+            .filter(|&(i, p)| {
+                i == 0 || i == end || weeks[i - 1].scope != p.scope || weeks[i - 1].done != p.done
+            })
+            .map(|(_, p)| *p)
+            .collect();
+        let quiet = weeks.len() - shown.len();
+        let mut note = format!("weekly, {} days", series.len());
+        if quiet > 0 {
+            note.push_str(&format!("; {quiet} week(s) without change not shown"));
+        }
+        return (shown, note);
     }
     let shown: Vec<&Point> = series
         .iter()
@@ -370,10 +385,21 @@ mod tests {
         let dates: Vec<&str> = shown.iter().map(|p| p.date.as_str()).collect();
         assert_eq!(dates, ["d0", "d4", "d9"]);
         assert_eq!(note, "7 day(s) without change not shown");
-        let long: Vec<Point> = (0..276).map(|n| day(n, (n / 30) as f64)).collect();
+        let long: Vec<Point> = (0..276).map(|n| day(n, (n / 7) as f64)).collect();
         let (shown, note) = shown_days(&long);
         assert_eq!(shown.len(), 276 / 7 + 1);
         assert_eq!(shown.last().map(|p| p.date.as_str()), Some("d275"));
         assert_eq!(note, "weekly, 276 days");
+        // Weeks whose figures repeat the week before are left out, the first and last kept.
+        let quiet: Vec<Point> = (0..276)
+            .map(|n| day(n, if n < 200 { 0.0 } else { 5.0 }))
+            .collect();
+        let (shown, note) = shown_days(&quiet);
+        let dates: Vec<&str> = shown.iter().map(|p| p.date.as_str()).collect();
+        assert_eq!(dates, ["d6", "d202", "d275"]);
+        assert_eq!(
+            note,
+            "weekly, 276 days; 37 week(s) without change not shown"
+        );
     }
 }

@@ -5,11 +5,13 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::view::{TaskSummary, estimate_of, project_slug};
-use crate::dispatch::text::{fit_table, paint_if, priority_style, short_ref};
+use crate::dispatch::text::{
+    fit_table, paint_if, priority_style, short_ref, truncate, visible_width,
+};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Outcome};
 use crate::model::id::ROOT_AGENT;
 use crate::model::role::Role;
-use crate::model::task::Status;
+use crate::model::task::{PlanTask, Status};
 use crate::objects::{self, agents, roles};
 use crate::policy::plan::{dependents, ready};
 use crate::policy::scope::Scope;
@@ -17,8 +19,11 @@ use crate::store::{Problem, Reason};
 use crate::workspace::Workspace;
 
 /// Show the ready tasks you (or another agent) could claim now, in `task list --ready` order:
-/// priority, then how many open tasks each unblocks. Tasks outside the agent's role scope, and
-/// everything once its role is at its WIP cap, are left out and counted.
+/// priority, then how many open tasks each unblocks; an open task assigned to you comes first.
+/// WHY says what makes each one next: assigned to you, on the critical path (the longest
+/// chain of remaining work in its project), what it unblocks, what unblocked it, or the
+/// oldest ready task of its priority. Tasks outside the agent's role scope, and everything
+/// once its role is at its WIP cap, are left out and counted.
 #[derive(Debug, clap::Args, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Request {
@@ -113,11 +118,29 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
 
     let view = super::view::load(ctx)?;
     let plan = view.plan_tasks();
-    let order: Vec<usize> = ready(&plan)
+    // An open task already assigned to the agent (its file names it) is the agent's to start
+    // first: it is ready for them when its dependencies are, so `ready` sees it unassigned.
+    let mut theirs = plan.clone();
+    let mut assigned = std::collections::BTreeSet::new();
+    for (i, t) in theirs.iter_mut().enumerate() {
+        if t.status == Status::Open && t.assignee.as_deref() == Some(agent_id.as_str()) {
+            t.assignee = None;
+            assigned.insert(i);
+        }
+    }
+    let mut order: Vec<usize> = ready(&theirs)
         .into_iter()
         .filter(|&i| only.as_ref().is_none_or(|p| &plan[i].project == p))
         .collect();
+    order.sort_by_key(|i| !assigned.contains(i));
     let unblocks = dependents(&plan, &order);
+    let chain = chain_lengths(&plan);
+    let longest = longest_by_project(&plan, &chain);
+    let assigned_to = if agent_id == ctx.identity()?.agent.id {
+        "assigned to you".to_string()
+    } else {
+        format!("assigned to {agent_id}")
+    };
 
     let mut notices = Vec::new();
     let at_cap = match &role {
@@ -183,6 +206,16 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         }
         let priority = &plan[i].priority;
         let mut reason = Vec::new();
+        if assigned.contains(&i) {
+            reason.push(assigned_to.clone());
+        }
+        if chain[i] > weight(&plan[i]) + 1e-9
+            && longest
+                .get(plan[i].project.as_str())
+                .is_some_and(|&l| chain[i] + 1e-9 >= l)
+        {
+            reason.push("on the critical path".to_string());
+        }
         if n > 0 {
             reason.push(format!("unblocks {n} task(s)"));
         }
@@ -203,8 +236,6 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
                 priority_words(priority)
             ));
             seen_priority.insert(priority.clone());
-        } else {
-            reason.insert(0, priority_words(priority).to_string());
         }
         items.push(Item {
             rank: items.len() + 1,
@@ -299,12 +330,109 @@ impl RoleCache {
     }
 }
 
+/// A task's weight in a chain: its expected effort, or 1 when it has no estimate (so a chain
+/// of unestimated tasks is as long as it has tasks).
+fn weight(t: &PlanTask) -> f64 {
+    t.estimate.as_ref().map_or(1.0, |e| e.expected())
+}
+
+/// For each not-done task, the work from its start to the end of the longest chain of
+/// not-done tasks that wait on it (its weight plus the longest chain of any task depending on
+/// it); 0 for done tasks. A dependency cycle (which `lint` reports) is cut where it closes.
+fn chain_lengths(plan: &[PlanTask]) -> Vec<f64> {
+    let by_id: std::collections::HashMap<&str, usize> = plan
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.id.as_str(), i))
+        .collect();
+    let mut waiting: Vec<Vec<usize>> = vec![Vec::new(); plan.len()];
+    for (j, t) in plan.iter().enumerate() {
+        for d in &t.depends_on {
+            if let Some(&i) = by_id.get(d.on.as_str()) {
+                waiting[i].push(j);
+            }
+        }
+    }
+    // 0: not visited, 1: on the stack, 2: done.
+    let mut state = vec![0u8; plan.len()];
+    let mut len = vec![0.0f64; plan.len()];
+    for start in 0..plan.len() {
+        if state[start] != 0 {
+            continue;
+        }
+        let mut stack = vec![(start, 0usize)];
+        state[start] = 1;
+        while let Some(&mut (i, ref mut next)) = stack.last_mut() {
+            if let Some(&j) = waiting[i].get(*next) {
+                *next += 1;
+                if state[j] == 0 {
+                    state[j] = 1;
+                    stack.push((j, 0));
+                }
+                continue;
+            }
+            stack.pop();
+            state[i] = 2;
+            if plan[i].status == Status::Done {
+                continue;
+            }
+            let tail = waiting[i]
+                .iter()
+                .filter(|&&j| state[j] == 2)
+                .map(|&j| len[j])
+                .fold(0.0, f64::max);
+            len[i] = weight(&plan[i]) + tail;
+        }
+    }
+    len
+}
+
+/// The longest chain of not-done work in each project.
+fn longest_by_project<'p>(plan: &'p [PlanTask], chain: &[f64]) -> BTreeMap<&'p str, f64> {
+    let mut out: BTreeMap<&str, f64> = BTreeMap::new();
+    for (t, &l) in plan.iter().zip(chain) {
+        let e = out.entry(t.project.as_str()).or_insert(0.0);
+        *e = e.max(l);
+    }
+    out
+}
+
 /// A priority as words: `must` is a must-have.
 fn priority_words(priority: &str) -> String {
     match priority {
         "must" | "should" | "could" => format!("{priority}-have"),
         other => other.to_string(),
     }
+}
+
+/// The fewest columns a title keeps before WHY moves under its row.
+const TITLE_ROOM: usize = 30;
+
+/// The table of `rows` (WHY fifth, TITLE last) fitted to `width`: when WHY would leave the
+/// title fewer than [`TITLE_ROOM`] columns, WHY leaves the table and is said on a line of its
+/// own under each row, cut to the width.
+fn next_table(mut rows: Vec<Vec<String>>, width: Option<usize>) -> String {
+    let Some(w) = width else {
+        return fit_table(&rows, &[0, 3], None, 5);
+    };
+    let widest = |c: usize| rows.iter().map(|r| visible_width(&r[c])).max().unwrap_or(0);
+    let others: usize = (0..5).map(widest).sum::<usize>() + 2 * 5;
+    if w.saturating_sub(others) >= TITLE_ROOM {
+        return fit_table(&rows, &[0, 3], width, 5);
+    }
+    let why: Vec<String> = rows.iter_mut().skip(1).map(|r| r.remove(4)).collect();
+    rows[0].remove(4);
+    let table = fit_table(&rows, &[0, 3], width, 4);
+    let mut out = String::new();
+    for (n, line) in table.lines().enumerate() {
+        out.push_str(line);
+        out.push('\n');
+        if let Some(reason) = n.checked_sub(1).and_then(|k| why.get(k)) {
+            out.push_str(&truncate(&format!("   why: {reason}"), w));
+            out.push('\n');
+        }
+    }
+    out
 }
 
 fn render(r: &Response, ctx: &Ctx) -> String {
@@ -338,7 +466,7 @@ fn render(r: &Response, ctx: &Ctx) -> String {
                 i.task.task.title.clone(),
             ]);
         }
-        out.push_str(&fit_table(&rows, &[0, 3], width, 5));
+        out.push_str(&next_table(rows, width));
     }
     if r.omitted > 0 {
         let l = &r.left_out;

@@ -222,6 +222,7 @@ pub(super) fn command() -> Command {
 
 fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     let ws = ctx.ws()?;
+    let _building = ctx.index_progress();
     let only = match req.project.as_deref() {
         None => None,
         Some(p) => {

@@ -15,6 +15,7 @@ pub(super) type View = World;
 
 /// Loads the folded view; skipped files become the envelope's warnings.
 pub(super) fn load(ctx: &Ctx) -> Result<View, Error> {
+    let _building = ctx.index_progress();
     let world = World::load(ctx.ws()?, &|f| crate::policy::dod::evaluate(f).passed)?;
     ctx.warn_all(world.warnings.clone());
     Ok(world)

@@ -681,18 +681,7 @@ fn template(req: &Request) -> String {
 /// Under `## Body` everything is free text, headings included.
 fn parse(kind: Kind, text: &str) -> Result<serde_json::Value, String> {
     use serde_json::{Value, json};
-    let rest = text
-        .trim_start()
-        .strip_prefix("+++\n")
-        .ok_or("the file must start with the `+++` frontmatter line")?;
-    let (front, body) = rest
-        .split_once("\n+++")
-        .ok_or("the frontmatter has no closing `+++` line")?;
-    let front: Value = toml_edit::de::from_str(front)
-        .map_err(|e| format!("frontmatter: {}", e.to_string().replace('\n', " ").trim()))?;
-    let Value::Object(front) = front else {
-        return Err("frontmatter: not a table".into());
-    };
+    let (front, body) = crate::dispatch::editor::frontmatter(text)?;
     let mut fields = serde_json::Map::new();
     fields.insert("kind".into(), json!(kind.as_str()));
     let known = "title, project, about, scope, severity, private, supersedes, tags";

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use super::note_add::{Kind, Scope, Severity};
 use super::notes::{self, NoteRef};
 use super::{all_projects, find_project, resolve_about};
-use crate::dispatch::text::table;
+use crate::dispatch::text::fit_table;
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Outcome};
 use crate::model::format_time;
 
@@ -106,7 +106,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     }))
 }
 
-fn render(r: &Response, _ctx: &Ctx) -> String {
+fn render(r: &Response, ctx: &Ctx) -> String {
     if r.notes.is_empty() {
         return "no notes\n".to_string();
     }
@@ -126,11 +126,16 @@ fn render(r: &Response, _ctx: &Ctx) -> String {
                 n.kind.clone()
             },
             n.severity.clone().unwrap_or_else(|| "-".into()),
-            created.clone(),
+            // On a terminal the day is enough; pipes and --wide keep the instant.
+            if ctx.width().is_some() {
+                created.chars().take(10).collect()
+            } else {
+                created.clone()
+            },
             n.title.clone(),
         ]);
     }
-    let mut out = table(&rows, &[]);
+    let mut out = fit_table(&rows, &[], ctx.width(), 4);
     if r.truncated {
         out.push_str(&format!(
             "{} of {} notes shown; raise --limit for more\n",

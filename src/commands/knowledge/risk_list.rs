@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::risks::RiskView;
 use super::{all_projects, find_project};
-use crate::dispatch::text::table;
+use crate::dispatch::text::fit_table;
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Outcome};
 use crate::objects::risks;
 
@@ -98,7 +98,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     }))
 }
 
-fn render(r: &Response, _ctx: &Ctx) -> String {
+fn render(r: &Response, ctx: &Ctx) -> String {
     if r.risks.is_empty() {
         return "no risks\n".to_string();
     }
@@ -129,5 +129,5 @@ fn render(r: &Response, _ctx: &Ctx) -> String {
             v.title.clone(),
         ]);
     }
-    table(&rows, &[0])
+    fit_table(&rows, &[0], ctx.width(), 7)
 }

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use toml_edit::{Array, InlineTable, Item, Value, value};
 
 use super::common::{acts_as_owner, project_slug};
-use crate::dispatch::text::table;
+use crate::dispatch::text::fit_table;
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Outcome, Refusal};
 use crate::journal::view::World;
 use crate::model::body::{
@@ -334,7 +334,7 @@ fn list(ctx: &Ctx, req: ListRequest) -> Result<Outcome<ListResponse>, Error> {
     Ok(Outcome::Done(ListResponse { projects: out }))
 }
 
-fn render_list(r: &ListResponse, _ctx: &Ctx) -> String {
+fn render_list(r: &ListResponse, ctx: &Ctx) -> String {
     if r.projects.is_empty() {
         return "no projects\n".into();
     }
@@ -359,7 +359,7 @@ fn render_list(r: &ListResponse, _ctx: &Ctx) -> String {
             p.title.clone(),
         ]);
     }
-    table(&rows, &[3, 4, 5, 6])
+    fit_table(&rows, &[3, 4, 5, 6], ctx.width(), 7)
 }
 
 /// Show a project: fields, sections, task counts, open risks and notes by kind.

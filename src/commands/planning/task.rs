@@ -247,6 +247,7 @@ fn resolve_among_rows(
 
 /// Loads the folded snapshot and reports skipped files.
 fn snapshot(ctx: &Ctx) -> Result<Snapshot, Error> {
+    let _building = ctx.index_progress();
     let snap = Snapshot::load(ctx.ws()?, &|f| crate::policy::dod::evaluate(f).passed)?;
     ctx.warn_all(snap.warnings.clone());
     Ok(snap)

@@ -32,18 +32,7 @@ type Sections = Vec<(String, Vec<String>)>;
 /// A saved template split into its frontmatter table and its `## ` sections (lowercased
 /// heading, lines under it), or what is wrong with its shape.
 fn split(text: &str) -> Result<(Map<String, Value>, Sections), String> {
-    let rest = text
-        .trim_start()
-        .strip_prefix("+++\n")
-        .ok_or("the file must start with the `+++` frontmatter line")?;
-    let (front, body) = rest
-        .split_once("\n+++")
-        .ok_or("the frontmatter has no closing `+++` line")?;
-    let front: Value = toml_edit::de::from_str(front)
-        .map_err(|e| format!("frontmatter: {}", e.to_string().replace('\n', " ").trim()))?;
-    let Value::Object(front) = front else {
-        return Err("frontmatter: not a table".into());
-    };
+    let (front, body) = crate::dispatch::editor::frontmatter(text)?;
     let mut sections: Sections = Vec::new();
     for line in body.lines().skip(1) {
         if let Some(h) = line.strip_prefix("## ") {

@@ -121,11 +121,26 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     }
     let ws = ctx.ws()?;
     let repo = model::open_repo(ws)?;
+    // A long range or a pull request's fetch takes a while: a spinner on a terminal names the
+    // phase and counts the files read.
+    let progress = ctx.progress(match req.pr {
+        Some(n) => format!("fetching pull request {n} from {}", req.remote),
+        None => "resolving the range".to_string(),
+    });
     let (base, head) = match req.pr {
         Some(n) => pr_sides(ws, &repo, &req.remote, n)?,
         None => sides(&repo, req.range.as_deref())?,
     };
-    let report = review(ws, &repo, &base, &head)?;
+    let title = title(&base, &head);
+    progress.relabel(format!("comparing {title}"));
+    let read = |n: usize, total: usize| {
+        progress.relabel(format!(
+            "comparing {title}: {n} of {total} changed file(s) read"
+        ));
+    };
+    let report = review(ws, &repo, &base, &head, &read)?;
+    progress.relabel(format!("reviewed {title}"));
+    drop(progress);
     let post = match req.pr.filter(|_| req.post) {
         Some(pull) => {
             if req
@@ -138,7 +153,6 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
                     req.digest.as_deref().unwrap_or_default()
                 )));
             }
-            let title = title(&base, &head);
             let args = post::Args {
                 pull,
                 title: &title,
@@ -248,8 +262,15 @@ pub(super) fn review(
     repo: &Repo,
     base: &Side,
     head: &Side,
+    read: &dyn Fn(usize, usize),
 ) -> Result<Report, Error> {
-    let changes = model::file_changes(ws, repo, base.commit.as_deref(), head.commit.as_deref())?;
+    let changes = model::file_changes(
+        ws,
+        repo,
+        base.commit.as_deref(),
+        head.commit.as_deref(),
+        read,
+    )?;
     let lookup = std::cell::OnceCell::new();
     let refs = |id: &str| -> Option<String> {
         let l: &Option<Lookup> = lookup.get_or_init(|| {

@@ -97,7 +97,15 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
     };
     let repo = model::open_repo(ws)?;
     let limit = req.limit as usize;
-    let (found, truncated) = model::task_history(ws, &repo, &task.id, at, limit)?;
+    let name = task.reference.clone().unwrap_or_else(|| task.id.clone());
+    let progress = ctx.progress(format!("reading the history of {name}"));
+    let walked = |n: usize| {
+        if n > 0 && n.is_multiple_of(25) {
+            progress.relabel(format!("reading the history of {name}: {n} commit(s) read"));
+        }
+    };
+    let (found, truncated) = model::task_history(ws, &repo, &task.id, at, limit, &walked)?;
+    drop(progress);
     let commits = found
         .into_iter()
         .map(|h| Entry {

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Caller, ShortcutView, all_shortcuts, rank, uses};
-use crate::dispatch::text::table;
+use crate::dispatch::text::fit_table;
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Outcome};
 use crate::model::format_time;
 use crate::model::shortcut::Effect;
@@ -59,7 +59,7 @@ fn list(ctx: &Ctx, _req: ListRequest) -> Result<Outcome<ListResponse>, Error> {
     Ok(Outcome::Done(ListResponse { shortcuts }))
 }
 
-fn render_list(r: &ListResponse, _ctx: &Ctx) -> String {
+fn render_list(r: &ListResponse, ctx: &Ctx) -> String {
     if r.shortcuts.is_empty() {
         return "no shortcuts (add one with `dacli shortcut add`)\n".into();
     }
@@ -82,7 +82,7 @@ fn render_list(r: &ListResponse, _ctx: &Ctx) -> String {
             e.summary.clone(),
         ]);
     }
-    table(&rows, &[1])
+    fit_table(&rows, &[1], ctx.width(), 4)
 }
 
 /// Show one shortcut: its template, parameters, why it has its shape, how often it ran and
