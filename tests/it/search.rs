@@ -438,3 +438,104 @@ fn hostile_queries_are_literal_words_or_a_usage_error_never_an_internal_one() {
         );
     }
 }
+
+/// Waits past the file system clock's tick, then searches twice: the first search records
+/// every row settled, the second is served from them, so what follows meets proven rows.
+fn settle(repo: &Repo) {
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    ok(repo, &["search", "anything"]);
+    ok(repo, &["search", "anything"]);
+}
+
+/// The one file under `dir` (recursively) that holds `word`.
+fn find_file(dir: &std::path::Path, word: &str) -> std::path::PathBuf {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("list").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if std::fs::read_to_string(&p).is_ok_and(|t| t.contains(word)) {
+                found.push(p);
+            }
+        }
+    }
+    assert_eq!(found.len(), 1, "{found:?}");
+    found.remove(0)
+}
+
+#[test]
+fn proven_rows_still_see_an_in_place_edit_and_events_added_or_removed_by_hand() {
+    let repo = workspace();
+    ok(
+        &repo,
+        &[
+            "task",
+            "comment",
+            "shop/2",
+            "The ledger needs a zebra column",
+        ],
+    );
+    settle(&repo);
+    assert_eq!(refs(&ok(&repo, &["search", "zebra"])).len(), 1);
+
+    // A task edited in place: same size, its modification time put back with `touch -r`.
+    let file = repo.ws("projects/billing/tasks/open/001-invoice-totals.md");
+    let stamp = repo.path().join("stamp");
+    std::fs::write(&stamp, b"").expect("stamp file");
+    let touch = |args: &[&std::path::Path]| {
+        let st = std::process::Command::new("touch")
+            .arg("-r")
+            .args(args)
+            .status()
+            .expect("touch runs");
+        assert!(st.success());
+    };
+    touch(&[&file, &stamp]);
+    let text = std::fs::read_to_string(&file).expect("read");
+    let edited = text.replace("the rounding shim", "the flamingo shim");
+    assert_eq!(edited.len(), text.len());
+    std::fs::write(&file, &edited).expect("write in place");
+    touch(&[&stamp, &file]);
+    let v = ok(&repo, &["search", "flamingo"]);
+    assert_eq!(refs(&v), ["billing/001-invoice-totals"], "{v}");
+    let v = ok(&repo, &["search", "rounding", "--project", "billing"]);
+    assert!(refs(&v).is_empty(), "{v}");
+
+    // An event removed by hand leaves the hits; put back by hand, it is found again.
+    settle(&repo);
+    let event = find_file(&repo.ws("events"), "zebra");
+    let aside = repo.path().join("comment.md");
+    std::fs::rename(&event, &aside).expect("move out");
+    let v = ok(&repo, &["search", "zebra"]);
+    assert!(refs(&v).is_empty(), "{v}");
+    settle(&repo);
+    std::fs::rename(&aside, &event).expect("move back");
+    let v = ok(&repo, &["search", "zebra"]);
+    assert_eq!(kinds(&v), ["event"], "{v}");
+
+    // An event added by hand that a search meets half-written (it does not parse yet) is
+    // found once its writer finishes, although its directory does not change again.
+    ok(
+        &repo,
+        &["task", "comment", "shop/2", "A yak shaves the ledger"],
+    );
+    let event = find_file(&repo.ws("events"), "yak");
+    let bytes = std::fs::read(&event).expect("read event");
+    std::fs::remove_file(&event).expect("remove");
+    settle(&repo);
+    let (half, rest) = bytes.split_at(bytes.len() / 3);
+    std::fs::write(&event, half).expect("half written");
+    assert!(refs(&ok(&repo, &["search", "yak"])).is_empty());
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    assert!(refs(&ok(&repo, &["search", "yak"])).is_empty());
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&event)
+        .expect("open");
+    std::io::Write::write_all(&mut f, rest).expect("the rest");
+    drop(f);
+    let v = ok(&repo, &["search", "yak"]);
+    assert_eq!(kinds(&v), ["event"], "{v}");
+}
