@@ -2,13 +2,8 @@
 
 use serde_json::Value;
 
+use crate::review_support::{glossary, ok, risk};
 use crate::support::Repo;
-
-fn ok(repo: &Repo, args: &[&str]) -> Value {
-    let (code, v) = repo.json(args);
-    assert_eq!(code, 0, "{args:?}: {v}");
-    v
-}
 
 fn refs(v: &Value) -> Vec<String> {
     v["data"]["hits"]
@@ -79,30 +74,12 @@ fn workspace() -> Repo {
             "One place to test",
         ],
     );
-    ok(
+    risk(&repo, "shop", "Refunds may be rounded twice", "low", "low");
+    glossary(
         &repo,
-        &[
-            "risk",
-            "add",
-            "Refunds may be rounded twice",
-            "--project",
-            "shop",
-            "--impact",
-            "low",
-            "--likelihood",
-            "low",
-        ],
-    );
-    ok(
-        &repo,
-        &[
-            "glossary",
-            "add",
-            "--project",
-            "shop",
-            "minor unit",
-            "the smallest unit of a currency",
-        ],
+        "shop",
+        "minor unit",
+        "the smallest unit of a currency",
     );
     ok(
         &repo,
