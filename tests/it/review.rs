@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Command as Std;
 
 use crate::review_support::{
-    commit, glossary, ok, origin, push_test_merge, risk, shop_with_first, task,
+    commit, decision, glossary, ok, origin, push_test_merge, risk, shop_with_first, task,
 };
 use crate::support::{Repo, dacli, git, one_json};
 
@@ -122,22 +122,12 @@ fn history() -> (Repo, tempfile::TempDir) {
         ],
     );
     ok(&repo, &["task", "depend", "2", "--on", "1"]);
-    ok(
+    decision(
         &repo,
-        &[
-            "note",
-            "add",
-            "decision",
-            "Round once at the boundary",
-            "--project",
-            "shop",
-            "--chose",
-            "Round half-even once",
-            "--rejected",
-            "An async queue of rounding jobs",
-            "--because",
-            "One place to test",
-        ],
+        "shop",
+        "Round once at the boundary",
+        "Round half-even once",
+        "An async queue of rounding jobs",
     );
     risk(&repo, "shop", "Refunds may round twice", "high", "low");
     glossary(

@@ -108,3 +108,24 @@ pub fn push_test_merge(root: &Path) {
         &["push", "-q", "-f", "origin", "merge-test:refs/pull/7/merge"],
     );
 }
+
+/// Records the decision `title` in `project`.
+pub fn decision(repo: &Repo, project: &str, title: &str, chose: &str, rejected: &str) {
+    ok(
+        repo,
+        &[
+            "note",
+            "add",
+            "decision",
+            title,
+            "--project",
+            project,
+            "--chose",
+            chose,
+            "--rejected",
+            rejected,
+            "--because",
+            "One place to test",
+        ],
+    );
+}

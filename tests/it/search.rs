@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::review_support::{glossary, ok, risk};
+use crate::review_support::{decision, glossary, ok, risk};
 use crate::support::Repo;
 
 fn refs(v: &Value) -> Vec<String> {
@@ -57,22 +57,12 @@ fn workspace() -> Repo {
             "Totals use the rounding shim",
         ],
     );
-    ok(
+    decision(
         &repo,
-        &[
-            "note",
-            "add",
-            "decision",
-            "Round once at the boundary",
-            "--project",
-            "shop",
-            "--chose",
-            "Round half-even once",
-            "--rejected",
-            "An async queue of jobs",
-            "--because",
-            "One place to test",
-        ],
+        "shop",
+        "Round once at the boundary",
+        "Round half-even once",
+        "An async queue of jobs",
     );
     risk(&repo, "shop", "Refunds may be rounded twice", "low", "low");
     glossary(
