@@ -239,8 +239,10 @@ impl SearchDb {
                     "INSERT INTO docs(title, body, kind, ref, project, status, path)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                 )?;
-                let mut ins_of =
-                    tx.prepare("INSERT INTO docs_of(rowid, dir, name) VALUES (?1, ?2, ?3)")?;
+                let mut ins_of = tx.prepare(
+                    "INSERT INTO docs_of(rowid, dir, name, kind, ref, project, status)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                )?;
                 let mut del_dir = tx.prepare("DELETE FROM dirs WHERE dir = ?1")?;
                 let mut put_dir = tx.prepare(
                     "INSERT OR REPLACE INTO dirs(dir, size, mtime, ctime, ino, settled, quiet,
@@ -286,7 +288,15 @@ impl SearchDb {
                                 d.status,
                                 path
                             ])?;
-                            ins_of.execute(params![tx.last_insert_rowid(), w.dir, name])?;
+                            ins_of.execute(params![
+                                tx.last_insert_rowid(),
+                                w.dir,
+                                name,
+                                d.kind,
+                                d.reference,
+                                d.project,
+                                d.status
+                            ])?;
                         }
                     }
                     let Some(ints) = head.stamp.to_ints() else {
@@ -328,16 +338,17 @@ impl SearchDb {
     }
 
     /// The documents matching the FTS5 expression `expr`, title matches first, then by
-    /// relevance (bm25, a title match weighing ten times a body match); at most `limit`.
+    /// relevance (bm25, a title match weighing ten times a body match), then by reference; at
+    /// most `limit`. The ranking reads only the index and `docs_of` (reading a stored column
+    /// of `docs` reads the document's whole row); the hits' columns and excerpts are read for
+    /// the hits alone.
     pub fn query(&self, expr: &str, filter: &Filter, limit: usize) -> Result<Vec<Hit>, String> {
         let Some(conn) = &self.conn else {
             return Err("the search index cannot be opened".to_string());
         };
         let mut sql = String::from(
-            "SELECT kind, ref, project, status, title, body, path,
-                    snippet(docs, -1, '[', ']', '…', 12),
-                    (docs.rowid IN (SELECT rowid FROM docs WHERE docs MATCH ?2))
-             FROM docs WHERE docs MATCH ?1",
+            "SELECT o.rowid, (docs.rowid IN (SELECT rowid FROM docs WHERE docs MATCH ?2))
+             FROM docs JOIN docs_of o ON o.rowid = docs.rowid WHERE docs MATCH ?1",
         );
         let mut args: Vec<String> = vec![expr.to_string(), format!("title : ({expr})")];
         if !filter.kinds.is_empty() {
@@ -349,39 +360,52 @@ impl SearchDb {
                     format!("?{}", args.len())
                 })
                 .collect();
-            sql.push_str(&format!(" AND kind IN ({})", marks.join(", ")));
+            sql.push_str(&format!(" AND o.kind IN ({})", marks.join(", ")));
         }
         if let Some(p) = &filter.project {
             args.push(p.clone());
-            sql.push_str(&format!(" AND project = ?{}", args.len()));
+            sql.push_str(&format!(" AND o.project = ?{}", args.len()));
         }
         if let Some(s) = &filter.status {
             args.push(s.clone());
-            sql.push_str(&format!(" AND status = ?{}", args.len()));
+            sql.push_str(&format!(" AND o.status = ?{}", args.len()));
         }
         args.push(limit.to_string());
         sql.push_str(&format!(
-            " ORDER BY 9 DESC, bm25(docs, 10.0, 1.0), ref LIMIT ?{}",
+            " ORDER BY 2 DESC, bm25(docs, 10.0, 1.0), o.ref LIMIT ?{}",
             args.len()
         ));
         let run = || -> rusqlite::Result<Vec<Hit>> {
             let mut st = conn.prepare(&sql)?;
-            let rows = st.query_map(rusqlite::params_from_iter(args.iter()), |r| {
-                Ok(Hit {
-                    doc: Doc {
-                        kind: r.get(0)?,
-                        reference: r.get(1)?,
-                        project: r.get(2)?,
-                        status: r.get(3)?,
-                        title: r.get(4)?,
-                        body: r.get(5)?,
-                    },
-                    path: r.get(6)?,
-                    excerpt: r.get(7)?,
-                    in_title: r.get::<_, i64>(8)? > 0,
-                })
-            })?;
-            rows.collect()
+            let ranked: Vec<(i64, bool)> = st
+                .query_map(rusqlite::params_from_iter(args.iter()), |r| {
+                    Ok((r.get(0)?, r.get::<_, i64>(1)? > 0))
+                })?
+                .collect::<rusqlite::Result<_>>()?;
+            let mut one = conn.prepare(
+                "SELECT kind, ref, project, status, title, body, path,
+                        snippet(docs, -1, '[', ']', '…', 12)
+                 FROM docs WHERE docs MATCH ?1 AND rowid = ?2",
+            )?;
+            let mut hits = Vec::with_capacity(ranked.len());
+            for (rowid, in_title) in ranked {
+                hits.push(one.query_row(params![expr, rowid], |r| {
+                    Ok(Hit {
+                        doc: Doc {
+                            kind: r.get(0)?,
+                            reference: r.get(1)?,
+                            project: r.get(2)?,
+                            status: r.get(3)?,
+                            title: r.get(4)?,
+                            body: r.get(5)?,
+                        },
+                        path: r.get(6)?,
+                        excerpt: r.get(7)?,
+                        in_title,
+                    })
+                })?);
+            }
+            Ok(hits)
         };
         run().map_err(|e| e.to_string())
     }
@@ -466,7 +490,8 @@ fn schema(conn: &Connection) -> rusqlite::Result<()> {
                  project UNINDEXED, status UNINDEXED, path UNINDEXED,
                  tokenize = 'unicode61 remove_diacritics 2');
              CREATE TABLE docs_of(rowid INTEGER PRIMARY KEY, dir TEXT NOT NULL,
-                 name TEXT NOT NULL);
+                 name TEXT NOT NULL, kind TEXT NOT NULL, ref TEXT NOT NULL,
+                 project TEXT NOT NULL, status TEXT NOT NULL);
              CREATE INDEX docs_of_dir ON docs_of(dir);
              CREATE TABLE dirs(dir TEXT PRIMARY KEY, size INTEGER NOT NULL,
                  mtime INTEGER NOT NULL, ctime INTEGER NOT NULL, ino INTEGER NOT NULL,
