@@ -146,6 +146,7 @@ fn plan(ws: &Workspace, db: &SearchDb) -> Result<Vec<DirWrite>, Error> {
     // The clock first: a stamp taken after this reading and older than it is settled.
     let clock = ws.index.clock_ns();
     let settled = |s: Stamp| clock.is_some_and(|c| s.settled_before(c));
+    db.begin_read();
     let stored = db.heads();
     let mut seen: HashSet<String> = HashSet::new();
     let mut writes = Vec::new();

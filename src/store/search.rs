@@ -151,6 +151,25 @@ impl SearchDb {
         self.conn.is_some()
     }
 
+    /// Starts a read transaction: what [`SearchDb::heads`] and [`SearchDb::files`] return until
+    /// [`SearchDb::apply`] is one state of the database.
+    pub fn begin_read(&self) {
+        if let Some(conn) = &self.conn
+            && conn.is_autocommit()
+        {
+            let _ = conn.execute_batch("BEGIN DEFERRED");
+        }
+    }
+
+    /// Ends the read transaction [`SearchDb::begin_read`] started, if any.
+    fn end_read(&self) {
+        if let Some(conn) = &self.conn
+            && !conn.is_autocommit()
+        {
+            let _ = conn.execute_batch("COMMIT");
+        }
+    }
+
     /// Every directory's row, by directory.
     pub fn heads(&self) -> HashMap<String, Stored> {
         let Some(conn) = &self.conn else {
@@ -204,6 +223,7 @@ impl SearchDb {
 
     /// Records `writes` in one transaction, each only over the row it was planned from.
     pub fn apply(&mut self, writes: &[DirWrite]) -> Applied {
+        self.end_read();
         if writes.is_empty() {
             return Applied::Recorded;
         }
