@@ -265,6 +265,11 @@ fn a_damaged_search_database_is_rebuilt() {
     assert_eq!(answers(&repo), warm);
 }
 
+/// Comments on task shop/2 (an event).
+fn comment(repo: &Repo, text: &str) {
+    ok(repo, &["task", "comment", "shop/2", text]);
+}
+
 fn kinds(v: &Value) -> Vec<String> {
     v["data"]["hits"]
         .as_array()
@@ -277,15 +282,7 @@ fn kinds(v: &Value) -> Vec<String> {
 #[test]
 fn search_kind_note_event_and_repeated_kinds_each_narrow_the_hits() {
     let repo = workspace();
-    ok(
-        &repo,
-        &[
-            "task",
-            "comment",
-            "shop/2",
-            "The rounding example needs a second currency",
-        ],
-    );
+    comment(&repo, "The rounding example needs a second currency");
     // Unfiltered, a prefix reaches tasks, the risk, the note and the comment.
     let all = kinds(&ok(&repo, &["search", "round*", "--limit", "100"]));
     for k in ["task", "risk", "note", "event"] {
@@ -435,15 +432,7 @@ fn find_file(dir: &std::path::Path, word: &str) -> std::path::PathBuf {
 #[test]
 fn proven_rows_still_see_an_in_place_edit_and_events_added_or_removed_by_hand() {
     let repo = workspace();
-    ok(
-        &repo,
-        &[
-            "task",
-            "comment",
-            "shop/2",
-            "The ledger needs a zebra column",
-        ],
-    );
+    comment(&repo, "The ledger needs a zebra column");
     settle(&repo);
     assert_eq!(refs(&ok(&repo, &["search", "zebra"])).len(), 1);
 
@@ -484,10 +473,7 @@ fn proven_rows_still_see_an_in_place_edit_and_events_added_or_removed_by_hand() 
 
     // An event added by hand that a search meets half-written (it does not parse yet) is
     // found once its writer finishes, although its directory does not change again.
-    ok(
-        &repo,
-        &["task", "comment", "shop/2", "A yak shaves the ledger"],
-    );
+    comment(&repo, "A yak shaves the ledger");
     let event = find_file(&repo.ws("events"), "yak");
     let bytes = std::fs::read(&event).expect("read event");
     std::fs::remove_file(&event).expect("remove");
