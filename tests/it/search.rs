@@ -492,3 +492,21 @@ fn proven_rows_still_see_an_in_place_edit_and_events_added_or_removed_by_hand() 
     let v = ok(&repo, &["search", "yak"]);
     assert_eq!(kinds(&v), ["event"], "{v}");
 }
+
+#[test]
+fn search_is_reachable_over_mcp_through_the_cli_tool() {
+    use crate::mcp::{Server, assert_done};
+    let repo = workspace();
+    let mut s = Server::start_with(repo.path(), None, &[]);
+    s.initialize("2025-11-25");
+    let r = s.call(
+        "cli",
+        serde_json::json!({"argv": ["search", "rounding", "--kind", "task"]}),
+    );
+    let doc = assert_done(&r);
+    // Exactly what `dacli search rounding --kind task --json` prints.
+    let cli_doc = ok(&repo, &["search", "rounding", "--kind", "task"]);
+    assert_eq!(doc, cli_doc);
+    assert_eq!(refs(&doc)[0], "shop/001-add-the-rounding-shim", "{doc}");
+    assert_eq!(s.finish().0, 0);
+}
