@@ -15,7 +15,7 @@ use crate::model::body::section_range;
 use crate::model::task::TaskRef;
 use crate::store::Stamp;
 use crate::store::TEMP_PREFIX;
-use crate::store::search::{Applied, DirHead, DirWrite, Doc, FileRow, Filter, Hit, SearchDb};
+use crate::store::search::{self, Applied, DirHead, DirWrite, Doc, FileRow, Filter, Hit, SearchDb};
 use crate::store::stamp;
 use crate::workspace::{STATUS_FOLDERS, Workspace};
 
@@ -154,8 +154,12 @@ fn plan(ws: &Workspace, db: &SearchDb) -> Result<Vec<DirWrite>, Error> {
         seen.insert(rel.clone());
         let old = stored.get(&rel).copied();
         let expect = old.map(|o| o.generation);
-        let Some(now) = Stamp::of_dir(&dir) else {
-            // Absent, or no real directory: nothing of it is indexed.
+        // A symlink to a directory (inside the workspace; reads refuse the others) is read
+        // through, as every reader does, but never proven: its own stamp says nothing of the
+        // directory it leads to.
+        let real = Stamp::of_dir(&dir);
+        let Some(now) = real.or_else(|| search::followed_dir_stamp(&dir)) else {
+            // Absent, or no directory: nothing of it is indexed.
             if old.is_some() {
                 writes.push(DirWrite {
                     dir: rel,
@@ -168,7 +172,7 @@ fn plan(ws: &Workspace, db: &SearchDb) -> Result<Vec<DirWrite>, Error> {
             continue;
         };
         let head = old.and_then(|o| o.head);
-        let proven = head.is_some_and(|h| h.settled && h.stamp == now);
+        let proven = real.is_some() && head.is_some_and(|h| h.settled && h.stamp == now);
         let append_only = matches!(source, Source::Event);
         if proven && append_only && head.is_some_and(|h| h.quiet) {
             continue;
@@ -244,7 +248,7 @@ fn plan(ws: &Workspace, db: &SearchDb) -> Result<Vec<DirWrite>, Error> {
         let new_head = DirHead {
             stamp: now,
             // A file that vanished from a proven directory: list it again next time.
-            settled: settled(now) && !(proven && changed),
+            settled: real.is_some() && settled(now) && !(proven && changed),
             quiet: files.iter().all(|f| f.settled && f.parsed),
         };
         if changed || head != Some(new_head) {

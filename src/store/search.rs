@@ -431,6 +431,13 @@ impl SearchDb {
     }
 }
 
+/// The stamp of the directory a symlink at `path` leads to; `None` when it leads to no
+/// directory.
+pub fn followed_dir_stamp(path: &Path) -> Option<Stamp> {
+    let meta = std::fs::metadata(path).ok()?;
+    meta.is_dir().then(|| Stamp::from_meta(&meta))
+}
+
 /// The checksum a directory's row carries over its head and its blob's checksum.
 fn head_sum(
     dir: &str,

@@ -510,3 +510,22 @@ fn search_is_reachable_over_mcp_through_the_cli_tool() {
     assert_eq!(refs(&doc)[0], "shop/001-add-the-rounding-shim", "{doc}");
     assert_eq!(s.finish().0, 0);
 }
+
+#[cfg(unix)]
+#[test]
+fn a_folder_that_is_a_symlink_inside_the_workspace_is_searched_with_what_moves_in_behind_it() {
+    let repo = workspace();
+    let open = repo.ws("projects/billing/tasks/open");
+    let real = repo.ws("projects/billing/open-real");
+    std::fs::rename(&open, &real).expect("move");
+    std::os::unix::fs::symlink("../open-real", &open).expect("symlink");
+    settle(&repo);
+    let v = ok(&repo, &["search", "invoice"]);
+    assert_eq!(refs(&v), ["billing/001-invoice-totals"], "{v}");
+    // A task moved in behind the symlink changes the directory it leads to, not the link.
+    let file = find_file(&repo.ws("projects/shop/tasks"), "Write docs");
+    let name = file.file_name().expect("name").to_owned();
+    std::fs::rename(&file, real.join(name)).expect("move in");
+    let v = ok(&repo, &["search", "docs", "--project", "billing"]);
+    assert_eq!(v["data"]["hits"].as_array().map(Vec::len), Some(1), "{v}");
+}
