@@ -1,13 +1,15 @@
 //! Search: titles, bodies, criteria, notes, risks, glossary terms, questions and answers, and
 //! event text, through SQLite's FTS5 (`store::search`, `cache/search.sqlite`).
 //!
-//! The index never lies. Each call proves every searchable file's row fresh the way the engine
-//! does (docs/DESIGN.md, "The engine"): a row is used only while the file's stamp equals the
-//! one it was written with and that stamp was settled against the file system's clock
-//! (`Index::clock_ns`, read before any stamp is taken); every other file is read, parsed with
-//! the model functions every reader uses, and its row replaced; rows of files that are gone are
-//! dropped. When the database cannot record that (busy, damaged, read-only), the call indexes
-//! the files in memory instead, so deleting `cache/` changes no answer.
+//! The index never lies. Each call proves every searchable directory's rows fresh with the
+//! engine's rules (docs/DESIGN.md, "Search"): a directory whose own stamp equals its row's
+//! settled stamp keeps its indexed names; in it, a task, note, risk or glossary file is served
+//! from its row only while its stamp equals the settled one the row was written with, and an
+//! event that was settled and parsed needs no look at all (events are never edited). Every
+//! other file is read, parsed with the model functions every reader uses, and its row
+//! replaced; rows of files and directories that are gone are dropped. When the database
+//! cannot record that (busy, damaged, read-only), the call indexes the files in memory
+//! instead, so deleting `cache/` changes no answer.
 
 use std::collections::HashSet;
 
