@@ -1,20 +1,23 @@
 //! Search: titles, bodies, criteria, notes, risks, glossary terms, questions and answers, and
 //! event text, through SQLite's FTS5 (`store::search`, `cache/search.sqlite`).
 //!
-//! The index never lies. Each call proves every searchable file's row fresh the way the engine
-//! does (docs/DESIGN.md, "The engine"): a row is used only while the file's stamp equals the
-//! one it was written with and that stamp was settled against the file system's clock
-//! (`Index::clock_ns`, read before any stamp is taken); every other file is read, parsed with
-//! the model functions every reader uses, and its row replaced; rows of files that are gone are
-//! dropped. When the database cannot record that (busy, damaged, read-only), the call indexes
-//! the files in memory instead, so deleting `cache/` changes no answer.
+//! The index never lies. Each call proves every searchable directory's rows fresh with the
+//! engine's rules (docs/DESIGN.md, "Search"): a directory whose own stamp equals its row's
+//! settled stamp keeps its indexed names; in it, a task, note, risk or glossary file is served
+//! from its row only while its stamp equals the settled one the row was written with, and an
+//! event that was settled and parsed needs no look at all (events are never edited). Every
+//! other file is read, parsed with the model functions every reader uses, and its row
+//! replaced; rows of files and directories that are gone are dropped. When the database
+//! cannot record that (busy, damaged, read-only), the call indexes the files in memory
+//! instead, so deleting `cache/` changes no answer.
 
 use std::collections::HashSet;
 
 use crate::model::body::section_range;
 use crate::model::task::TaskRef;
+use crate::store::Stamp;
 use crate::store::TEMP_PREFIX;
-use crate::store::search::{Doc, FileRow, Filter, Hit, SearchDb, Upsert};
+use crate::store::search::{self, Applied, DirHead, DirWrite, Doc, FileRow, Filter, Hit, SearchDb};
 use crate::store::stamp;
 use crate::workspace::{STATUS_FOLDERS, Workspace};
 
@@ -99,9 +102,24 @@ pub fn search(ws: &Workspace, q: &Query) -> Result<Vec<Hit>, Error> {
         return Ok(Vec::new());
     };
     let mut db = SearchDb::open(ws.dir());
-    if !(db.is_open() && refresh(ws, &mut db)?) {
+    let mut recorded = false;
+    // A refresh that raced another process's is planned again over what that one recorded.
+    for _ in 0..RACES {
+        if !db.is_open() {
+            break;
+        }
+        match db.apply(&plan(ws, &db)?) {
+            Applied::Recorded => {
+                recorded = true;
+                break;
+            }
+            Applied::Raced => continue,
+            Applied::Failed => break,
+        }
+    }
+    if !recorded {
         db = SearchDb::memory();
-        if !refresh(ws, &mut db)? {
+        if db.apply(&plan(ws, &db)?) != Applied::Recorded {
             return Err(Error::rejected(
                 super::error::Kind::Operational,
                 "E_IO",
@@ -118,54 +136,149 @@ pub fn search(ws: &Workspace, q: &Query) -> Result<Vec<Hit>, Error> {
     })
 }
 
-/// Brings every row up to date; `false` when the database did not record it.
-fn refresh(ws: &Workspace, db: &mut SearchDb) -> Result<bool, Error> {
+/// How many times a refresh is planned again after racing another process's.
+const RACES: usize = 5;
+
+/// What brings every directory's rows up to date (docs/DESIGN.md, "Search"): a directory
+/// whose own stamp is unchanged and settled holds the names its row lists; an event directory
+/// proven so, whose files' rows were all settled and parsed, needs nothing more (events are
+/// never edited); in any other directory every file is stamped, and a file whose stamp is not
+/// its row's settled stamp is read again.
+fn plan(ws: &Workspace, db: &SearchDb) -> Result<Vec<DirWrite>, Error> {
     // The clock first: a stamp taken after this reading and older than it is settled.
     let clock = ws.index.clock_ns();
-    let rows = db.rows();
+    let settled = |s: Stamp| clock.is_some_and(|c| s.settled_before(c));
+    db.begin_read();
+    let stored = db.heads();
     let mut seen: HashSet<String> = HashSet::new();
-    let mut upserts = Vec::new();
+    let mut writes = Vec::new();
     for (dir, rel, source) in dirs(ws)? {
-        let mut names: Vec<String> = ws
-            .fs
-            .names(&dir)?
-            .into_iter()
-            .filter(|n| n.ends_with(".md") && !n.starts_with('.') && !n.starts_with(TEMP_PREFIX))
-            .filter(|n| !matches!(source, Source::Glossary(_)) || n == "glossary.md")
+        seen.insert(rel.clone());
+        let old = stored.get(&rel).copied();
+        let expect = old.map(|o| o.generation);
+        // A symlink to a directory (inside the workspace; reads refuse the others) is read
+        // through, as every reader does, but never proven: its own stamp says nothing of the
+        // directory it leads to.
+        let real = Stamp::of_dir(&dir);
+        let Some(now) = real.or_else(|| search::followed_dir_stamp(&dir)) else {
+            // Absent, or no directory: nothing of it is indexed.
+            if old.is_some() {
+                writes.push(DirWrite {
+                    dir: rel,
+                    expect,
+                    head: None,
+                    files: Vec::new(),
+                    read: Vec::new(),
+                });
+            }
+            continue;
+        };
+        let head = old.and_then(|o| o.head);
+        let proven = real.is_some() && head.is_some_and(|h| h.settled && h.stamp == now);
+        let append_only = matches!(source, Source::Event);
+        if proven && append_only && head.is_some_and(|h| h.quiet) {
+            continue;
+        }
+        let old_files = match old {
+            Some(_) => db.files(&rel),
+            None => Some(Vec::new()),
+        };
+        let proven = proven && old_files.is_some();
+        let old_files = old_files.unwrap_or_default();
+        let names: Vec<String> = if proven {
+            old_files.iter().map(|f| f.name.clone()).collect()
+        } else {
+            let mut names: Vec<String> = ws
+                .fs
+                .names(&dir)?
+                .into_iter()
+                .filter(|n| {
+                    n.ends_with(".md") && !n.starts_with('.') && !n.starts_with(TEMP_PREFIX)
+                })
+                .filter(|n| !matches!(source, Source::Glossary(_)) || n == "glossary.md")
+                .collect();
+            names.sort();
+            names
+        };
+        let row_of = |name: &str| {
+            old_files
+                .binary_search_by(|f| f.name.as_str().cmp(name))
+                .ok()
+                .and_then(|i| old_files.get(i))
+        };
+        // An event's file never changes once written: in a proven directory only the files
+        // not yet settled and parsed are looked at.
+        let firm = |f: &FileRow| proven && append_only && f.settled && f.parsed;
+        let look: Vec<String> = names
+            .iter()
+            .filter(|n| !row_of(n).is_some_and(firm))
+            .cloned()
             .collect();
-        names.sort();
-        let stamps = stamp::of_all(&dir, &names, threads(names.len()));
-        for (name, st) in names.iter().zip(stamps) {
-            let Some(st) = st else { continue };
-            let path = format!("{rel}/{name}");
-            seen.insert(path.clone());
-            if rows
-                .get(&path)
-                .is_some_and(|row| row.settled && row.stamp == st)
-            {
+        let mut stamps = stamp::of_all(&dir, &look, threads(look.len())).into_iter();
+        let mut changed = !proven;
+        let mut files = Vec::with_capacity(names.len());
+        let mut read = Vec::new();
+        for name in names {
+            let row = row_of(&name);
+            if let Some(row) = row.filter(|r| firm(r)) {
+                files.push(row.clone());
                 continue;
             }
-            let shown = ws.display(&dir.join(name));
-            let docs = match ws.fs.read(&dir.join(name)) {
-                Ok(bytes) => extract(&source, &shown, &bytes),
-                Err(_) => Vec::new(),
+            let Some(st) = stamps.next().flatten() else {
+                // Gone, or no regular file: no row, and the directory is listed next time.
+                changed = true;
+                continue;
             };
-            upserts.push(Upsert {
-                path,
-                row: FileRow {
-                    stamp: st,
-                    settled: clock.is_some_and(|c| st.settled_before(c)),
-                },
-                docs,
+            if let Some(row) = row.filter(|r| r.settled && r.stamp == st) {
+                files.push(row.clone());
+                continue;
+            }
+            changed = true;
+            let shown = ws.display(&dir.join(&name));
+            let docs = match ws.fs.read(&dir.join(&name)) {
+                Ok(bytes) => extract(&source, &shown, &bytes),
+                Err(_) => None,
+            };
+            files.push(FileRow {
+                name: name.clone(),
+                stamp: st,
+                settled: settled(st),
+                parsed: docs.is_some(),
+            });
+            read.push((name, docs.unwrap_or_default()));
+        }
+        let new_head = DirHead {
+            stamp: now,
+            // A file that vanished from a proven directory: list it again next time.
+            settled: real.is_some() && settled(now) && !(proven && changed),
+            quiet: files.iter().all(|f| f.settled && f.parsed),
+        };
+        if changed || head != Some(new_head) {
+            writes.push(DirWrite {
+                dir: rel,
+                expect,
+                head: Some(new_head),
+                files,
+                read,
             });
         }
     }
-    let removed: Vec<String> = rows.into_keys().filter(|p| !seen.contains(p)).collect();
-    Ok(db.replace(&upserts, &removed))
+    for (dir, old) in stored {
+        if !seen.contains(&dir) {
+            writes.push(DirWrite {
+                dir,
+                expect: Some(old.generation),
+                head: None,
+                files: Vec::new(),
+                read: Vec::new(),
+            });
+        }
+    }
+    Ok(writes)
 }
 
 fn threads(n: usize) -> usize {
-    if n < 256 { 1 } else { 4 }
+    if n < 512 { 1 } else { 2 }
 }
 
 /// Every searchable directory: its path, its path relative to the workspace directory, and
@@ -256,8 +369,8 @@ fn drop_title(body: &str) -> String {
         .join("\n")
 }
 
-/// The documents of one file; none for a file that does not parse (lint reports it).
-fn extract(source: &Source, shown: &str, bytes: &[u8]) -> Vec<Doc> {
+/// The documents of one file; `None` for a file that does not parse (lint reports it).
+fn extract(source: &Source, shown: &str, bytes: &[u8]) -> Option<Vec<Doc>> {
     match source {
         Source::Task { project, folder } => parse_task(shown, project, folder, bytes)
             .map(|t| {
@@ -270,7 +383,7 @@ fn extract(source: &Source, shown: &str, bytes: &[u8]) -> Vec<Doc> {
                     body: without_log(&t.doc.body),
                 }]
             })
-            .unwrap_or_default(),
+            .ok(),
         Source::Note { project, dir } => parse_note(shown, project.as_deref(), dir, bytes)
             .map(|n| {
                 vec![Doc {
@@ -282,7 +395,7 @@ fn extract(source: &Source, shown: &str, bytes: &[u8]) -> Vec<Doc> {
                     body: drop_title(&n.body),
                 }]
             })
-            .unwrap_or_default(),
+            .ok(),
         Source::Risk(project) => parse_risk(shown, bytes)
             .map(|(r, body)| {
                 vec![Doc {
@@ -294,7 +407,7 @@ fn extract(source: &Source, shown: &str, bytes: &[u8]) -> Vec<Doc> {
                     body: drop_title(&body),
                 }]
             })
-            .unwrap_or_default(),
+            .ok(),
         Source::Glossary(project) => parse_glossary(shown, project, bytes)
             .map(|entries| {
                 entries
@@ -309,26 +422,25 @@ fn extract(source: &Source, shown: &str, bytes: &[u8]) -> Vec<Doc> {
                     })
                     .collect()
             })
-            .unwrap_or_default(),
-        Source::Event => parse_event(shown, bytes)
-            .ok()
-            .filter(|e| e.kind != "applied")
-            .map(|e| {
-                let question = e.kind == "help" || e.kind == "answer";
-                let title = e
-                    .field_str("title")
-                    .or(e.field_str("reason"))
-                    .map(str::to_string)
-                    .unwrap_or_else(|| e.summary());
-                vec![Doc {
-                    kind: if question { "question" } else { "event" }.into(),
-                    reference: e.id.clone(),
-                    project: String::new(),
-                    status: e.kind.clone(),
-                    title,
-                    body: e.body.clone(),
-                }]
-            })
-            .unwrap_or_default(),
+            .ok(),
+        Source::Event => parse_event(shown, bytes).ok().map(|e| {
+            if e.kind == "applied" {
+                return Vec::new();
+            }
+            let question = e.kind == "help" || e.kind == "answer";
+            let title = e
+                .field_str("title")
+                .or(e.field_str("reason"))
+                .map(str::to_string)
+                .unwrap_or_else(|| e.summary());
+            vec![Doc {
+                kind: if question { "question" } else { "event" }.into(),
+                reference: e.id.clone(),
+                project: String::new(),
+                status: e.kind.clone(),
+                title,
+                body: e.body.clone(),
+            }]
+        }),
     }
 }

@@ -22,11 +22,11 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags, params};
+use rusqlite::{Connection, params};
 
 use super::Stamp;
+use super::sqlite;
 
 /// The schema's version (`PRAGMA user_version`); a database of another version is dropped
 /// and rebuilt.
@@ -35,10 +35,6 @@ const SCHEMA: i64 = 7;
 /// The average number of files in a part: a name starts a part when its hash is a multiple
 /// of this. About 8 KiB of extracts per part for task files.
 const PART: u32 = 32;
-
-/// How long a write waits for another process's write transaction before giving up on
-/// recording (reads never wait: WAL readers see the last commit).
-const BUSY: Duration = Duration::from_millis(200);
 
 /// A file's row as a pass records it: its name, its stamp when its bytes were read, whether
 /// that stamp was settled, and its extract (UTF-8 text: the codec of `objects` writes
@@ -161,7 +157,7 @@ impl Index {
         match f(conn) {
             Ok(r) => Some(r),
             Err(e) => {
-                if is_damage(&e) {
+                if sqlite::is_damage(&e) {
                     *slot = Some(None);
                     self.remove();
                 }
@@ -172,15 +168,7 @@ impl Index {
 
     /// Removes the database and its WAL files.
     fn remove(&self) {
-        for suffix in ["", "-wal", "-shm"] {
-            let mut p = self.db.clone().into_os_string();
-            p.push(suffix);
-            #[allow(
-                clippy::disallowed_methods,
-                reason = "store owns file removal; derived data"
-            )]
-            let _ = std::fs::remove_file(PathBuf::from(p));
-        }
+        sqlite::remove(&self.db);
     }
 
     /// Every row of `kind`, by directory. Empty when the index is unusable.
@@ -286,14 +274,6 @@ impl Index {
     }
 }
 
-/// True for an error that says the database file is damaged (or not one).
-fn is_damage(e: &rusqlite::Error) -> bool {
-    matches!(
-        e.sqlite_error_code(),
-        Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
-    )
-}
-
 #[cfg(unix)]
 fn write_one_byte(file: &std::fs::File) -> Option<()> {
     use std::os::unix::fs::FileExt;
@@ -322,24 +302,7 @@ fn device(dir: &Path) -> Option<u64> {
 }
 
 fn open(path: &Path) -> rusqlite::Result<Connection> {
-    if let Some(dir) = path.parent() {
-        #[allow(
-            clippy::disallowed_methods,
-            reason = "store owns file writes; the derived cache directory"
-        )]
-        let _ = std::fs::create_dir_all(dir);
-    }
-    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
-        | OpenFlags::SQLITE_OPEN_CREATE
-        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = Connection::open_with_flags(path, flags)?;
-    conn.busy_timeout(BUSY)?;
-    // The index is derived: a crash may lose its last transactions (never tear one), which
-    // the next call rebuilds from the files; so no fsync.
-    // Pages are read through a mapping of the file rather than copied out by `pread`.
-    conn.execute_batch(
-        "PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF; PRAGMA mmap_size = 268435456;",
-    )?;
+    let conn = sqlite::open(path)?;
     let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     if version != SCHEMA {
         conn.execute_batch(&format!(

@@ -12,6 +12,7 @@ mod fs;
 pub mod index;
 mod lock;
 pub mod search;
+mod sqlite;
 pub mod stamp;
 
 pub use canon::{canonicalize, is_canonical, noncanonical_reasons};

@@ -54,6 +54,7 @@ mod reliability_hostile;
 mod reliability_secrets;
 mod review;
 mod review_post;
+mod review_support;
 mod roles;
 mod runtimes;
 mod search;

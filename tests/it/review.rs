@@ -4,8 +4,9 @@
 use std::path::Path;
 use std::process::Command as Std;
 
-use serde_json::Value;
-
+use crate::review_support::{
+    commit, decision, glossary, ok, origin, push_test_merge, risk, shop_with_first, task,
+};
 use crate::support::{Repo, dacli, git, one_json};
 
 /// Runs git in `dir` and returns its stdout.
@@ -17,11 +18,6 @@ fn git_out(dir: &Path, args: &[&str]) -> String {
         .expect("git runs");
     assert!(out.status.success(), "git {args:?}");
     String::from_utf8(out.stdout).expect("utf-8")
-}
-
-fn commit(dir: &Path, message: &str) {
-    git(dir, &["add", "-A"]);
-    git(dir, &["commit", "-q", "-m", message]);
 }
 
 /// dacli in another clone, with its own clock and seed so its ids never collide with the
@@ -36,12 +32,6 @@ fn in_clone(dir: &Path, step: i64, args: &[&str]) -> std::process::Output {
         .env("DACLI_TEST_SEED", (1000 + step).to_string())
         .output()
         .expect("runs")
-}
-
-fn ok(repo: &Repo, args: &[&str]) -> Value {
-    let (code, v) = repo.json(args);
-    assert_eq!(code, 0, "{args:?}: {v}");
-    v
 }
 
 fn text(repo: &Repo, args: &[&str]) -> String {
@@ -132,47 +122,19 @@ fn history() -> (Repo, tempfile::TempDir) {
         ],
     );
     ok(&repo, &["task", "depend", "2", "--on", "1"]);
-    ok(
+    decision(
         &repo,
-        &[
-            "note",
-            "add",
-            "decision",
-            "Round once at the boundary",
-            "--project",
-            "shop",
-            "--chose",
-            "Round half-even once",
-            "--rejected",
-            "An async queue of rounding jobs",
-            "--because",
-            "One place to test",
-        ],
+        "shop",
+        "Round once at the boundary",
+        "Round half-even once",
+        "An async queue of rounding jobs",
     );
-    ok(
+    risk(&repo, "shop", "Refunds may round twice", "high", "low");
+    glossary(
         &repo,
-        &[
-            "risk",
-            "add",
-            "Refunds may round twice",
-            "--project",
-            "shop",
-            "--impact",
-            "high",
-            "--likelihood",
-            "low",
-        ],
-    );
-    ok(
-        &repo,
-        &[
-            "glossary",
-            "add",
-            "--project",
-            "shop",
-            "minor unit",
-            "the smallest unit of a currency",
-        ],
+        "shop",
+        "minor unit",
+        "the smallest unit of a currency",
     );
     commit(&root, "work on the shim");
 
@@ -316,20 +278,7 @@ fn review_names_every_change_of_a_range_in_text_markdown_and_json() {
 #[test]
 fn review_defaults_to_the_working_tree_against_head() {
     let repo = Repo::initialized();
-    ok(&repo, &["project", "add", "Shop"]);
-    ok(
-        &repo,
-        &[
-            "task",
-            "add",
-            "First",
-            "--project",
-            "shop",
-            "--accept",
-            "done",
-        ],
-    );
-    commit(repo.path(), "one");
+    shop_with_first(&repo, "one");
     // Clean: nothing to review, though reads wrote the derived index.
     let clean = text(&repo, &["review"]);
     assert!(clean.contains("no workspace changes"), "{clean}");
@@ -495,20 +444,7 @@ fn log_refuses_an_unknown_task_and_finds_a_removed_one_by_id() {
 #[test]
 fn the_parent_of_a_root_commit_is_the_empty_tree() {
     let repo = Repo::initialized();
-    ok(&repo, &["project", "add", "Shop"]);
-    ok(
-        &repo,
-        &[
-            "task",
-            "add",
-            "First",
-            "--project",
-            "shop",
-            "--accept",
-            "done",
-        ],
-    );
-    commit(repo.path(), "one");
+    shop_with_first(&repo, "one");
     let v = ok(&repo, &["review", "HEAD^..HEAD"]);
     assert!(v["data"]["base"]["commit"].is_null(), "{v}");
     assert_eq!(v["data"]["base"]["rev"], "HEAD^");
@@ -547,71 +483,19 @@ fn user_refs(dir: &Path) -> String {
 fn review_pr_fetches_into_private_refs_and_compares_the_head_with_its_base() {
     let repo = Repo::initialized();
     let root = repo.path().to_path_buf();
-    ok(&repo, &["project", "add", "Shop"]);
-    ok(
-        &repo,
-        &[
-            "task",
-            "add",
-            "First",
-            "--project",
-            "shop",
-            "--accept",
-            "done",
-        ],
-    );
-    commit(&root, "plan");
+    shop_with_first(&repo, "plan");
     // A bare "GitHub" remote holding the pull request's refs as GitHub does.
-    let remote = tempfile::tempdir().expect("temp dir");
-    git(remote.path(), &["init", "-q", "--bare"]);
-    git(
-        &root,
-        &[
-            "remote",
-            "add",
-            "origin",
-            &remote.path().display().to_string(),
-        ],
-    );
-    git(&root, &["push", "-q", "origin", "main"]);
+    let _remote = origin(&root);
     git(&root, &["checkout", "-q", "-b", "feature"]);
     ok(&repo, &["task", "claim", "1"]);
     commit(&root, "claim");
     git(&root, &["push", "-q", "origin", "feature:refs/pull/7/head"]);
     // Meanwhile the base moves on; the test merge is made on its new tip.
     git(&root, &["checkout", "-q", "main"]);
-    ok(
-        &repo,
-        &[
-            "task",
-            "add",
-            "Second",
-            "--project",
-            "shop",
-            "--accept",
-            "done",
-        ],
-    );
+    task(&repo, "shop", "Second", "done");
     commit(&root, "base moves");
     git(&root, &["push", "-q", "origin", "main"]);
-    git(&root, &["checkout", "-q", "-b", "merge-test"]);
-    // git would take the one task file moving open/ → active/ for a directory rename.
-    git(
-        &root,
-        &[
-            "-c",
-            "merge.directoryRenames=false",
-            "merge",
-            "-q",
-            "--no-ff",
-            "--no-edit",
-            "feature",
-        ],
-    );
-    git(
-        &root,
-        &["push", "-q", "origin", "merge-test:refs/pull/7/merge"],
-    );
+    push_test_merge(&root);
     git(&root, &["checkout", "-q", "main"]);
     git(&root, &["branch", "-q", "-D", "feature", "merge-test"]);
 
@@ -680,20 +564,7 @@ fn renamed_notes_and_risks_are_one_object_not_an_addition_and_a_removal() {
             "fair",
         ],
     );
-    ok(
-        &repo,
-        &[
-            "risk",
-            "add",
-            "Refunds round twice",
-            "--project",
-            "shop",
-            "--impact",
-            "low",
-            "--likelihood",
-            "low",
-        ],
-    );
+    risk(&repo, "shop", "Refunds round twice", "low", "low");
     commit(&root, "plan");
     // A hand rename of both files, and an edit of the risk in the same commit.
     let note = only_file(&repo, ".dacli/projects/shop/notes/decisions");
@@ -725,18 +596,7 @@ fn log_follows_a_task_file_across_status_folders_and_a_hand_rename() {
     let root = repo.path().to_path_buf();
     ok(&repo, &["project", "add", "Shop"]);
     for title in ["First", "Second"] {
-        ok(
-            &repo,
-            &[
-                "task",
-                "add",
-                title,
-                "--project",
-                "shop",
-                "--accept",
-                "done",
-            ],
-        );
+        task(&repo, "shop", title, "done");
     }
     commit(&root, "plan");
     ok(&repo, &["task", "claim", "1"]);

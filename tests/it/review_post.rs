@@ -11,21 +11,11 @@ use wiremock::matchers::{method, path, query_param, query_param_is_missing};
 use wiremock::{Mock, ResponseTemplate};
 
 use crate::github_support::{Fake, R, Ran, fixture, linked, run};
+use crate::review_support::{commit, ok, origin, push_test_merge, task};
 use crate::support::{Repo, git};
 
 const MARKER: &str = "<!-- dacli-review -->";
 const COMMENT_ID: u64 = 4242;
-
-fn ok(repo: &Repo, args: &[&str]) -> Value {
-    let (code, v) = repo.json(args);
-    assert_eq!(code, 0, "{args:?}: {v}");
-    v
-}
-
-fn commit(dir: &Path, message: &str) {
-    git(dir, &["add", "-A"]);
-    git(dir, &["commit", "-q", "-m", message]);
-}
 
 /// Pushes the current `feature` as pull request 7: its head and a test merge into `main`.
 fn publish_pull(root: &Path) {
@@ -33,23 +23,7 @@ fn publish_pull(root: &Path) {
         root,
         &["push", "-q", "-f", "origin", "feature:refs/pull/7/head"],
     );
-    git(root, &["checkout", "-q", "-B", "merge-test", "main"]);
-    git(
-        root,
-        &[
-            "-c",
-            "merge.directoryRenames=false",
-            "merge",
-            "-q",
-            "--no-ff",
-            "--no-edit",
-            "feature",
-        ],
-    );
-    git(
-        root,
-        &["push", "-q", "-f", "origin", "merge-test:refs/pull/7/merge"],
-    );
+    push_test_merge(root);
     git(root, &["checkout", "-q", "feature"]);
 }
 
@@ -58,43 +32,10 @@ fn pull_request() -> (Repo, tempfile::TempDir) {
     let repo = linked();
     let root = repo.path().to_path_buf();
     ok(&repo, &["project", "add", "Shop"]);
-    ok(
-        &repo,
-        &[
-            "task",
-            "add",
-            "First",
-            "--project",
-            "shop",
-            "--accept",
-            "done",
-        ],
-    );
-    ok(
-        &repo,
-        &[
-            "task",
-            "add",
-            "Second",
-            "--project",
-            "shop",
-            "--accept",
-            "done",
-        ],
-    );
+    task(&repo, "shop", "First", "done");
+    task(&repo, "shop", "Second", "done");
     commit(&root, "plan");
-    let remote = tempfile::tempdir().expect("temp dir");
-    git(remote.path(), &["init", "-q", "--bare"]);
-    git(
-        &root,
-        &[
-            "remote",
-            "add",
-            "origin",
-            &remote.path().display().to_string(),
-        ],
-    );
-    git(&root, &["push", "-q", "origin", "main"]);
+    let remote = origin(&root);
     git(&root, &["checkout", "-q", "-b", "feature"]);
     ok(&repo, &["task", "claim", "1"]);
     commit(&root, "claim");

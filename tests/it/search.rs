@@ -2,13 +2,8 @@
 
 use serde_json::Value;
 
+use crate::review_support::{decision, glossary, ok, risk};
 use crate::support::Repo;
-
-fn ok(repo: &Repo, args: &[&str]) -> Value {
-    let (code, v) = repo.json(args);
-    assert_eq!(code, 0, "{args:?}: {v}");
-    v
-}
 
 fn refs(v: &Value) -> Vec<String> {
     v["data"]["hits"]
@@ -62,47 +57,19 @@ fn workspace() -> Repo {
             "Totals use the rounding shim",
         ],
     );
-    ok(
+    decision(
         &repo,
-        &[
-            "note",
-            "add",
-            "decision",
-            "Round once at the boundary",
-            "--project",
-            "shop",
-            "--chose",
-            "Round half-even once",
-            "--rejected",
-            "An async queue of jobs",
-            "--because",
-            "One place to test",
-        ],
+        "shop",
+        "Round once at the boundary",
+        "Round half-even once",
+        "An async queue of jobs",
     );
-    ok(
+    risk(&repo, "shop", "Refunds may be rounded twice", "low", "low");
+    glossary(
         &repo,
-        &[
-            "risk",
-            "add",
-            "Refunds may be rounded twice",
-            "--project",
-            "shop",
-            "--impact",
-            "low",
-            "--likelihood",
-            "low",
-        ],
-    );
-    ok(
-        &repo,
-        &[
-            "glossary",
-            "add",
-            "--project",
-            "shop",
-            "minor unit",
-            "the smallest unit of a currency",
-        ],
+        "shop",
+        "minor unit",
+        "the smallest unit of a currency",
     );
     ok(
         &repo,
@@ -298,6 +265,11 @@ fn a_damaged_search_database_is_rebuilt() {
     assert_eq!(answers(&repo), warm);
 }
 
+/// Comments on task shop/2 (an event).
+fn comment(repo: &Repo, text: &str) {
+    ok(repo, &["task", "comment", "shop/2", text]);
+}
+
 fn kinds(v: &Value) -> Vec<String> {
     v["data"]["hits"]
         .as_array()
@@ -310,15 +282,7 @@ fn kinds(v: &Value) -> Vec<String> {
 #[test]
 fn search_kind_note_event_and_repeated_kinds_each_narrow_the_hits() {
     let repo = workspace();
-    ok(
-        &repo,
-        &[
-            "task",
-            "comment",
-            "shop/2",
-            "The rounding example needs a second currency",
-        ],
-    );
+    comment(&repo, "The rounding example needs a second currency");
     // Unfiltered, a prefix reaches tasks, the risk, the note and the comment.
     let all = kinds(&ok(&repo, &["search", "round*", "--limit", "100"]));
     for k in ["task", "risk", "note", "event"] {
@@ -437,4 +401,131 @@ fn hostile_queries_are_literal_words_or_a_usage_error_never_an_internal_one() {
             "{q}: {v}"
         );
     }
+}
+
+/// Waits past the file system clock's tick, then searches twice: the first search records
+/// every row settled, the second is served from them, so what follows meets proven rows.
+fn settle(repo: &Repo) {
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    ok(repo, &["search", "anything"]);
+    ok(repo, &["search", "anything"]);
+}
+
+/// The one file under `dir` (recursively) that holds `word`.
+fn find_file(dir: &std::path::Path, word: &str) -> std::path::PathBuf {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("list").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if std::fs::read_to_string(&p).is_ok_and(|t| t.contains(word)) {
+                found.push(p);
+            }
+        }
+    }
+    assert_eq!(found.len(), 1, "{found:?}");
+    found.remove(0)
+}
+
+#[test]
+fn proven_rows_still_see_an_in_place_edit_and_events_added_or_removed_by_hand() {
+    let repo = workspace();
+    comment(&repo, "The ledger needs a zebra column");
+    settle(&repo);
+    assert_eq!(refs(&ok(&repo, &["search", "zebra"])).len(), 1);
+
+    // A task edited in place: same size, its modification time put back with `touch -r`.
+    let file = repo.ws("projects/billing/tasks/open/001-invoice-totals.md");
+    let stamp = repo.path().join("stamp");
+    std::fs::write(&stamp, b"").expect("stamp file");
+    let touch = |args: &[&std::path::Path]| {
+        let st = std::process::Command::new("touch")
+            .arg("-r")
+            .args(args)
+            .status()
+            .expect("touch runs");
+        assert!(st.success());
+    };
+    touch(&[&file, &stamp]);
+    let text = std::fs::read_to_string(&file).expect("read");
+    let edited = text.replace("the rounding shim", "the flamingo shim");
+    assert_eq!(edited.len(), text.len());
+    std::fs::write(&file, &edited).expect("write in place");
+    touch(&[&stamp, &file]);
+    let v = ok(&repo, &["search", "flamingo"]);
+    assert_eq!(refs(&v), ["billing/001-invoice-totals"], "{v}");
+    let v = ok(&repo, &["search", "rounding", "--project", "billing"]);
+    assert!(refs(&v).is_empty(), "{v}");
+
+    // An event removed by hand leaves the hits; put back by hand, it is found again.
+    settle(&repo);
+    let event = find_file(&repo.ws("events"), "zebra");
+    let aside = repo.path().join("comment.md");
+    std::fs::rename(&event, &aside).expect("move out");
+    let v = ok(&repo, &["search", "zebra"]);
+    assert!(refs(&v).is_empty(), "{v}");
+    settle(&repo);
+    std::fs::rename(&aside, &event).expect("move back");
+    let v = ok(&repo, &["search", "zebra"]);
+    assert_eq!(kinds(&v), ["event"], "{v}");
+
+    // An event added by hand that a search meets half-written (it does not parse yet) is
+    // found once its writer finishes, although its directory does not change again.
+    comment(&repo, "A yak shaves the ledger");
+    let event = find_file(&repo.ws("events"), "yak");
+    let bytes = std::fs::read(&event).expect("read event");
+    std::fs::remove_file(&event).expect("remove");
+    settle(&repo);
+    let (half, rest) = bytes.split_at(bytes.len() / 3);
+    std::fs::write(&event, half).expect("half written");
+    assert!(refs(&ok(&repo, &["search", "yak"])).is_empty());
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    assert!(refs(&ok(&repo, &["search", "yak"])).is_empty());
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&event)
+        .expect("open");
+    std::io::Write::write_all(&mut f, rest).expect("the rest");
+    drop(f);
+    let v = ok(&repo, &["search", "yak"]);
+    assert_eq!(kinds(&v), ["event"], "{v}");
+}
+
+#[test]
+fn search_is_reachable_over_mcp_through_the_cli_tool() {
+    use crate::mcp::{Server, assert_done};
+    let repo = workspace();
+    let mut s = Server::start_with(repo.path(), None, &[]);
+    s.initialize("2025-11-25");
+    let r = s.call(
+        "cli",
+        serde_json::json!({"argv": ["search", "rounding", "--kind", "task"]}),
+    );
+    let doc = assert_done(&r);
+    // Exactly what `dacli search rounding --kind task --json` prints.
+    let cli_doc = ok(&repo, &["search", "rounding", "--kind", "task"]);
+    assert_eq!(doc, cli_doc);
+    assert_eq!(refs(&doc)[0], "shop/001-add-the-rounding-shim", "{doc}");
+    assert_eq!(s.finish().0, 0);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_folder_that_is_a_symlink_inside_the_workspace_is_searched_with_what_moves_in_behind_it() {
+    let repo = workspace();
+    let open = repo.ws("projects/billing/tasks/open");
+    let real = repo.ws("projects/billing/open-real");
+    std::fs::rename(&open, &real).expect("move");
+    std::os::unix::fs::symlink("../open-real", &open).expect("symlink");
+    settle(&repo);
+    let v = ok(&repo, &["search", "invoice"]);
+    assert_eq!(refs(&v), ["billing/001-invoice-totals"], "{v}");
+    // A task moved in behind the symlink changes the directory it leads to, not the link.
+    let file = find_file(&repo.ws("projects/shop/tasks"), "Write docs");
+    let name = file.file_name().expect("name").to_owned();
+    std::fs::rename(&file, real.join(name)).expect("move in");
+    let v = ok(&repo, &["search", "docs", "--project", "billing"]);
+    assert_eq!(v["data"]["hits"].as_array().map(Vec::len), Some(1), "{v}");
 }
