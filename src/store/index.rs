@@ -632,7 +632,7 @@ fn rewrite_touched_parts(
         "INSERT OR REPLACE INTO parts(kind, dir, first, sum, meta, text) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?;
-    let mut writes: Vec<(String, Vec<Part<'_>>)> = Vec::new();
+    let mut writes: Vec<(String, Vec<(Part<'_>, i64)>)> = Vec::new();
     let mut holders: Vec<Assembly> = Vec::new();
     for (at, _) in &touched {
         let first = &firsts[*at].0;
@@ -672,18 +672,24 @@ fn rewrite_touched_parts(
         };
         sums ^= firsts[*at].1;
         parts_now -= 1;
-        for p in &new_parts {
-            sums ^= part_checksum(&u.dir, p.first, &p.meta, &p.text);
+        let new_parts: Vec<(Part<'_>, i64)> = new_parts
+            .into_iter()
+            .map(|p| {
+                let part_sum = part_checksum(&u.dir, p.first, &p.meta, &p.text);
+                (p, part_sum)
+            })
+            .collect();
+        for (_, part_sum) in &new_parts {
+            sums ^= part_sum;
             parts_now += 1;
         }
         writes.push((firsts[*at].0.clone(), new_parts));
     }
     for (old_first, new_parts) in &writes {
-        if !new_parts.iter().any(|p| p.first == old_first) {
+        if !new_parts.iter().any(|(p, _)| p.first == old_first) {
             del_part.execute(params![kind, u.dir, old_first])?;
         }
-        for p in new_parts {
-            let part_sum = part_checksum(&u.dir, p.first, &p.meta, &p.text);
+        for (p, part_sum) in new_parts {
             put_part.execute(params![kind, u.dir, p.first, part_sum, p.meta, p.text])?;
         }
     }
