@@ -115,6 +115,17 @@ pub fn agent_short(id: &str) -> String {
     }
 }
 
+/// A risk's short id, `r~<last 4 of the ULID>` (`r~AV0H`), which `risk edit` resolves like
+/// the whole `r-<ULID>`. Anything that is not a risk id shows whole.
+pub fn risk_short(id: &str) -> String {
+    match id.strip_prefix("r-") {
+        Some(ulid) if ulid.len() == 26 && ulid.bytes().all(|b| b.is_ascii_alphanumeric()) => {
+            format!("r~{}", &ulid[22..])
+        }
+        _ => id.to_string(),
+    }
+}
+
 /// [`table`] fitted to `width` columns when there is one: the `flex` column (a title) gives
 /// up its characters, down to 12, each cut cell ending in an ellipsis.
 pub fn fit_table(

@@ -112,14 +112,21 @@ pub enum ResolveError {
     },
 }
 
-/// Resolves `r-<ULID>`, a bare ULID, `<project>/<slug>` (project as slug or `p-<slug>`), or a
-/// slug that is unique across projects.
+/// Resolves `r-<ULID>`, a bare ULID, the short id `r~<end of the ULID>` that `risk list`
+/// shows on a terminal (four characters or more, any case), `<project>/<slug>` (project as
+/// slug or `p-<slug>`), or a slug that is unique across projects.
 pub fn resolve<'a>(risks: &'a [Located], reference: &str) -> Result<&'a Located, ResolveError> {
     let input = reference.trim();
     let ulid = input.strip_prefix("r-").unwrap_or(input);
     let matches: Vec<&Located> = if let Some(u) = parse_ulid(ulid) {
         let id = format!("r-{u}");
         risks.iter().filter(|r| r.risk.id == id).collect()
+    } else if let Some(end) = input
+        .strip_prefix("r~")
+        .filter(|e| e.len() >= 4 && e.bytes().all(|b| b.is_ascii_alphanumeric()))
+    {
+        let end = end.to_ascii_uppercase();
+        risks.iter().filter(|r| r.risk.id.ends_with(&end)).collect()
     } else if let Some((project, slug)) = input.split_once('/') {
         let project = project.strip_prefix("p-").unwrap_or(project);
         let slug = slug.strip_suffix(".md").unwrap_or(slug);

@@ -104,8 +104,7 @@ fn the_other_lists_fit_the_terminal_and_keep_full_values_under_wide() {
         (vec!["note", "list"], vec![80u16, 120]),
         (vec!["project", "list"], vec![80, 120]),
         (vec!["shortcut", "list"], vec![80, 120]),
-        // A risk's id alone takes 28 columns: its table fits from 100.
-        (vec!["risk", "list"], vec![120]),
+        (vec!["risk", "list", "--status", "all"], vec![80, 120]),
     ] {
         let mut all = vec!["-C", ".dacli-example"];
         all.extend(&args);
@@ -138,4 +137,53 @@ fn the_other_lists_fit_the_terminal_and_keep_full_values_under_wide() {
         "{wide}"
     );
     assert!(wide.contains("2026-03-04T17:30:10Z"), "{wide}");
+}
+
+#[test]
+fn risk_list_shows_short_ids_that_risk_edit_takes_and_full_ids_under_wide() {
+    let args = ["-C", ".dacli-example", "risk", "list", "--no-color"];
+    let (_, short) = on_tty(&args, 80, &[]);
+    assert!(short.contains("r~AV0H  checkout"), "{short}");
+    assert!(short.contains('…'), "{short}");
+    assert!(!short.contains("r-01KJQ30Q9ET6VQMGN0JYDQAV0H"), "{short}");
+    let mut wide = args.to_vec();
+    wide.push("--wide");
+    let (_, full) = on_tty(&wide, 80, &[]);
+    assert!(
+        full.contains("r-01KJQ30Q9ET6VQMGN0JYDQAV0H  p-checkout"),
+        "{full}"
+    );
+    assert!(
+        full.contains("Backfill may change what customers were charged"),
+        "{full}"
+    );
+    // The short id is a reference: `risk edit` finds the risk by it (any case).
+    let repo = Repo::new();
+    repo.dacli(&["init", "--project", "Core"])
+        .assert()
+        .success();
+    let out = repo
+        .dacli(&[
+            "risk",
+            "add",
+            "Rounding drifts",
+            "--impact",
+            "low",
+            "--likelihood",
+            "low",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let id = v["data"]["risk"]["id"].as_str().unwrap().to_string();
+    let end = id[id.len() - 4..].to_ascii_lowercase();
+    repo.dacli(&["risk", "edit", &format!("r~{end}"), "--status", "closed"])
+        .assert()
+        .success();
+    let listed = repo
+        .dacli(&["risk", "list", "--status", "closed", "--json"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&listed.stdout).contains(&id));
 }

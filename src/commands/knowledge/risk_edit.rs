@@ -33,11 +33,12 @@ impl Status {
 }
 
 /// Change a risk you own: impact, likelihood, status, indicators (the given ones replace the
-/// list) or action. RISK is a risk id or `<project>/<slug>`.
+/// list) or action. RISK is a risk id (`r-<ULID>`, or the short `r~<last 4>` that `risk
+/// list` shows on a terminal) or `<project>/<slug>`.
 #[derive(Debug, clap::Args, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Request {
-    /// The risk: `r-<ULID>` or `<project>/<slug>`.
+    /// The risk: `r-<ULID>`, its short `r~<last 4>`, or `<project>/<slug>`.
     #[arg(value_name = "RISK")]
     risk: String,
     /// New impact.

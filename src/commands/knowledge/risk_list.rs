@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::risks::RiskView;
 use super::{all_projects, find_project};
-use crate::dispatch::text::fit_table;
+use crate::dispatch::text::{fit_table, risk_short};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Outcome};
 use crate::objects::risks;
 
@@ -116,12 +116,23 @@ fn render(r: &Response, ctx: &Ctx) -> String {
         .map(String::from)
         .to_vec(),
     ];
+    // On a terminal a row fits 80 columns: the short id (`r~AV0H`, which `risk edit` takes)
+    // and the project's slug; `--wide`, pipes and JSON keep the whole id and `p-<slug>`.
+    let short = ctx.width().is_some();
     for i in &r.risks {
         let v = &i.risk;
         rows.push(vec![
             v.rank.to_string(),
-            v.id.clone(),
-            v.project.clone(),
+            if short {
+                risk_short(&v.id)
+            } else {
+                v.id.clone()
+            },
+            if short {
+                v.project.trim_start_matches("p-").to_string()
+            } else {
+                v.project.clone()
+            },
             v.impact.clone(),
             v.likelihood.clone(),
             v.status.clone(),

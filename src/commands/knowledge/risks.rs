@@ -57,10 +57,10 @@ impl RiskView {
 /// Resolves a `<RISK>` (id, or `<project>/<slug>`) with the errors COMMANDS.md §1.6 gives.
 pub(super) fn find<'a>(all: &'a [Located], input: &str) -> Result<&'a Located, Error> {
     risks::resolve(all, input).map_err(|e| match e {
-        risks::ResolveError::NotFound { reference } => {
-            Error::not_found(format!("no risk `{reference}` in this workspace"))
-                .hint("`dacli risk list --status all` shows every risk as <project>/<slug>")
-        }
+        risks::ResolveError::NotFound { reference } => Error::not_found(format!(
+            "no risk `{reference}` in this workspace"
+        ))
+        .hint("`dacli risk list --status all` lists every risk with an id `risk edit` takes"),
         risks::ResolveError::Ambiguous {
             reference,
             candidates,
