@@ -386,6 +386,12 @@ mod tests {
         );
         assert_eq!(super::agent_short("a-01KJPXBASP11G0W484T2TGEMDX"), "a~EMDX");
         assert_eq!(super::agent_short("someone"), "someone");
+        assert_eq!(super::risk_short("r-01KJQ30Q9ET6VQMGN0JYDQAV0H"), "r~AV0H");
+        assert_eq!(super::risk_short("r-short"), "r-short");
+        assert_eq!(
+            super::risk_short("r-01KJQ30Q9ET6VQMGN0JYDQ\u{1b}[2J"),
+            "r-01KJQ30Q9ET6VQMGN0JYDQ\u{1b}[2J"
+        );
         assert_eq!(super::truncate("abcdef", 4), "abc…");
         assert_eq!(super::truncate("abc", 4), "abc");
     }

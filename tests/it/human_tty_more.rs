@@ -162,28 +162,21 @@ fn risk_list_shows_short_ids_that_risk_edit_takes_and_full_ids_under_wide() {
     repo.dacli(&["init", "--project", "Core"])
         .assert()
         .success();
-    let out = repo
-        .dacli(&[
-            "risk",
-            "add",
-            "Rounding drifts",
-            "--impact",
-            "low",
-            "--likelihood",
-            "low",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let id = v["data"]["risk"]["id"].as_str().unwrap().to_string();
+    let (code, added) = repo.json(&[
+        "risk",
+        "add",
+        "Rounding drifts",
+        "--impact",
+        "low",
+        "--likelihood",
+        "low",
+    ]);
+    assert_eq!(code, 0, "{added}");
+    let id = added["data"]["risk"]["id"].as_str().unwrap().to_string();
     let end = id[id.len() - 4..].to_ascii_lowercase();
     repo.dacli(&["risk", "edit", &format!("r~{end}"), "--status", "closed"])
         .assert()
         .success();
-    let listed = repo
-        .dacli(&["risk", "list", "--status", "closed", "--json"])
-        .output()
-        .unwrap();
-    assert!(String::from_utf8_lossy(&listed.stdout).contains(&id));
+    let (_, listed) = repo.json(&["risk", "list", "--status", "closed"]);
+    assert!(listed.to_string().contains(&id), "{listed}");
 }

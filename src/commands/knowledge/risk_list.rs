@@ -129,7 +129,10 @@ fn render(r: &Response, ctx: &Ctx) -> String {
                 v.id.clone()
             },
             if short {
-                v.project.trim_start_matches("p-").to_string()
+                v.project
+                    .strip_prefix("p-")
+                    .unwrap_or(&v.project)
+                    .to_string()
             } else {
                 v.project.clone()
             },
