@@ -11,6 +11,9 @@ use crate::run::command;
 pub fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
     let out = Command::new("git")
         .current_dir(dir)
+        // No background `gc --auto` after a big commit: it holds gc's lock when the bench
+        // packs the history itself, and it would compete with what is being timed.
+        .args(["-c", "gc.auto=0", "-c", "maintenance.auto=false"])
         .args(args)
         .env("GIT_AUTHOR_NAME", "bench")
         .env("GIT_AUTHOR_EMAIL", "bench@example.com")

@@ -130,7 +130,7 @@ impl Reserved {
         ctx: &'c Ctx<'t>,
         tool: &str,
         digest: &str,
-        plan: &Value,
+        plan: Value,
     ) -> Result<Run<'c, 't>, Error> {
         let ws = ctx.ws()?;
         let who = ctx.identity()?.agent.id.clone();
@@ -152,7 +152,7 @@ impl<'c, 't> Run<'c, 't> {
         ctx: &'c Ctx<'t>,
         tool: &str,
         digest: &str,
-        plan: &Value,
+        plan: Value,
     ) -> Result<Run<'c, 't>, Error> {
         Run::reserve(ctx)?.begin(ctx, tool, digest, plan)
     }
@@ -200,7 +200,7 @@ pub fn digest_of<T: Serialize>(plan: &T) -> Result<String, Error> {
 
 /// The plan a transaction froze when it began, read back as the tool's own type.
 pub fn frozen<T: DeserializeOwned>(txn: &Txn) -> Result<T, Error> {
-    serde_json::from_value(txn.plan().clone()).map_err(|e| {
+    serde_json::from_value(txn.plan().cloned().unwrap_or_default()).map_err(|e| {
         Error::new(
             ErrorKind::Operational,
             "E_MALFORMED",

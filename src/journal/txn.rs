@@ -9,7 +9,7 @@ use serde_json::Value;
 use toml_edit::{DocumentMut, Item, value};
 use ulid::Ulid;
 
-use super::record::{to_inline, to_json, to_table};
+use super::record::{to_inline, to_json, write_table};
 use crate::model::id::{parse_ulid, ulid_time};
 use crate::model::toml_time;
 use crate::objects::{self, Listing};
@@ -89,7 +89,9 @@ pub struct Txn {
     tool: String,
     created_by: String,
     plan_digest: String,
-    plan: Value,
+    /// The plan as read back by [`Txn::load`]; a transaction just begun does not keep it (its
+    /// caller holds the plan, typed, and at 5,000 branches the JSON is about 17 MB).
+    plan: Option<Value>,
     steps: Vec<Step>,
 }
 
@@ -116,25 +118,22 @@ impl Txn {
         id: Ulid,
         created_by: &str,
         plan_digest: &str,
-        plan: &Value,
+        plan: Value,
     ) -> Result<Txn, objects::Error> {
         let mut txn = Txn {
             id,
             tool: tool.to_string(),
             created_by: created_by.to_string(),
             plan_digest: plan_digest.to_string(),
-            plan: plan.clone(),
+            plan: None,
             steps: Vec::new(),
         };
         let mut doc = txn.header(id, 1, "plan", StepStatus::Done);
         doc["plan_digest"] = value(plan_digest);
-        let table = match plan {
-            Value::Object(map) => to_table(map),
-            _ => toml_edit::Table::new(),
-        };
-        doc["plan"] = Item::Table(table);
-        ws.fs
-            .create_new(&txn.step_path(ws, id), doc.to_string().as_bytes())?;
+        let mut text = doc.to_string();
+        let empty = serde_json::Map::new();
+        write_table(&mut text, "plan", plan.as_object().unwrap_or(&empty));
+        ws.fs.create_new(&txn.step_path(ws, id), text.as_bytes())?;
         txn.steps.push(Step {
             id: id.to_string(),
             seq: 1,
@@ -160,9 +159,10 @@ impl Txn {
         &self.plan_digest
     }
 
-    /// The frozen plan (without the `null`s TOML cannot hold).
-    pub fn plan(&self) -> &Value {
-        &self.plan
+    /// The frozen plan as read back from its file (without the `null`s TOML cannot hold);
+    /// `None` for a transaction this process began.
+    pub fn plan(&self) -> Option<&Value> {
+        self.plan.as_ref()
     }
 
     /// Every step file, in `seq` order, the plan first.
@@ -320,7 +320,7 @@ impl Txn {
             tool: str_of(doc, "tool"),
             created_by: str_of(doc, "created_by"),
             plan_digest: str_of(doc, "plan_digest"),
-            plan: doc.get("plan").map_or(Value::Null, to_json),
+            plan: Some(doc.get("plan").map_or(Value::Null, to_json)),
             steps: steps.into_iter().map(|(s, _)| s).collect(),
         };
         Ok(Some(txn))

@@ -41,7 +41,7 @@ impl Reserved {
         tool: &str,
         who: &str,
         digest: &str,
-        plan: &Value,
+        plan: Value,
         pause_after: Option<i64>,
     ) -> Result<Run<'w>, Error> {
         let txn = Txn::begin(ws, tool, self.id, who, digest, plan)?;

@@ -93,3 +93,52 @@ fn a_fast_first_read_with_no_index_prints_no_spinner() {
     assert!(!text.contains("building the index"), "{text:?}");
     assert!(text.contains("Slow checks"), "{text:?}");
 }
+
+/// `review --pr` whose fetch takes 1.5 s (the remote's upload-pack sleeps first, as a slow
+/// network would): the spinner names the fetch, then the comparison, and is gone before the
+/// review; piped, stderr holds none of it.
+#[test]
+fn a_slow_review_fetch_shows_the_spinner_on_a_terminal_only() {
+    use crate::review_support::{commit, ok, origin, push_test_merge, shop_with_first};
+    use crate::support::git;
+    let repo = Repo::initialized();
+    let root = repo.path().to_path_buf();
+    shop_with_first(&repo, "plan");
+    let _remote = origin(&root);
+    git(&root, &["checkout", "-q", "-b", "feature"]);
+    ok(&repo, &["task", "claim", "1"]);
+    commit(&root, "claim");
+    git(&root, &["push", "-q", "origin", "feature:refs/pull/7/head"]);
+    push_test_merge(&root);
+    git(&root, &["checkout", "-q", "main"]);
+    git(
+        &root,
+        &[
+            "config",
+            "remote.origin.uploadpack",
+            "sleep 1.5; git-upload-pack",
+        ],
+    );
+
+    let mut cmd = repo.std_command(&["review", "--pr", "7"]);
+    cmd.env("TERM", "xterm-256color");
+    let (code, text) = crate::pty::run(cmd, Some(100), false);
+    assert_eq!(code, Some(0), "{text}");
+    let fetching = text
+        .find("fetching pull request 7 from origin")
+        .unwrap_or_else(|| panic!("the fetch is shown while it runs:\n{text:?}"));
+    let review = text
+        .find("shop/001-first")
+        .unwrap_or_else(|| panic!("the review is printed:\n{text:?}"));
+    assert!(fetching < review, "{text:?}");
+    assert!(
+        text[..review].contains("\r\x1b[2K"),
+        "the spinner's line is cleared before the review: {text:?}"
+    );
+
+    let out = repo.dacli(&["review", "--pr", "7"]).output().unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(!err.contains("fetching"), "{err:?}");
+    assert!(!err.contains('\x1b'), "{err:?}");
+}

@@ -507,7 +507,7 @@ fn no_consent(slug: &str, repo: &str, visibility: &str, gap: &str) -> Refusal {
 
 impl Plan {
     fn from_txn(txn: &Txn) -> Result<Plan, Error> {
-        serde_json::from_value(txn.plan().clone()).map_err(|e| {
+        serde_json::from_value(txn.plan().cloned().unwrap_or_default()).map_err(|e| {
             Error::new(
                 crate::dispatch::ErrorKind::Operational,
                 "E_MALFORMED",
@@ -1102,7 +1102,7 @@ fn apply_plan(
     let digest = contract::plan_digest(&value).map_err(|e| Error::internal(e.0))?;
     let mut run = match &resume {
         Some(txn) => Run::resume(ctx, txn)?,
-        None => Run::begin(ctx, TOOL, &digest, &value)?,
+        None => Run::begin(ctx, TOOL, &digest, value.clone())?,
     };
     if run.txn.outcome().is_some() {
         let txn = run.txn.clone();

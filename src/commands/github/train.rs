@@ -789,7 +789,7 @@ fn run_open(ctx: &Ctx, req: OpenRequest) -> Result<Outcome<TrainResponse>, Error
         return Ok(Outcome::Refused(r));
     }
     let frozen = serde_json::to_value(&plan).map_err(|e| Error::internal(e.to_string()))?;
-    let mut run = Run::begin(ctx, TOOL, &digest, &frozen)?;
+    let mut run = Run::begin(ctx, TOOL, &digest, frozen)?;
     let txn_id = run.txn.id().to_string();
     let train = match &existing {
         Some(t) => update_train(ctx, &t.id, |d| d["txn"] = value(txn_id.as_str()))?,
@@ -1067,9 +1067,10 @@ fn finish_existing(
     client: &super::Session<'_>,
     txn: &Txn,
 ) -> Result<Option<Outcome<TrainResponse>>, Error> {
-    let plan: TxnPlan = serde_json::from_value(txn.plan().clone()).map_err(|e| {
-        Error::internal(format!("transaction {} holds no train plan: {e}", txn.id()))
-    })?;
+    let plan: TxnPlan =
+        serde_json::from_value(txn.plan().cloned().unwrap_or_default()).map_err(|e| {
+            Error::internal(format!("transaction {} holds no train plan: {e}", txn.id()))
+        })?;
     let train_id = train_of_txn(ctx, &txn.id().to_string())?;
     let train = match &train_id {
         Some(id) => Some(load_train(ctx, id)?),
@@ -1238,7 +1239,7 @@ fn run_land(ctx: &Ctx, req: LandRequest) -> Result<Outcome<TrainResponse>, Error
         return Ok(Outcome::Refused(gate_refusal(g, number, &d)));
     }
     let frozen = serde_json::to_value(&plan).map_err(|e| Error::internal(e.to_string()))?;
-    let mut run = Run::begin(ctx, TOOL, &digest, &frozen)?;
+    let mut run = Run::begin(ctx, TOOL, &digest, frozen)?;
     let txn_id = run.txn.id().to_string();
     let train = update_train(ctx, &train.id, |d| {
         d["txn"] = toml_edit::value(txn_id.as_str())

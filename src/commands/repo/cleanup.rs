@@ -337,7 +337,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
             announce(ctx, &notices);
             let frozen = serde_json::to_value(&plan)
                 .map_err(|e| Error::internal(format!("cannot freeze the plan: {e}")))?;
-            let mut run = Run::begin(ctx, TOOL, &digest, &frozen)?;
+            let mut run = Run::begin(ctx, TOOL, &digest, frozen)?;
             execute(ctx, &mut run, plan, notices)
         }
     }
@@ -1114,7 +1114,11 @@ fn run_candidates(ctx: &Ctx, keep: usize) -> Result<Vec<Candidate>, Error> {
     let found = ops::cleanup::run_records(ws)?;
     let open = crate::journal::txn::open(ws)?;
     ctx.warn_all(open.warnings);
-    let referenced: Vec<String> = open.items.iter().map(|t| t.plan().to_string()).collect();
+    let referenced: Vec<String> = open
+        .items
+        .iter()
+        .map(|t| t.plan().map(Value::to_string).unwrap_or_default())
+        .collect();
     let mut out = Vec::new();
     for (n, ops::cleanup::RunRecord { id, dir, meta }) in found.into_iter().enumerate() {
         let get = |k: &str| {

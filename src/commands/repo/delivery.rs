@@ -292,7 +292,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
             announce(ctx, &notices);
             let frozen = serde_json::to_value(&plan)
                 .map_err(|e| Error::internal(format!("cannot freeze the plan: {e}")))?;
-            let mut run = Run::begin(ctx, TOOL, &digest, &frozen)?;
+            let mut run = Run::begin(ctx, TOOL, &digest, frozen)?;
             execute(ctx, &mut run, plan, notices)
         }
     }

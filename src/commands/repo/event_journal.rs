@@ -481,7 +481,7 @@ fn reconcile_cmd(ctx: &Ctx, req: ReconcileRequest) -> Result<Outcome<ReconcileRe
             if let Some(r) = contract::drift(gate, &digest, "the event journal") {
                 return refused(r);
             }
-            (Run::begin(ctx, TOOL, &digest, &to_value(&plan)?)?, plan)
+            (Run::begin(ctx, TOOL, &digest, to_value(&plan)?)?, plan)
         }
     };
     if run.txn.outcome().is_some() {
@@ -816,7 +816,7 @@ fn moves(
             if let Some(r) = contract::drift(gate, &digest, what) {
                 return refused(r);
             }
-            let mut run = reserved.begin(ctx, TOOL, &digest, &to_value(&plan)?)?;
+            let mut run = reserved.begin(ctx, TOOL, &digest, to_value(&plan)?)?;
             execute_moves(ctx, &mut run, plan, notices)
         }
     }
@@ -973,7 +973,7 @@ fn unsealed_refusal(ws: &Workspace, segment: &str) -> Result<Refusal, Error> {
         .iter()
         .find(|t| t.tool() == TOOL && t.steps().iter().any(|s| s.observed.get("segment").and_then(Value::as_str) == Some(segment)))
         .map(|t| {
-            let before = t.plan().get("before").and_then(Value::as_str).unwrap_or("<TIME>");
+            let before = t.plan().and_then(|p| p.get("before")).and_then(Value::as_str).unwrap_or("<TIME>");
             format!(
                 "Resume the interrupted archival: `dacli events archive --before {before} --apply --digest {} --txn {}`.",
                 t.plan_digest(),
