@@ -99,16 +99,11 @@ fn a_fast_first_read_with_no_index_prints_no_spinner() {
 /// review; piped, stderr holds none of it.
 #[test]
 fn a_slow_review_fetch_shows_the_spinner_on_a_terminal_only() {
-    use crate::review_support::{commit, ok, origin, push_test_merge, shop_with_first};
+    use crate::review_support::{pr_7_claims_first, push_test_merge};
     use crate::support::git;
     let repo = Repo::initialized();
     let root = repo.path().to_path_buf();
-    shop_with_first(&repo, "plan");
-    let _remote = origin(&root);
-    git(&root, &["checkout", "-q", "-b", "feature"]);
-    ok(&repo, &["task", "claim", "1"]);
-    commit(&root, "claim");
-    git(&root, &["push", "-q", "origin", "feature:refs/pull/7/head"]);
+    let _remote = pr_7_claims_first(&repo);
     push_test_merge(&root);
     git(&root, &["checkout", "-q", "main"]);
     git(

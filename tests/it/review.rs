@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Command as Std;
 
 use crate::review_support::{
-    commit, decision, glossary, ok, origin, push_test_merge, risk, shop_with_first, task,
+    commit, decision, glossary, ok, pr_7_claims_first, push_test_merge, risk, shop_with_first, task,
 };
 use crate::support::{Repo, dacli, git, one_json};
 
@@ -483,13 +483,8 @@ fn user_refs(dir: &Path) -> String {
 fn review_pr_fetches_into_private_refs_and_compares_the_head_with_its_base() {
     let repo = Repo::initialized();
     let root = repo.path().to_path_buf();
-    shop_with_first(&repo, "plan");
     // A bare "GitHub" remote holding the pull request's refs as GitHub does.
-    let _remote = origin(&root);
-    git(&root, &["checkout", "-q", "-b", "feature"]);
-    ok(&repo, &["task", "claim", "1"]);
-    commit(&root, "claim");
-    git(&root, &["push", "-q", "origin", "feature:refs/pull/7/head"]);
+    let _remote = pr_7_claims_first(&repo);
     // Meanwhile the base moves on; the test merge is made on its new tip.
     git(&root, &["checkout", "-q", "main"]);
     task(&repo, "shop", "Second", "done");

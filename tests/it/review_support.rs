@@ -86,6 +86,19 @@ pub fn origin(root: &Path) -> tempfile::TempDir {
     remote
 }
 
+/// A workspace with task 1 of Shop, `origin` a bare "GitHub" remote, and pull request 7 on it:
+/// branch `feature` (checked out) claims the task. Returns the remote, which lives as long as it.
+pub fn pr_7_claims_first(repo: &Repo) -> tempfile::TempDir {
+    let root = repo.path();
+    shop_with_first(repo, "plan");
+    let remote = origin(root);
+    git(root, &["checkout", "-q", "-b", "feature"]);
+    ok(repo, &["task", "claim", "1"]);
+    commit(root, "claim");
+    git(root, &["push", "-q", "origin", "feature:refs/pull/7/head"]);
+    remote
+}
+
 /// Merges `feature` into branch `merge-test` (made from `main`) and pushes it as pull request
 /// 7's test merge, as GitHub does.
 pub fn push_test_merge(root: &Path) {
