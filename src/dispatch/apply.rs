@@ -198,9 +198,15 @@ pub fn digest_of<T: Serialize>(plan: &T) -> Result<String, Error> {
     apply::plan_digest(&v).map_err(|e| Error::internal(e.0))
 }
 
-/// The plan a transaction froze when it began, read back as the tool's own type.
+/// The plan a transaction froze when it began, read back from its file as the tool's own type.
 pub fn frozen<T: DeserializeOwned>(txn: &Txn) -> Result<T, Error> {
-    serde_json::from_value(txn.plan().cloned().unwrap_or_default()).map_err(|e| {
+    let plan = txn.plan().ok_or_else(|| {
+        Error::internal(format!(
+            "transaction {} was begun by this call, which holds its plan",
+            txn.id()
+        ))
+    })?;
+    T::deserialize(plan).map_err(|e| {
         Error::new(
             ErrorKind::Operational,
             "E_MALFORMED",

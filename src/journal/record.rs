@@ -2,7 +2,7 @@
 //! memory (they are digested as canonical JSON) and TOML on disk (FORMAT §18).
 
 use serde_json::{Map, Number, Value};
-use toml_edit::{Array, ArrayOfTables, InlineTable, Item, Table};
+use toml_edit::{Array, InlineTable, Item};
 
 /// A JSON value as an inline TOML value; `null` has no TOML form and is dropped (from objects
 /// and arrays alike), so `None` means "absent".
@@ -34,37 +34,12 @@ pub fn to_inline(value: &Value) -> Option<toml_edit::Value> {
     })
 }
 
-/// A JSON object as a TOML table whose arrays of objects become `[[...]]` tables, so a long
-/// plan is one entry per block rather than one endless line.
-pub fn to_table(map: &Map<String, Value>) -> Table {
-    let mut table = Table::new();
-    for (k, v) in map {
-        match v {
-            Value::Array(items) if !items.is_empty() && items.iter().all(Value::is_object) => {
-                let mut aot = ArrayOfTables::new();
-                for item in items {
-                    if let Value::Object(m) = item {
-                        aot.push(inline_table(m));
-                    }
-                }
-                table.insert(k, Item::ArrayOfTables(aot));
-            }
-            Value::Object(m) => {
-                table.insert(k, Item::Table(to_table(m)));
-            }
-            other => {
-                if let Some(v) = to_inline(other) {
-                    table.insert(k, Item::Value(v));
-                }
-            }
-        }
-    }
-    table
-}
-
-/// The table `[path]` of `map` as [`to_table`] lays it out, written as TOML text straight onto
-/// `out`: byte for byte what `toml_edit` prints for that table when it follows other content
-/// (each header after a blank line, then its values, then its subtables in key order).
+/// The table `[path]` of `map` written as TOML text straight onto `out`: a non-empty array of
+/// objects becomes `[[...]]` blocks of inline values (so a long plan is one block per entry,
+/// not one endless line), an object a subtable, `null` nothing. Byte for byte what `toml_edit`
+/// prints for the same table built as a document when it follows other content (each header
+/// after a blank line, then its values, then its subtables in key order); the tests hold the
+/// two equal.
 ///
 /// Why not `toml_edit`: its document of a plan of 5,000 branches takes about 60 MB to print a
 /// 4 MB text; here only one entry's value is built at a time.
@@ -77,10 +52,11 @@ pub fn write_table(out: &mut String, path: &str, map: &Map<String, Value>) {
             write_entry(out, k, v);
         }
     }
+    let child = |k: &str| format!("{path}.{}", toml_edit::Key::new(k));
     for (k, v) in map {
-        let child = format!("{path}.{}", toml_edit::Key::new(k.as_str()));
         match v {
             Value::Array(items) if is_table_of_tables(v) => {
+                let child = child(k);
                 for m in items.iter().filter_map(Value::as_object) {
                     out.push_str("\n[[");
                     out.push_str(&child);
@@ -90,13 +66,13 @@ pub fn write_table(out: &mut String, path: &str, map: &Map<String, Value>) {
                     }
                 }
             }
-            Value::Object(m) => write_table(out, &child, m),
+            Value::Object(m) => write_table(out, &child(k), m),
             _ => {}
         }
     }
 }
 
-/// True for what [`to_table`] writes as `[[...]]` blocks: a non-empty array of objects.
+/// True for what is written as `[[...]]` blocks: a non-empty array of objects.
 fn is_table_of_tables(v: &Value) -> bool {
     matches!(v, Value::Array(items) if !items.is_empty() && items.iter().all(Value::is_object))
 }
@@ -107,17 +83,6 @@ fn write_entry(out: &mut String, key: &str, v: &Value) {
     if let Some(v) = to_inline(v) {
         let _ = writeln!(out, "{} = {v}", toml_edit::Key::new(key));
     }
-}
-
-/// A table whose values are all inline (the body of one `[[...]]` block).
-fn inline_table(map: &Map<String, Value>) -> Table {
-    let mut table = Table::new();
-    for (k, v) in map {
-        if let Some(v) = to_inline(v) {
-            table.insert(k, Item::Value(v));
-        }
-    }
-    table
 }
 
 /// A TOML item as JSON: tables become objects, date-times their RFC 3339 text.
@@ -178,6 +143,47 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::json;
+    use toml_edit::{ArrayOfTables, Table};
+
+    // The document-building layout the streamed text must equal.
+    /// A JSON object as a TOML table whose arrays of objects become `[[...]]` tables, so a long
+    /// plan is one entry per block rather than one endless line.
+    pub fn to_table(map: &Map<String, Value>) -> Table {
+        let mut table = Table::new();
+        for (k, v) in map {
+            match v {
+                Value::Array(items) if !items.is_empty() && items.iter().all(Value::is_object) => {
+                    let mut aot = ArrayOfTables::new();
+                    for item in items {
+                        if let Value::Object(m) = item {
+                            aot.push(inline_table(m));
+                        }
+                    }
+                    table.insert(k, Item::ArrayOfTables(aot));
+                }
+                Value::Object(m) => {
+                    table.insert(k, Item::Table(to_table(m)));
+                }
+                other => {
+                    if let Some(v) = to_inline(other) {
+                        table.insert(k, Item::Value(v));
+                    }
+                }
+            }
+        }
+        table
+    }
+
+    /// A table whose values are all inline (the body of one `[[...]]` block).
+    fn inline_table(map: &Map<String, Value>) -> Table {
+        let mut table = Table::new();
+        for (k, v) in map {
+            if let Some(v) = to_inline(v) {
+                table.insert(k, Item::Value(v));
+            }
+        }
+        table
+    }
 
     /// What `toml_edit` prints for `doc` with `[plan]` from [`to_table`] after a first key.
     fn printed_by_toml_edit(plan: &Map<String, Value>) -> String {
@@ -192,6 +198,7 @@ mod tests {
             "[a-z_]{1,8}",
             Just("with space".to_string()),
             Just("dotted.key".to_string()),
+            Just("nul\0 cr\r esc\u{1b}[1m # $(rm -rf /) ]]".to_string()),
             "\\PC{0,6}",
         ];
         let leaf = prop_oneof![
@@ -200,7 +207,7 @@ mod tests {
             any::<i64>().prop_map(|i| json!(i)),
             "\\PC{0,12}".prop_map(Value::String),
             Just(json!(
-                "quote \" and \\ and ' and\nnewline and \u{7f} \u{1b}[31m"
+                "quote \" and \\ and ' and\nnewline, \r\n, \0, \u{7f}, \u{1b}[31m, `$(id)`, ## heading"
             )),
         ];
         leaf.prop_recursive(4, 48, 6, move |inner| {

@@ -17,7 +17,7 @@ use super::{
     Notice, announce, as_problem, call_failure, connect, link_of, project_list, project_slug,
     unlinked,
 };
-use crate::dispatch::apply::{ApplyArgs, Run, Start, start};
+use crate::dispatch::apply::{ApplyArgs, Run, Start, frozen, start};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome};
 use crate::github::{Client, Method};
 use crate::journal::evidence::{self, Evidence, EvidenceItem};
@@ -209,7 +209,7 @@ pub(super) fn run_push(ctx: &Ctx, req: PushRequest) -> Result<Outcome<Response>,
             ctx,
             &client,
             &slug,
-            Plan::from_txn(&txn)?,
+            frozen::<Plan>(&txn)?,
             &observed,
             Some(txn),
         );
@@ -242,7 +242,7 @@ fn interrupted(ctx: &Ctx, repo: &str, plan: &Plan) -> Result<Option<Txn>, Error>
         .into_iter()
         .filter(|t| t.tool() == TOOL)
         .find(|t| {
-            Plan::from_txn(t).is_ok_and(|p| {
+            frozen::<Plan>(t).is_ok_and(|p| {
                 p.repo == repo
                     && p.items
                         .iter()
@@ -439,7 +439,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
             ctx,
             &client,
             &slug,
-            Plan::from_txn(&txn)?,
+            frozen::<Plan>(&txn)?,
             &observed,
             Some(txn),
         );
@@ -503,18 +503,6 @@ fn no_consent(slug: &str, repo: &str, visibility: &str, gap: &str) -> Refusal {
             "Ask the human; a-root records it: `dacli github consent grant --project {slug} --classes tasks --granted-by human:<login>`."
         ),
     )
-}
-
-impl Plan {
-    fn from_txn(txn: &Txn) -> Result<Plan, Error> {
-        serde_json::from_value(txn.plan().cloned().unwrap_or_default()).map_err(|e| {
-            Error::new(
-                crate::dispatch::ErrorKind::Operational,
-                "E_MALFORMED",
-                format!("transaction {} holds no projection plan: {e}", txn.id()),
-            )
-        })
-    }
 }
 
 fn preview(o: Observed, digest: String) -> Response {
@@ -1102,7 +1090,7 @@ fn apply_plan(
     let digest = contract::plan_digest(&value).map_err(|e| Error::internal(e.0))?;
     let mut run = match &resume {
         Some(txn) => Run::resume(ctx, txn)?,
-        None => Run::begin(ctx, TOOL, &digest, value.clone())?,
+        None => Run::begin(ctx, TOOL, &digest, value)?,
     };
     if run.txn.outcome().is_some() {
         let txn = run.txn.clone();
@@ -1547,7 +1535,7 @@ fn write_evidence(
 
 /// The record of a transaction that already completed.
 fn completed(ctx: &Ctx, txn: &Txn, already: bool) -> Result<Response, Error> {
-    let plan = Plan::from_txn(txn)?;
+    let plan = frozen::<Plan>(txn)?;
     let evidence = txn
         .outcome_step()
         .and_then(|s| {

@@ -13,7 +13,7 @@ use super::{
     Notice, Session, access_failure, announce, as_problem, call_failure, connect, link_of,
     project_list, project_slug, unlinked,
 };
-use crate::dispatch::apply::{ApplyArgs, Run, Start, digest_of, start};
+use crate::dispatch::apply::{ApplyArgs, Run, Start, digest_of, frozen, start};
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, ErrorKind, Mcp, Outcome};
 use crate::github::{CallError, Client, Method, encode};
 use crate::journal::evidence::{Evidence, EvidenceItem};
@@ -1067,10 +1067,7 @@ fn finish_existing(
     client: &super::Session<'_>,
     txn: &Txn,
 ) -> Result<Option<Outcome<TrainResponse>>, Error> {
-    let plan: TxnPlan =
-        serde_json::from_value(txn.plan().cloned().unwrap_or_default()).map_err(|e| {
-            Error::internal(format!("transaction {} holds no train plan: {e}", txn.id()))
-        })?;
+    let plan: TxnPlan = frozen(txn)?;
     let train_id = train_of_txn(ctx, &txn.id().to_string())?;
     let train = match &train_id {
         Some(id) => Some(load_train(ctx, id)?),
