@@ -447,7 +447,7 @@ fn scan(ws: &Workspace, cache: &mut FileCache<EventEntry>) -> Result<Events, obj
                                 .map(|p| p.to_string_lossy().into_owned())
                                 .unwrap_or_default();
                             let at = (file, stamp);
-                            entry_of(doc, bytes, name, &shown, &day, at).map_err(|p| match p {
+                            entry_of(&doc, bytes, name, &shown, &day, at).map_err(|p| match p {
                                 Bad::Field(e) => field_problem(ws, path, e),
                                 Bad::Problem(p) => p,
                             })

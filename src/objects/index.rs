@@ -107,7 +107,7 @@ impl<T: Extract> FileCache<T> {
         ws: &Workspace,
         dir: &Path,
         warnings: &mut Vec<Problem>,
-        mut parse: impl FnMut(&str, &Path, Option<Stamp>, &Document, &[u8]) -> Result<T, Problem>,
+        parse: impl Fn(&str, &Path, Option<Stamp>, Document, &[u8]) -> Result<T, Problem> + Sync,
     ) -> Result<Vec<Arc<T>>, Error> {
         let key = key_of(ws, dir);
         self.seen.insert(key.clone());
@@ -164,9 +164,10 @@ impl<T: Extract> FileCache<T> {
             next_row = at + 1;
             rows.get(at)
         };
-        let mut upsert = Vec::new();
-        let mut out = Vec::with_capacity(names.len());
-        let mut vanished: Vec<&str> = Vec::new();
+        // Rows that prove their file are served; the rest are read after the loop, in
+        // several threads when there are many (a cold read parses every file).
+        let mut slots: Vec<Option<Arc<T>>> = Vec::with_capacity(names.len());
+        let mut misses: Vec<(usize, &str, Option<&Row>)> = Vec::new();
         for (&name, file_stamp) in names.iter().zip(stamps) {
             let row = row_of(name);
             if let (Some(row), Some(s)) = (row, file_stamp)
@@ -175,16 +176,42 @@ impl<T: Extract> FileCache<T> {
                 && !old.extract(row).is_empty()
                 && let Some(value) = decode::<T>(&old.text, old.extract_range(row))
             {
-                out.push(Arc::new(value));
+                slots.push(Some(Arc::new(value)));
                 continue;
             }
-            // Read: the stamp recorded with the bytes is taken after the clock, before them.
-            let clock = ws.index.clock_ns();
-            let path = dir.join(name);
-            let file_stamp = Stamp::of(&path);
-            let value = match extract(ws, &path, warnings, |doc, bytes| {
-                parse(name, &path, file_stamp, doc, bytes)
-            }) {
+            misses.push((slots.len(), name, row));
+            slots.push(None);
+        }
+        // The stamp recorded with the bytes is taken after the clock, before them.
+        let clock = ws.index.clock_ns();
+        let read_one = |name: &str| read_file(ws, dir, name, clock, &parse);
+        let reads: Vec<Result<FileRead<T>, Error>> =
+            if misses.len() >= PARALLEL_READS && !ws.fs.fault_armed() {
+                let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+                let chunk = misses.len().div_ceil(threads);
+                std::thread::scope(|scope| {
+                    let parts: Vec<_> = misses
+                        .chunks(chunk)
+                        .map(|part| {
+                            scope.spawn(move || {
+                                part.iter()
+                                    .map(|(_, name, _)| read_one(name))
+                                    .collect::<Vec<_>>()
+                            })
+                        })
+                        .collect();
+                    parts
+                        .into_iter()
+                        .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                        .collect()
+                })
+            } else {
+                misses.iter().map(|(_, name, _)| read_one(name)).collect()
+            };
+        let mut upsert = Vec::new();
+        let mut vanished: Vec<&str> = Vec::new();
+        for ((at, name, row), read) in misses.into_iter().zip(reads) {
+            let read = match read {
                 // Listed, then moved or removed by a writer before it was read: not an error
                 // of the workspace; the caller decides whether to look again.
                 Err(e) if e.is_vanished() => {
@@ -194,36 +221,23 @@ impl<T: Extract> FileCache<T> {
                 }
                 other => other?,
             };
-            let settled = file_stamp
-                .zip(clock)
-                .is_some_and(|(s, c)| s.settled_before(c));
+            warnings.extend(read.warnings);
             // The codec writes UTF-8 only; bytes that were not would be no row to keep.
-            let Some(extract_text) = value.as_ref().map_or(Some(String::new()), |v| {
-                let mut o = Output::default();
-                v.encode(&mut o);
-                String::from_utf8(o.0).ok()
-            }) else {
-                if let Some(v) = value {
-                    out.push(Arc::new(v));
-                }
-                continue;
-            };
-            if let Some(s) = file_stamp
+            if let (Some(s), Some(extract_text)) = (read.stamp, read.extract)
                 && !(row.is_some_and(|r| {
-                    r.stamp == s && r.settled == settled && old.extract(r) == extract_text
+                    r.stamp == s && r.settled == read.settled && old.extract(r) == extract_text
                 }))
             {
                 upsert.push(FileRow {
                     name: name.to_string(),
                     stamp: s,
-                    settled,
+                    settled: read.settled,
                     extract: Arc::new(extract_text),
                 });
             }
-            if let Some(v) = value {
-                out.push(Arc::new(v));
-            }
+            slots[at] = read.value.map(Arc::new);
         }
+        let out: Vec<Arc<T>> = slots.into_iter().flatten().collect();
         // Rows of names the directory no longer holds, or whose file vanished meanwhile. A
         // directory served from its rows holds exactly their names.
         // Both in name order: the listing is searched, not hashed.
@@ -308,6 +322,49 @@ impl<T: Extract> FileCache<T> {
     }
 }
 
+/// Misses from which [`FileCache::scan`] reads in several threads: below this, starting
+/// them costs more than the parses they share.
+const PARALLEL_READS: usize = 64;
+
+/// One file read for [`FileCache::scan`]: its extract (`None` when it is bad, with why in
+/// `warnings`), the extract's bytes for its row (`None` when they are no UTF-8), and the
+/// stamp taken before the bytes were read, with whether it was settled against `clock`.
+struct FileRead<T> {
+    value: Option<T>,
+    extract: Option<String>,
+    stamp: Option<Stamp>,
+    settled: bool,
+    warnings: Vec<Problem>,
+}
+
+fn read_file<T: Extract>(
+    ws: &Workspace,
+    dir: &Path,
+    name: &str,
+    clock: Option<i128>,
+    parse: &impl Fn(&str, &Path, Option<Stamp>, Document, &[u8]) -> Result<T, Problem>,
+) -> Result<FileRead<T>, Error> {
+    let path = dir.join(name);
+    let stamp = Stamp::of(&path);
+    let mut warnings = Vec::new();
+    let value = extract(ws, &path, &mut warnings, |doc, bytes| {
+        parse(name, &path, stamp, doc, bytes)
+    })?;
+    let extract = value.as_ref().map_or(Some(String::new()), |v| {
+        let mut o = Output::default();
+        v.encode(&mut o);
+        String::from_utf8(o.0).ok()
+    });
+    let settled = stamp.zip(clock).is_some_and(|(s, c)| s.settled_before(c));
+    Ok(FileRead {
+        value,
+        extract,
+        stamp,
+        settled,
+        warnings,
+    })
+}
+
 /// A row's bytes decoded; `None` for bytes this layout did not write.
 fn decode<T: Extract>(buf: &Buf, range: std::ops::Range<usize>) -> Option<T> {
     let mut input = Input::within(buf.as_bytes(), range)?;
@@ -320,7 +377,7 @@ fn extract<T>(
     ws: &Workspace,
     path: &Path,
     warnings: &mut Vec<Problem>,
-    parse: impl FnOnce(&Document, &[u8]) -> Result<T, Problem>,
+    parse: impl FnOnce(Document, &[u8]) -> Result<T, Problem>,
 ) -> Result<Option<T>, Error> {
     let bytes = match ws.fs.read(path) {
         Ok(b) => b,
@@ -333,7 +390,7 @@ fn extract<T>(
     let Some(doc) = warn_or_fail(warnings, parsed)? else {
         return Ok(None);
     };
-    match parse(&doc, &bytes) {
+    match parse(doc, &bytes) {
         Ok(value) => Ok(Some(value)),
         Err(p) => {
             warnings.push(p);
@@ -877,7 +934,7 @@ pub fn all_tasks(ws: &Workspace) -> Result<Listing<Arc<TaskEntry>>, Error> {
 }
 
 fn task_entry(
-    doc: &Document,
+    doc: Document,
     slug: &str,
     folder: &str,
     name: &str,
@@ -893,8 +950,8 @@ fn task_entry(
         .map(|p| strip_wikilink(p).to_string());
     // The same document the full reader builds, so every derived field means the same.
     let tdoc = TaskDoc {
-        front: doc.front.clone(),
-        body: doc.body.clone(),
+        front: doc.front,
+        body: doc.body,
         status: crate::model::task::Status::parse(folder)
             .unwrap_or(crate::model::task::Status::Open),
     };

@@ -2,10 +2,11 @@
 //! told to fail a chosen operation so that fault-injection tests can prove that no failure
 //! leaves a torn file under a final name (docs/FORMAT.md §4.2).
 
-use std::cell::{Cell, RefCell};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use super::error::{Error, Problem, Reason, lossy};
@@ -94,14 +95,14 @@ pub struct Fs {
     root: Option<PathBuf>,
     jail: Option<PathBuf>,
     temp_seed: u64,
-    temp_counter: Cell<u32>,
+    temp_counter: AtomicU32,
     pub(super) lock_timeout: Duration,
     fault: Option<Fault>,
     /// A file every durable step is appended to, for the fsync-order audit (tests only).
     trace: Option<PathBuf>,
-    counts: Cell<[u32; 7]>,
+    counts: Mutex<[u32; 7]>,
     /// The directory [`Fs::contain`] verified last: a listing reads many files of one folder.
-    contained: RefCell<Option<PathBuf>>,
+    contained: Mutex<Option<PathBuf>>,
     /// Derived data (the index) is not written: a reader that must leave no trace.
     no_derived: bool,
 }
@@ -120,12 +121,12 @@ impl Fs {
             root,
             jail,
             temp_seed,
-            temp_counter: Cell::new(0),
+            temp_counter: AtomicU32::new(0),
             lock_timeout,
             fault: None,
             trace: None,
-            counts: Cell::new([0; 7]),
-            contained: RefCell::new(None),
+            counts: Mutex::new([0; 7]),
+            contained: Mutex::new(None),
             no_derived: false,
         }
     }
@@ -186,11 +187,13 @@ impl Fs {
 
     fn hit(&self, op: FaultOp, path: &Path) -> Result<(), Error> {
         let idx = op as usize;
-        let mut counts = self.counts.get();
-        counts[idx] += 1;
-        self.counts.set(counts);
+        let nth = {
+            let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+            counts[idx] += 1;
+            counts[idx]
+        };
         match self.fault {
-            Some(f) if f.op == op && f.nth == counts[idx] => Err(Error::io(
+            Some(f) if f.op == op && f.nth == nth => Err(Error::io(
                 op_name(op),
                 self.display(path),
                 io::Error::other("injected fault"),
@@ -333,7 +336,7 @@ impl Fs {
         if !dir.starts_with(jail) {
             return Ok(());
         }
-        if self.contained.borrow().as_deref() == Some(dir) {
+        if self.contained_last().as_deref() == Some(dir) {
             return Ok(());
         }
         // The deepest part that exists decides: what is created below it stays below it.
@@ -343,7 +346,8 @@ impl Fs {
         match fs::canonicalize(existing) {
             Ok(real) if real.starts_with(jail) => {
                 if existing == dir {
-                    *self.contained.borrow_mut() = Some(dir.to_path_buf());
+                    *self.contained.lock().unwrap_or_else(|p| p.into_inner()) =
+                        Some(dir.to_path_buf());
                 }
                 Ok(())
             }
@@ -354,6 +358,16 @@ impl Fs {
                     .into(),
             })),
         }
+    }
+
+    fn contained_last(&self) -> std::sync::MutexGuard<'_, Option<PathBuf>> {
+        self.contained.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether a fault is armed: a test counting steps needs them taken in one order, so
+    /// reads that could run in several threads run in one.
+    pub fn fault_armed(&self) -> bool {
+        self.fault.is_some()
     }
 
     /// Creates `dir` and its parents.
@@ -627,8 +641,10 @@ impl Fs {
 
     /// A fresh name for a temporary file or staging directory inside `dir`.
     pub fn temp_name(&self, dir: &Path) -> PathBuf {
-        let n = self.temp_counter.get().wrapping_add(1);
-        self.temp_counter.set(n);
+        let n = self
+            .temp_counter
+            .fetch_add(1, Ordering::Relaxed)
+            .wrapping_add(1);
         dir.join(format!("{TEMP_PREFIX}{:016x}{n:04x}", self.temp_seed))
     }
 

@@ -18,10 +18,9 @@
 //!   the number of its parts and a checksum over theirs, so a part lost or damaged makes the
 //!   whole directory no row.
 
-use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use rusqlite::{Connection, params};
 
@@ -105,12 +104,12 @@ pub struct Index {
     clock: PathBuf,
     /// The device of the workspace directory: the clock is read on that file system only.
     dev: Option<u64>,
-    conn: RefCell<Option<Option<Connection>>>,
-    clock_ns: Cell<Option<Option<i128>>>,
+    conn: Mutex<Option<Option<Connection>>>,
+    clock_ns: OnceLock<Option<i128>>,
     /// The rows of each kind this call has read, until it records that kind: a command
     /// lists a project's tasks several times (to resolve, to fold, to show), and every
     /// row is validated against its file where it is served anyway.
-    loaded: RefCell<HashMap<String, Arc<HashMap<String, DirRows>>>>,
+    loaded: Mutex<HashMap<String, Arc<HashMap<String, DirRows>>>>,
     /// Off for a call that must not touch the cache (tests of a cold read).
     enabled: bool,
 }
@@ -128,9 +127,9 @@ impl Index {
             db: dir.join("cache").join("index.sqlite"),
             clock: dir.join("cache").join("clock"),
             dev: device(dir),
-            conn: RefCell::new(None),
-            clock_ns: Cell::new(None),
-            loaded: RefCell::new(HashMap::new()),
+            conn: Mutex::new(None),
+            clock_ns: OnceLock::new(),
+            loaded: Mutex::new(HashMap::new()),
             enabled,
         }
     }
@@ -144,7 +143,7 @@ impl Index {
         if !self.enabled {
             return None;
         }
-        let mut slot = self.conn.borrow_mut();
+        let mut slot = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         if slot.is_none() {
             // A file that is no database, or one damaged past reading, is derived: it is
             // removed and made again.
@@ -173,13 +172,11 @@ impl Index {
 
     /// Every row of `kind`, by directory. Empty when the index is unusable.
     pub fn load(&self, kind: &str) -> Arc<HashMap<String, DirRows>> {
-        if let Some(rows) = self.loaded.borrow().get(kind) {
+        if let Some(rows) = self.loaded().get(kind) {
             return Arc::clone(rows);
         }
         let rows = Arc::new(self.query(kind));
-        self.loaded
-            .borrow_mut()
-            .insert(kind.to_string(), Arc::clone(&rows));
+        self.loaded().insert(kind.to_string(), Arc::clone(&rows));
         rows
     }
 
@@ -218,7 +215,7 @@ impl Index {
     /// Applies `updates` to the rows of `kind` in one transaction. Best effort: a busy or
     /// read-only index records nothing, which costs the next call a parse.
     pub fn store(&self, kind: &str, updates: &[DirUpdate]) {
-        self.loaded.borrow_mut().remove(kind);
+        self.loaded().remove(kind);
         self.with(|c| {
             c.execute_batch("BEGIN IMMEDIATE")?;
             match write_dirs(c, kind, updates) {
@@ -237,12 +234,11 @@ impl Index {
     /// `None` when the clock cannot be read on the workspace's own file system (a read-only
     /// workspace, a `cache/` elsewhere): nothing is then settled, and every file is read.
     pub fn clock_ns(&self) -> Option<i128> {
-        if let Some(known) = self.clock_ns.get() {
-            return known;
-        }
-        let reading = self.read_clock();
-        self.clock_ns.set(Some(reading));
-        reading
+        *self.clock_ns.get_or_init(|| self.read_clock())
+    }
+
+    fn loaded(&self) -> MutexGuard<'_, HashMap<String, Arc<HashMap<String, DirRows>>>> {
+        self.loaded.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn read_clock(&self) -> Option<i128> {
