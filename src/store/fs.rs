@@ -204,6 +204,12 @@ impl Fs {
 
     /// Classifies a directory entry with `lstat`, resolving symlinks against the jail.
     pub fn entry_kind(&self, path: &Path) -> Result<DirEntryKind, Error> {
+        self.entry_kind_and_len(path).map(|(kind, _)| kind)
+    }
+
+    /// [`Fs::entry_kind`] with the length the same `stat` saw (the target's, for a symlink
+    /// inside the jail), so a read can size its buffer without another system call.
+    fn entry_kind_and_len(&self, path: &Path) -> Result<(DirEntryKind, u64), Error> {
         let meta =
             fs::symlink_metadata(path).map_err(|e| Error::io("stat", self.display(path), e))?;
         let ft = meta.file_type();
@@ -211,21 +217,23 @@ impl Fs {
             return Ok(match (fs::canonicalize(path), &self.jail) {
                 (Ok(target), Some(jail)) if target.starts_with(jail) => {
                     match fs::metadata(&target) {
-                        Ok(m) if m.is_dir() => DirEntryKind::SymlinkInside,
-                        Ok(m) if m.is_file() => DirEntryKind::SymlinkInside,
-                        _ => DirEntryKind::Special,
+                        Ok(m) if m.is_dir() || m.is_file() => {
+                            (DirEntryKind::SymlinkInside, m.len())
+                        }
+                        _ => (DirEntryKind::Special, 0),
                     }
                 }
-                _ => DirEntryKind::SymlinkEscape,
+                _ => (DirEntryKind::SymlinkEscape, 0),
             });
         }
-        Ok(if ft.is_file() {
+        let kind = if ft.is_file() {
             DirEntryKind::File
         } else if ft.is_dir() {
             DirEntryKind::Dir
         } else {
             DirEntryKind::Special
-        })
+        };
+        Ok((kind, meta.len()))
     }
 
     /// The entries of `dir`, each with its listing's errors named; an absent directory has
@@ -296,23 +304,25 @@ impl Fs {
             })
         };
         self.contain(parent(path))?;
-        match self.entry_kind(path)? {
-            DirEntryKind::File | DirEntryKind::SymlinkInside => {}
-            DirEntryKind::SymlinkEscape => {
+        let len = match self.entry_kind_and_len(path)? {
+            (DirEntryKind::File | DirEntryKind::SymlinkInside, len) => len,
+            (DirEntryKind::SymlinkEscape, _) => {
                 return Err(malformed(
                     Reason::SymlinkEscape,
                     "symlink resolves outside .dacli/; not followed".into(),
                 ));
             }
-            DirEntryKind::Special | DirEntryKind::Dir => {
+            (DirEntryKind::Special | DirEntryKind::Dir, _) => {
                 return Err(malformed(
                     Reason::NotRegular,
                     "not a regular file; not opened".into(),
                 ));
             }
-        }
+        };
         let file = File::open(path).map_err(|e| Error::io("open", self.display(path), e))?;
-        let mut bytes = Vec::new();
+        // One byte past the stat'ed length lets `read_to_end` see the end without growing
+        // the buffer; a file that grew since the stat still reads whole, up to the cap.
+        let mut bytes = Vec::with_capacity(len.min(Limits::MAX_FILE) as usize + 1);
         file.take(Limits::MAX_FILE + 1)
             .read_to_end(&mut bytes)
             .map_err(|e| Error::io("read", self.display(path), e))?;
@@ -346,8 +356,7 @@ impl Fs {
         match fs::canonicalize(existing) {
             Ok(real) if real.starts_with(jail) => {
                 if existing == dir {
-                    *self.contained.lock().unwrap_or_else(|p| p.into_inner()) =
-                        Some(dir.to_path_buf());
+                    *self.contained_last() = Some(dir.to_path_buf());
                 }
                 Ok(())
             }
