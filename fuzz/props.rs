@@ -127,16 +127,18 @@ fn events(data: &[u8]) -> Vec<dacli::model::event::EventHead> {
                 ["finding", "none"][usize::from(flags >> 3) % 2],
             );
             dacli::model::event::EventHead {
-                id,
-                kind: kind.to_string(),
-                created: jiff::Timestamp::from_second(1_772_442_000 + i as i64)
-                    .expect("in range"),
-                created_by: author.to_string(),
-                about: Some("t-01KJPXJ57RGDMEE50E5T1E877Q".to_string()),
-                applied: Vec::new(),
-                rejected: Vec::new(),
-                to: None,
-                question: None,
+                envelope: dacli::model::event::EventEnvelope {
+                    id,
+                    kind: kind.to_string(),
+                    created: jiff::Timestamp::from_second(1_772_442_000 + i as i64)
+                        .expect("in range"),
+                    created_by: author.to_string(),
+                    about: Some("t-01KJPXJ57RGDMEE50E5T1E877Q".to_string()),
+                    applied: Vec::new(),
+                    rejected: Vec::new(),
+                    to: None,
+                    question: None,
+                },
                 front: front.parse().expect("the generated frontmatter is TOML"),
                 body: format!("text {i}\nsecond line"),
                 path: String::new(),

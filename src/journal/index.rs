@@ -7,12 +7,12 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::model::Grant;
-use crate::model::event::{EventHead, is_journal, is_mailbox};
+use crate::model::event::{EventEnvelope, EventHead, is_journal, is_mailbox};
 use crate::model::id::{ROOT_AGENT, parse_ulid, ulid_time};
 use crate::objects::codec::{Buf, Input, Output, Record, RecordBuilder};
 use crate::objects::index::{Extract, FileCache, Stamp, settled_pass};
 use crate::objects::{self, field_problem};
-use crate::store::{Document, Problem, Reason};
+use crate::store::{Document, Problem, ReadDocument, Reason};
 use crate::workspace::Workspace;
 
 use super::EventState;
@@ -436,12 +436,10 @@ fn scan(ws: &Workspace, cache: &mut FileCache<EventEntry>) -> Result<Events, obj
                         continue;
                     }
                     let day = format!("{y}/{m}/{d}");
-                    let scanned = cache.scan(
-                        ws,
-                        &ddir,
-                        &mut out.warnings,
-                        |name, path, stamp, doc, bytes| {
+                    let scanned =
+                        cache.scan(ws, &ddir, &mut out.warnings, |name, path, stamp, bytes| {
                             let shown = ws.display(path);
+                            let doc = ReadDocument::parse(&shown, bytes)?;
                             let file = path
                                 .strip_prefix(ws.dir())
                                 .map(|p| p.to_string_lossy().into_owned())
@@ -451,8 +449,7 @@ fn scan(ws: &Workspace, cache: &mut FileCache<EventEntry>) -> Result<Events, obj
                                 Bad::Field(e) => field_problem(ws, path, e),
                                 Bad::Problem(p) => p,
                             })
-                        },
-                    )?;
+                        })?;
                     found.extend(scanned.into_iter().map(Arc::unwrap_or_clone));
                 }
             }
@@ -480,14 +477,14 @@ enum Bad {
 }
 
 fn entry_of(
-    doc: &Document,
+    doc: &ReadDocument,
     bytes: &[u8],
     name: &str,
     shown: &str,
     day: &str,
     (file, stamp): (String, Option<Stamp>),
 ) -> Result<EventEntry, Bad> {
-    let ev = EventHead::parse(&doc.front, &doc.body, name, shown).map_err(Bad::Field)?;
+    let ev = EventEnvelope::parse(&doc.front, name).map_err(Bad::Field)?;
     let id_day = parse_ulid(&ev.id)
         .map(ulid_time)
         .unwrap_or(ev.created)
@@ -509,7 +506,8 @@ fn entry_of(
             detail: "the content does not match `checksum`".into(),
         }));
     }
-    let s = |k: &str| ev.field_str(k).map(str::to_string);
+    let field = |k: &str| doc.front.get(k);
+    let s = |k: &str| field(k).and_then(|v| v.as_str()).map(str::to_string);
     Ok(EventEntry::new(&EventFields {
         created: crate::model::format_time(ev.created),
         to: ev.to.clone(),
@@ -517,7 +515,7 @@ fn entry_of(
         answer_as: (ev.kind == "answer").then(|| s("as")).flatten(),
         shortcut: s("shortcut"),
         task: s("task"),
-        exit_code: ev.field_int("exit_code"),
+        exit_code: field("exit_code").and_then(|v| v.as_integer()),
         title: s("title"),
         severity: s("severity"),
         scope: s("scope"),

@@ -249,7 +249,7 @@ fn receipt(
             body: String::new(),
         },
     )?;
-    Ok(Some(ev.id))
+    Ok(Some(ev.envelope.id))
 }
 
 /// Which objects a sync covers.

@@ -1,6 +1,6 @@
 //! Events (docs/FORMAT.md §14): the envelope fields that folding and status need.
 
-use toml_edit::DocumentMut;
+use toml_edit::{DocumentMut, Table};
 
 use super::fields::{FieldError, Fields};
 use super::id::{is_agent_id, parse_ulid};
@@ -29,9 +29,32 @@ pub fn is_journal(kind: &str) -> bool {
     matches!(kind, "run" | "advance" | "applied")
 }
 
-/// The envelope of one event and the kind fields status reads.
+/// One event: its envelope, and the kind fields and body folding and status read.
 #[derive(Debug, Clone)]
 pub struct EventHead {
+    pub envelope: EventEnvelope,
+    /// The whole frontmatter, for the kind fields folding reads.
+    pub front: DocumentMut,
+    /// The body (text of a comment, a finding's note body, a question, an answer).
+    pub body: String,
+    /// Path relative to the work-tree root.
+    pub path: String,
+}
+
+/// The envelope fields read through the event that carries them (`ev.id`, `ev.kind`).
+impl std::ops::Deref for EventHead {
+    type Target = EventEnvelope;
+
+    fn deref(&self) -> &EventEnvelope {
+        &self.envelope
+    }
+}
+
+/// The envelope fields of an event, without its frontmatter and body: what an index of the
+/// journal keeps of each event, read from any table (an editable document's, or the
+/// read-only one of a file parsed only to be indexed).
+#[derive(Debug, Clone)]
+pub struct EventEnvelope {
     pub id: String,
     pub kind: String,
     pub created: jiff::Timestamp,
@@ -45,23 +68,12 @@ pub struct EventHead {
     pub to: Option<String>,
     /// `answer`: the help event it answers.
     pub question: Option<String>,
-    /// The whole frontmatter, for the kind fields folding reads.
-    pub front: DocumentMut,
-    /// The body (text of a comment, a finding's note body, a question, an answer).
-    pub body: String,
-    /// Path relative to the work-tree root.
-    pub path: String,
 }
 
-impl EventHead {
-    /// Parses an event whose filename is `<ULID>-<agent-id>-<kind>.md`.
-    pub fn parse(
-        front: &DocumentMut,
-        body: &str,
-        filename: &str,
-        path: &str,
-    ) -> Result<EventHead, FieldError> {
-        let f = Fields(front.as_table());
+impl EventEnvelope {
+    /// Parses the envelope of an event whose filename is `<ULID>-<agent-id>-<kind>.md`.
+    pub fn parse(front: &Table, filename: &str) -> Result<EventEnvelope, FieldError> {
+        let f = Fields(front);
         f.expect_kind("event")?;
         let id = f.str("id")?;
         let ulid = parse_ulid(id)
@@ -98,7 +110,7 @@ impl EventHead {
                 }
             }
         }
-        Ok(EventHead {
+        Ok(EventEnvelope {
             id: ulid.to_string(),
             kind: kind.to_string(),
             created: f.time("created")?,
@@ -108,6 +120,20 @@ impl EventHead {
             rejected,
             to: f.opt_str("to")?.map(str::to_string),
             question: f.opt_str("question")?.map(str::to_string),
+        })
+    }
+}
+
+impl EventHead {
+    /// Parses an event whose filename is `<ULID>-<agent-id>-<kind>.md`.
+    pub fn parse(
+        front: &DocumentMut,
+        body: &str,
+        filename: &str,
+        path: &str,
+    ) -> Result<EventHead, FieldError> {
+        Ok(EventHead {
+            envelope: EventEnvelope::parse(front, filename)?,
             front: front.clone(),
             body: body.to_string(),
             path: path.to_string(),

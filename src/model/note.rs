@@ -50,12 +50,12 @@ pub struct NoteHead {
 impl NoteHead {
     /// Parses a note found in directory `dir` (`decisions`, ...) with scope `scope`.
     pub fn parse(
-        front: &DocumentMut,
+        front: &toml_edit::Table,
         body: &str,
         dir: &str,
         scope: &str,
     ) -> Result<NoteHead, FieldError> {
-        let f = Fields(front.as_table());
+        let f = Fields(front);
         f.expect_kind("note")?;
         let id = f.str("id")?;
         if id.strip_prefix("n-").and_then(parse_ulid).is_none() {

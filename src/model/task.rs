@@ -1,7 +1,5 @@
 //! Tasks (docs/FORMAT.md §12): the parts that listings and status need.
 
-use toml_edit::DocumentMut;
-
 use super::fields::{FieldError, Fields};
 use super::id::parse_ulid;
 
@@ -78,13 +76,13 @@ pub struct TaskHead {
 impl TaskHead {
     /// Parses a task file named `filename` in the status folder `folder`, with its body.
     pub fn parse(
-        front: &DocumentMut,
+        front: &toml_edit::Table,
         body: &str,
         filename: &str,
         folder: &str,
         title: Option<&str>,
     ) -> Result<TaskHead, FieldError> {
-        let f = Fields(front.as_table());
+        let f = Fields(front);
         f.expect_kind("task")?;
         let id = f.str("id")?;
         let Some(id_ulid) = id.strip_prefix("t-").and_then(parse_ulid) else {

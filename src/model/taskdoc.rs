@@ -74,6 +74,77 @@ pub struct ClaimTry<'a> {
     pub refused: bool,
 }
 
+/// The fields of a task's frontmatter that its index entry needs, read from any table: the
+/// editable one of a [`TaskDoc`], or the read-only one of a file parsed only to be indexed
+/// ([`crate::store::ReadDocument`]).
+#[derive(Debug, Clone, Copy)]
+pub struct TaskFront<'a>(pub &'a toml_edit::Table);
+
+impl<'a> TaskFront<'a> {
+    pub fn priority(self) -> &'a str {
+        self.0
+            .get("priority")
+            .and_then(Item::as_str)
+            .unwrap_or("should")
+    }
+
+    pub fn tags(self) -> Vec<String> {
+        Fields(self.0)
+            .str_list("tags")
+            .unwrap_or_default()
+            .into_iter()
+            .map(String::from)
+            .collect()
+    }
+
+    /// The estimate, if present and valid.
+    pub fn estimate(self) -> Result<Option<Estimate>, FieldError> {
+        let Some(item) = self.0.get("estimate") else {
+            return Ok(None);
+        };
+        let bad = |why: String| FieldError::schema(format!("`estimate`: {why}"));
+        let t = item
+            .as_inline_table()
+            .map(|t| t.clone().into_table())
+            .or_else(|| item.as_table().cloned());
+        let Some(t) = t else {
+            return Err(bad(
+                "must be {optimistic, probable, pessimistic}; a scalar is not an estimate".into(),
+            ));
+        };
+        let num = |k: &str| -> Result<f64, FieldError> {
+            match t.get(k) {
+                Some(v) => v
+                    .as_float()
+                    .or_else(|| v.as_integer().map(|i| i as f64))
+                    .ok_or_else(|| bad(format!("`{k}` must be a number"))),
+                None => Err(bad(format!("`{k}` is missing"))),
+            }
+        };
+        Estimate::new(num("optimistic")?, num("probable")?, num("pessimistic")?)
+            .map(Some)
+            .map_err(bad)
+    }
+
+    /// The `depends_on` edges (type defaults to FS).
+    pub fn depends_on(self) -> Vec<Dependency> {
+        let Some(arr) = self.0.get("depends_on").and_then(Item::as_array) else {
+            return Vec::new();
+        };
+        arr.iter()
+            .filter_map(|v| v.as_inline_table())
+            .filter_map(|t| {
+                let on = t.get("on")?.as_str()?;
+                let kind = t.get("type").and_then(|k| k.as_str()).unwrap_or("FS");
+                Some(Dependency {
+                    on: strip_wikilink(on).to_string(),
+                    kind: kind.to_string(),
+                })
+            })
+            .collect()
+    }
+}
+
 /// A task file: frontmatter, body, and the folder (status) it is in or will be written to.
 #[derive(Debug, Clone)]
 pub struct TaskDoc {
@@ -85,6 +156,11 @@ pub struct TaskDoc {
 impl TaskDoc {
     fn f(&self) -> Fields<'_> {
         Fields(self.front.as_table())
+    }
+
+    /// The frontmatter's read-only fields.
+    pub fn view(&self) -> TaskFront<'_> {
+        TaskFront(self.front.as_table())
     }
 
     fn get_str(&self, key: &str) -> Option<&str> {
@@ -112,7 +188,7 @@ impl TaskDoc {
     }
 
     pub fn priority(&self) -> &str {
-        self.get_str("priority").unwrap_or("should")
+        self.view().priority()
     }
 
     pub fn resolution(&self) -> Option<&str> {
@@ -141,59 +217,17 @@ impl TaskDoc {
     }
 
     pub fn tags(&self) -> Vec<String> {
-        self.f()
-            .str_list("tags")
-            .unwrap_or_default()
-            .into_iter()
-            .map(String::from)
-            .collect()
+        self.view().tags()
     }
 
     /// The estimate, if present and valid.
     pub fn estimate(&self) -> Result<Option<Estimate>, FieldError> {
-        let Some(item) = self.front.get("estimate") else {
-            return Ok(None);
-        };
-        let bad = |why: String| FieldError::schema(format!("`estimate`: {why}"));
-        let t = item
-            .as_inline_table()
-            .map(|t| t.clone().into_table())
-            .or_else(|| item.as_table().cloned());
-        let Some(t) = t else {
-            return Err(bad(
-                "must be {optimistic, probable, pessimistic}; a scalar is not an estimate".into(),
-            ));
-        };
-        let num = |k: &str| -> Result<f64, FieldError> {
-            match t.get(k) {
-                Some(v) => v
-                    .as_float()
-                    .or_else(|| v.as_integer().map(|i| i as f64))
-                    .ok_or_else(|| bad(format!("`{k}` must be a number"))),
-                None => Err(bad(format!("`{k}` is missing"))),
-            }
-        };
-        Estimate::new(num("optimistic")?, num("probable")?, num("pessimistic")?)
-            .map(Some)
-            .map_err(bad)
+        self.view().estimate()
     }
 
     /// The `depends_on` edges (type defaults to FS).
     pub fn depends_on(&self) -> Vec<Dependency> {
-        let Some(arr) = self.front.get("depends_on").and_then(Item::as_array) else {
-            return Vec::new();
-        };
-        arr.iter()
-            .filter_map(|v| v.as_inline_table())
-            .filter_map(|t| {
-                let on = t.get("on")?.as_str()?;
-                let kind = t.get("type").and_then(|k| k.as_str()).unwrap_or("FS");
-                Some(Dependency {
-                    on: strip_wikilink(on).to_string(),
-                    kind: kind.to_string(),
-                })
-            })
-            .collect()
+        self.view().depends_on()
     }
 
     pub fn criteria(&self) -> Vec<Criterion> {

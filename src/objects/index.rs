@@ -26,7 +26,7 @@ use super::codec::{Buf, Extent, Input, Output, Record, RecordBuilder, offset_at,
 use crate::model::task::{TaskHead, parse_task_filename};
 use crate::model::taskdoc::strip_wikilink;
 use crate::store::index::{DirRows, DirUpdate, FileRow, Row};
-use crate::store::{Document, Problem, Reason, TEMP_PREFIX};
+use crate::store::{Problem, ReadDocument, Reason, TEMP_PREFIX};
 use crate::workspace::{STATUS_FOLDERS, Workspace};
 
 use super::{Error, Listing, field_problem, warn_or_fail};
@@ -98,7 +98,7 @@ impl<T: Extract> FileCache<T> {
     /// order, each validated against its file: a file whose stamp (size, modification and
     /// change times, inode) equals its row's, and was settled when the row was written, is
     /// served from the row; every other file is read and parsed by `parse` (from the file's
-    /// name, path, stamp, parsed document and bytes). The names come from the directory's row
+    /// name, path, stamp and bytes). The names come from the directory's row
     /// while the directory's own stamp is unchanged and settled, else from listing it. A file
     /// that cannot be read or parsed is pushed to `warnings` and skipped (and read again on
     /// every call); real I/O failures are errors.
@@ -107,7 +107,7 @@ impl<T: Extract> FileCache<T> {
         ws: &Workspace,
         dir: &Path,
         warnings: &mut Vec<Problem>,
-        parse: impl Fn(&str, &Path, Option<Stamp>, Document, &[u8]) -> Result<T, Problem> + Sync,
+        parse: impl Fn(&str, &Path, Option<Stamp>, &[u8]) -> Result<T, Problem> + Sync,
     ) -> Result<Vec<Arc<T>>, Error> {
         let key = key_of(ws, dir);
         self.seen.insert(key.clone());
@@ -141,6 +141,9 @@ impl<T: Extract> FileCache<T> {
         } else {
             listing.iter().map(String::as_str).collect()
         };
+        // The stamps recorded with the bytes of the files read below are these, so they are
+        // taken after the clock, and before the bytes.
+        let clock = ws.index.clock_ns();
         // Not through a directory that is no real directory now (a symlink, perhaps leading
         // out of `.dacli/`): no row is served, every file is read, and the read enforces
         // where files may be. In two threads for a directory of thousands, where the
@@ -167,7 +170,7 @@ impl<T: Extract> FileCache<T> {
         // Rows that prove their file are served; the rest are read after the loop, in
         // several threads when there are many (a cold read parses every file).
         let mut slots: Vec<Option<Arc<T>>> = Vec::with_capacity(names.len());
-        let mut misses: Vec<(usize, &str, Option<&Row>)> = Vec::new();
+        let mut misses: Vec<(usize, &str, Option<&Row>, Option<Stamp>)> = Vec::new();
         for (&name, file_stamp) in names.iter().zip(stamps) {
             let row = row_of(name);
             if let (Some(row), Some(s)) = (row, file_stamp)
@@ -179,12 +182,10 @@ impl<T: Extract> FileCache<T> {
                 slots.push(Some(Arc::new(value)));
                 continue;
             }
-            misses.push((slots.len(), name, row));
+            misses.push((slots.len(), name, row, file_stamp));
             slots.push(None);
         }
-        // The stamp recorded with the bytes is taken after the clock, before them.
-        let clock = ws.index.clock_ns();
-        let read_one = |name: &str| read_file(ws, dir, name, clock, &parse);
+        let read_one = |name: &str, stamp| read_file(ws, dir, name, stamp, clock, &parse);
         let reads: Vec<Result<FileRead<T>, Error>> =
             if misses.len() >= PARALLEL_READS && !ws.fs.fault_armed() {
                 let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
@@ -195,7 +196,7 @@ impl<T: Extract> FileCache<T> {
                         .map(|part| {
                             scope.spawn(move || {
                                 part.iter()
-                                    .map(|(_, name, _)| read_one(name))
+                                    .map(|&(_, name, _, stamp)| read_one(name, stamp))
                                     .collect::<Vec<_>>()
                             })
                         })
@@ -206,11 +207,14 @@ impl<T: Extract> FileCache<T> {
                         .collect()
                 })
             } else {
-                misses.iter().map(|(_, name, _)| read_one(name)).collect()
+                misses
+                    .iter()
+                    .map(|&(_, name, _, stamp)| read_one(name, stamp))
+                    .collect()
             };
         let mut upsert = Vec::new();
         let mut vanished: Vec<&str> = Vec::new();
-        for ((at, name, row), read) in misses.into_iter().zip(reads) {
+        for ((at, name, row, _), read) in misses.into_iter().zip(reads) {
             let read = match read {
                 // Listed, then moved or removed by a writer before it was read: not an error
                 // of the workspace; the caller decides whether to look again.
@@ -318,7 +322,7 @@ impl<T: Extract> FileCache<T> {
         if self.updates.is_empty() || !ws.fs.derived_write_allowed(ws.index.path()) {
             return;
         }
-        ws.index.store(&self.kind, &self.updates);
+        ws.index.store(&self.kind, self.updates);
     }
 }
 
@@ -337,18 +341,20 @@ struct FileRead<T> {
     warnings: Vec<Problem>,
 }
 
+/// Reads and parses `dir/name`, whose stamp `stamp` was taken after `clock` was read and
+/// before this read: the bytes are never older than the stamp recorded with them.
 fn read_file<T: Extract>(
     ws: &Workspace,
     dir: &Path,
     name: &str,
+    stamp: Option<Stamp>,
     clock: Option<i128>,
-    parse: &impl Fn(&str, &Path, Option<Stamp>, Document, &[u8]) -> Result<T, Problem>,
+    parse: &impl Fn(&str, &Path, Option<Stamp>, &[u8]) -> Result<T, Problem>,
 ) -> Result<FileRead<T>, Error> {
     let path = dir.join(name);
-    let stamp = Stamp::of(&path);
     let mut warnings = Vec::new();
-    let value = extract(ws, &path, &mut warnings, |doc, bytes| {
-        parse(name, &path, stamp, doc, bytes)
+    let value = extract(ws, &path, &mut warnings, |bytes| {
+        parse(name, &path, stamp, bytes)
     })?;
     let extract = value.as_ref().map_or(Some(String::new()), |v| {
         let mut o = Output::default();
@@ -377,7 +383,7 @@ fn extract<T>(
     ws: &Workspace,
     path: &Path,
     warnings: &mut Vec<Problem>,
-    parse: impl FnOnce(Document, &[u8]) -> Result<T, Problem>,
+    parse: impl FnOnce(&[u8]) -> Result<T, Problem>,
 ) -> Result<Option<T>, Error> {
     let bytes = match ws.fs.read(path) {
         Ok(b) => b,
@@ -386,11 +392,7 @@ fn extract<T>(
             return Ok(None);
         }
     };
-    let parsed = Document::parse(&ws.display(path), &bytes).map_err(crate::store::Error::Malformed);
-    let Some(doc) = warn_or_fail(warnings, parsed)? else {
-        return Ok(None);
-    };
-    match parse(doc, &bytes) {
+    match parse(&bytes) {
         Ok(value) => Ok(Some(value)),
         Err(p) => {
             warnings.push(p);
@@ -909,7 +911,8 @@ fn scan_tasks(
             ws,
             &tasks_dir.join(folder),
             &mut out.warnings,
-            |name, path, _, doc, _| {
+            |name, path, _, bytes| {
+                let doc = ReadDocument::parse(&ws.display(path), bytes)?;
                 task_entry(doc, slug, folder, name, key_of(ws, path))
                     .map_err(|e| field_problem(ws, path, e))
             },
@@ -934,13 +937,12 @@ pub fn all_tasks(ws: &Workspace) -> Result<Listing<Arc<TaskEntry>>, Error> {
 }
 
 fn task_entry(
-    doc: Document,
+    doc: ReadDocument,
     slug: &str,
     folder: &str,
     name: &str,
     file: String,
 ) -> Result<TaskEntry, crate::model::FieldError> {
-    use crate::model::taskdoc::TaskDoc;
     let head = TaskHead::parse(&doc.front, &doc.body, name, folder, doc.title())?;
     let (number, file_slug) = parse_task_filename(name).unwrap_or((head.number, &head.slug));
     let parent = doc
@@ -948,17 +950,13 @@ fn task_entry(
         .get("parent")
         .and_then(|p| p.as_str())
         .map(|p| strip_wikilink(p).to_string());
-    // The same document the full reader builds, so every derived field means the same.
-    let tdoc = TaskDoc {
-        front: doc.front,
-        body: doc.body,
-        status: crate::model::task::Status::parse(folder)
-            .unwrap_or(crate::model::task::Status::Open),
-    };
-    let estimate = tdoc
+    // The same accessors the full reader's document has, so every derived field means the
+    // same.
+    let front = crate::model::taskdoc::TaskFront(doc.front.as_table());
+    let estimate = front
         .estimate()?
         .map(|e| [e.optimistic, e.probable, e.pessimistic]);
-    let criteria = tdoc.criteria();
+    let criteria = crate::model::body::criteria(&doc.body);
     let active_since = crate::model::task::active_since(&head.log);
     Ok(TaskEntry::new(&TaskFields {
         project: slug.to_string(),
@@ -971,12 +969,12 @@ fn task_entry(
         owner: head.owner,
         assignee: head.assignee,
         rev: head.rev,
-        priority: tdoc.priority().to_string(),
+        priority: front.priority().to_string(),
         checked: criteria.iter().filter(|c| c.checked).count(),
         criteria: criteria.len(),
         estimate,
-        tags: tdoc.tags(),
-        depends_on: tdoc
+        tags: front.tags(),
+        depends_on: front
             .depends_on()
             .into_iter()
             .map(|d| (d.on, d.kind))
@@ -1146,7 +1144,8 @@ fn scan_notes(
             } else {
                 "workspace"
             };
-            let found = cache.scan(ws, &base, &mut out.warnings, |name, path, _, doc, _| {
+            let found = cache.scan(ws, &base, &mut out.warnings, |name, path, _, bytes| {
+                let doc = ReadDocument::parse(&ws.display(path), bytes)?;
                 let head = NoteHead::parse(&doc.front, &doc.body, dir, scope)
                     .map_err(|e| field_problem(ws, path, e))?;
                 Ok(NoteEntry::new(&NoteFields {

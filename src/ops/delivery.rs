@@ -42,7 +42,7 @@ pub fn event_once(
             body,
         },
     )?;
-    Ok(ev.id)
+    Ok(ev.envelope.id)
 }
 
 /// Syncs task `task` as `me`: its pending events apply (a `finish` moves it to done only

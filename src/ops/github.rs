@@ -329,5 +329,5 @@ fn append_pulled(ws: &Workspace, me: &str, p: &Pulled, id: Ulid) -> Result<Strin
             body,
         },
     )?;
-    Ok(ev.id)
+    Ok(ev.envelope.id)
 }

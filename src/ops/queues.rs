@@ -172,7 +172,7 @@ pub fn advance(
             Ok(Decided::Done(done(
                 now,
                 Some(key),
-                Some(ev.id),
+                Some(ev.envelope.id),
                 false,
                 "applied",
             )))

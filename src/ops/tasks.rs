@@ -334,6 +334,6 @@ pub fn dual(
         status: after.status,
         assignee: after.assignee().map(str::to_string),
         effect: "proposed",
-        event: Some(ev.id),
+        event: Some(ev.envelope.id),
     }))
 }

@@ -7,16 +7,12 @@ const BOM: &str = "\u{feff}";
 pub fn canonicalize(text: &str) -> String {
     let text = text.strip_prefix(BOM).unwrap_or(text);
     let mut out = String::with_capacity(text.len() + 1);
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\r' {
-            if chars.peek() == Some(&'\n') {
-                chars.next();
-            }
-            out.push('\n');
-        } else {
-            out.push(c);
-        }
+    // Most files have no CR at all: copied whole rather than character by character.
+    let mut lines = text.split('\r');
+    out.push_str(lines.next().unwrap_or_default());
+    for line in lines {
+        out.push('\n');
+        out.push_str(line.strip_prefix('\n').unwrap_or(line));
     }
     let trimmed = out.trim_end_matches('\n').len();
     out.truncate(trimmed);
@@ -57,6 +53,9 @@ mod tests {
     #[test]
     fn canonical_form_drops_bom_crlf_and_extra_newlines() {
         assert_eq!(canonicalize("\u{feff}a\r\nb\rc\n\n\n"), "a\nb\nc\n");
+        assert_eq!(canonicalize("a\r\r\nb\r\n\r\nc\r"), "a\n\nb\n\nc\n");
+        assert_eq!(canonicalize("\r\n\r"), "");
+        assert_eq!(canonicalize("é\r\nü"), "é\nü\n");
         assert_eq!(canonicalize("x"), "x\n");
         assert_eq!(canonicalize(""), "");
         assert!(is_canonical(b"a\nb\n"));

@@ -105,6 +105,11 @@ pub struct Index {
     /// The device of the workspace directory: the clock is read on that file system only.
     dev: Option<u64>,
     conn: Mutex<Option<Option<Connection>>>,
+    /// The store being written in the background, if any, with its kind: a load of that
+    /// kind, the next store and dropping the index wait for it first, so this call reads
+    /// what it recorded and the process does not exit with it half-done. Loads of other
+    /// kinds read beside it (WAL): it changes no row of theirs.
+    pending: Mutex<Option<(String, std::thread::JoinHandle<()>)>>,
     clock_ns: OnceLock<Option<i128>>,
     /// The rows of each kind this call has read, until it records that kind: a command
     /// lists a project's tasks several times (to resolve, to fold, to show), and every
@@ -128,6 +133,7 @@ impl Index {
             clock: dir.join("cache").join("clock"),
             dev: device(dir),
             conn: Mutex::new(None),
+            pending: Mutex::new(None),
             clock_ns: OnceLock::new(),
             loaded: Mutex::new(HashMap::new()),
             enabled,
@@ -165,6 +171,27 @@ impl Index {
         }
     }
 
+    /// Waits for the store being written in the background, if any (of `kind` only, when
+    /// given). A store that failed or panicked recorded nothing, which costs the next call
+    /// a parse.
+    fn finish_pending(&self, kind: Option<&str>) {
+        let store = {
+            let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+            match &*pending {
+                Some((of, _)) if kind.is_none_or(|k| k == of) => pending.take(),
+                _ => None,
+            }
+        };
+        if let Some((_, store)) = store {
+            let _ = store.join();
+        }
+    }
+
+    /// Waits until the stores this index began are written, as dropping it does.
+    pub fn flush(&self) {
+        self.finish_pending(None);
+    }
+
     /// Removes the database and its WAL files.
     fn remove(&self) {
         sqlite::remove(&self.db);
@@ -175,6 +202,7 @@ impl Index {
         if let Some(rows) = self.loaded().get(kind) {
             return Arc::clone(rows);
         }
+        self.finish_pending(Some(kind));
         let rows = Arc::new(self.query(kind));
         self.loaded().insert(kind.to_string(), Arc::clone(&rows));
         rows
@@ -212,20 +240,40 @@ impl Index {
         .unwrap_or_default()
     }
 
-    /// Applies `updates` to the rows of `kind` in one transaction. Best effort: a busy or
-    /// read-only index records nothing, which costs the next call a parse.
-    pub fn store(&self, kind: &str, updates: &[DirUpdate]) {
+    /// Applies `updates` to the rows of `kind` in one transaction, in a thread of its own:
+    /// the call goes on (a cold read renders while its ten thousand rows are written), and
+    /// the next use of the index or its drop waits for it. Best effort: a busy or read-only
+    /// index, or no thread to write it in, records nothing, which costs the next call a
+    /// parse.
+    pub fn store(&self, kind: &str, updates: Vec<DirUpdate>) {
         self.loaded().remove(kind);
-        self.with(|c| {
-            c.execute_batch("BEGIN IMMEDIATE")?;
-            match write_dirs(c, kind, updates) {
-                Ok(()) => c.execute_batch("COMMIT"),
-                Err(e) => {
-                    let _ = c.execute_batch("ROLLBACK");
-                    Err(e)
+        if !self.enabled {
+            return;
+        }
+        self.finish_pending(None);
+        // Its own connection: a connection serves one thread at a time, and this call's
+        // loads go on beside the write.
+        let db = self.db.clone();
+        let of = kind.to_string();
+        let write = move || {
+            let Ok(c) = open(&db) else { return };
+            let _ = c.execute_batch("BEGIN IMMEDIATE").and_then(|()| {
+                match write_dirs(&c, &of, &updates) {
+                    Ok(()) => c.execute_batch("COMMIT"),
+                    Err(e) => {
+                        let _ = c.execute_batch("ROLLBACK");
+                        Err(e)
+                    }
                 }
-            }
-        });
+            });
+        };
+        if let Ok(store) = std::thread::Builder::new()
+            .name("index-store".into())
+            .spawn(write)
+        {
+            *self.pending.lock().unwrap_or_else(|p| p.into_inner()) =
+                Some((kind.to_string(), store));
+        }
     }
 
     /// A reading of the file system's clock, in ns since the epoch: the modification time
@@ -267,6 +315,12 @@ impl Index {
             return None;
         }
         Some(Stamp::from_meta(&meta).mtime_ns())
+    }
+}
+
+impl Drop for Index {
+    fn drop(&mut self) {
+        self.flush();
     }
 }
 
@@ -891,7 +945,8 @@ mod tests {
         let index = Index::new(dir.path(), true);
         let names: Vec<String> = (0..2_000).map(|i| format!("{i:05}-task.md")).collect();
         let all: Vec<FileRow> = names.iter().zip(0..).map(|(n, i)| row(n, i)).collect();
-        index.store("tasks-p@x", &[update(all.clone(), Vec::new())]);
+        index.store("tasks-p@x", vec![update(all.clone(), Vec::new())]);
+        index.flush();
         let back = rows(&index);
         assert_eq!(back.len(), 2_000);
         for (b, w) in back.iter().zip(&all) {
@@ -910,11 +965,12 @@ mod tests {
         // One file rewritten, one removed, one added.
         index.store(
             "tasks-p@x",
-            &[update(
+            vec![update(
                 vec![row("00500-task.md", 99_999), row("99999-new.md", 5)],
                 vec!["01500-task.md".into()],
             )],
         );
+        index.flush();
         let after = parts(index.path());
         let changed = after.iter().filter(|p| !before.contains(p)).count();
         assert!(changed <= 3, "{changed} parts rewritten for three changes");
@@ -937,7 +993,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let index = Index::new(dir.path(), true);
         let all: Vec<FileRow> = (0..500).map(|i| row(&format!("{i:04}.md"), i)).collect();
-        index.store("tasks-p@x", &[update(all, Vec::new())]);
+        index.store("tasks-p@x", vec![update(all, Vec::new())]);
+        index.flush();
         assert_eq!(rows(&index).len(), 500);
         let c = Connection::open(index.path()).unwrap();
         c.execute(
@@ -954,11 +1011,12 @@ mod tests {
 
         index.store(
             "tasks-p@x",
-            &[update(
+            vec![update(
                 (0..500).map(|i| row(&format!("{i:04}.md"), i)).collect(),
                 Vec::new(),
             )],
         );
+        index.flush();
         assert_eq!(rows(&Index::new(dir.path(), true)).len(), 500);
         c.execute(
             "DELETE FROM parts WHERE first = (SELECT max(first) FROM parts)",
@@ -1006,7 +1064,8 @@ mod tests {
                     }
                 }
             }
-            index.store("tasks-p@x", &[update(upsert, remove)]);
+            index.store("tasks-p@x", vec![update(upsert, remove)]);
+            index.flush();
             let back = rows(&Index::new(dir.path(), true));
             let want: Vec<(String, Stamp)> =
                 model.iter().map(|(k, n)| (k.clone(), stamp(*n))).collect();

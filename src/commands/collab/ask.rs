@@ -152,7 +152,7 @@ fn ask(ctx: &Ctx, req: AskRequest) -> Result<Outcome<AskResponse>, Error> {
     // The owner's own blocking question moves the task at once.
     let effect = if applied { "applied" } else { "proposed" };
     Ok(Outcome::Done(AskResponse {
-        question: ev.id,
+        question: ev.envelope.id,
         about: task.map(|t| t.task_ref_folded()),
         about_id,
         to,

@@ -572,7 +572,7 @@ fn record_finding(
             pending: true,
         }),
         effect: "proposed",
-        event: Some(ev.id),
+        event: Some(ev.envelope.id),
     }))
 }
 

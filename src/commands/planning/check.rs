@@ -250,7 +250,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
                 event: Some(&ev.id),
             },
         );
-        last_event = Some(ev.id);
+        last_event = Some(ev.envelope.id);
     }
     for (n, v) in &verifications {
         let one = [(*n, text_of(*n))];
@@ -270,7 +270,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
                 event: Some(&ev.id),
             },
         );
-        last_event = Some(ev.id);
+        last_event = Some(ev.envelope.id);
     }
     Ok(Outcome::Done(Response {
         task: locked.task.task_ref_folded(),

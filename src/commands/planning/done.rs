@@ -210,7 +210,7 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         dod: report,
         applied_events: Vec::new(),
         effect: "proposed",
-        event: Some(ev.id),
+        event: Some(ev.envelope.id),
     }))
 }
 

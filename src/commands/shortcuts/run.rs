@@ -488,7 +488,7 @@ fn record(ctx: &Ctx, r: Record<'_>) -> Result<Outcome<Response>, Error> {
         task: r.task,
         exit_code: r.ran.exit_code,
         duration_ms: r.ran.duration_ms,
-        event: ev.id,
+        event: ev.envelope.id,
         output: Output {
             stdout_tail: r.ran.stdout_tail,
             stderr_tail: r.ran.stderr_tail,
