@@ -48,7 +48,8 @@ pub struct EventFields {
     pub title: Option<String>,
     pub severity: Option<String>,
     pub scope: Option<String>,
-    /// Path relative to the workspace directory.
+    /// Path relative to the workspace directory; empty when it is [`live_file`] of the
+    /// event's id, author and kind (nearly every event: the extract stays small at 100,000).
     pub file: String,
     /// The file's stamp when it was extracted: a fold that reads the file is keyed by it
     /// (`journal::folds`), so the index's rule decides when the file changed.
@@ -156,8 +157,13 @@ impl EventEntry {
         self.0.opt(15)
     }
     /// Path relative to the workspace directory.
-    pub fn file(&self) -> &str {
-        self.0.str(16)
+    pub fn file(&self) -> std::borrow::Cow<'_, str> {
+        match self.0.str(16) {
+            "" => live_file(self.id(), self.created_by(), self.kind())
+                .unwrap_or_default()
+                .into(),
+            file => file.into(),
+        }
     }
     /// The file's stamp when it was extracted ([`EventFields::stamp`]).
     pub fn stamp(&self) -> Option<Stamp> {
@@ -362,7 +368,7 @@ impl Events {
     /// extracted (in place, its times restored) is reported as `checksum`, never trusted. A
     /// file that now names another event is reported as `id_mismatch`.
     pub fn load(&self, ws: &Workspace, ev: &EventEntry) -> Result<EventHead, objects::Error> {
-        let path = ws.dir().join(ev.file());
+        let path = ws.dir().join(&*ev.file());
         let shown = ws.display(&path);
         let bad = |reason: Reason, detail: String| {
             objects::Error::malformed(Problem {
@@ -508,6 +514,10 @@ fn entry_of(
     }
     let field = |k: &str| doc.front.get(k);
     let s = |k: &str| field(k).and_then(|v| v.as_str()).map(str::to_string);
+    let file = match live_file(&ev.id, &ev.created_by, &ev.kind) {
+        Some(live) if live == file => String::new(),
+        _ => file,
+    };
     Ok(EventEntry::new(&EventFields {
         created: crate::model::format_time(ev.created),
         to: ev.to.clone(),
@@ -569,6 +579,14 @@ fn settle(ws: &Workspace, events: &mut Events) -> Vec<(std::path::PathBuf, Optio
     events.applied = Arc::new(applied);
     events.rejected = Arc::new(rejected);
     consulted
+}
+
+/// Where the live log keeps the event `id` by `created_by` of `kind`
+/// (`events/YYYY/MM/DD/<ULID>-<agent-id>-<kind>.md`); `None` when `id` is no ULID.
+fn live_file(id: &str, created_by: &str, kind: &str) -> Option<String> {
+    let ulid = parse_ulid(id)?;
+    let day = ulid_time(ulid).strftime("%Y/%m/%d");
+    Some(format!("events/{day}/{ulid}-{created_by}-{kind}.md"))
 }
 
 fn digits(s: &str, n: usize) -> bool {

@@ -175,9 +175,10 @@ impl<T: Extract> FileCache<T> {
             let row = row_of(name);
             if let (Some(row), Some(s)) = (row, file_stamp)
                 && row.settled
-                && row.stamp == s
+                && row.stamp() == Some(s)
                 && !old.extract(row).is_empty()
-                && let Some(value) = decode::<T>(&old.text, old.extract_range(row))
+                && let Some((buf, range)) = old.extract_in(row)
+                && let Some(value) = decode::<T>(buf, range)
             {
                 slots.push(Some(Arc::new(value)));
                 continue;
@@ -229,7 +230,9 @@ impl<T: Extract> FileCache<T> {
             // The codec writes UTF-8 only; bytes that were not would be no row to keep.
             if let (Some(s), Some(extract_text)) = (read.stamp, read.extract)
                 && !(row.is_some_and(|r| {
-                    r.stamp == s && r.settled == read.settled && old.extract(r) == extract_text
+                    r.stamp() == Some(s)
+                        && r.settled == read.settled
+                        && old.extract(r) == extract_text
                 }))
             {
                 upsert.push(FileRow {
