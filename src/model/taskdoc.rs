@@ -103,11 +103,8 @@ impl<'a> TaskFront<'a> {
             return Ok(None);
         };
         let bad = |why: String| FieldError::schema(format!("`estimate`: {why}"));
-        let t = item
-            .as_inline_table()
-            .map(|t| t.clone().into_table())
-            .or_else(|| item.as_table().cloned());
-        let Some(t) = t else {
+        // Read in place, inline or not: no copy of the table per task the index parses.
+        let Some(t) = item.as_table_like() else {
             return Err(bad(
                 "must be {optimistic, probable, pessimistic}; a scalar is not an estimate".into(),
             ));
@@ -706,6 +703,27 @@ mod tests {
             by: "a-b",
             event: Some(id),
         }
+    }
+
+    #[test]
+    fn an_estimate_reads_inline_or_as_a_table_and_names_what_is_wrong() {
+        let est = |extra: &str| doc(Status::Open, extra).estimate();
+        let three = |e: Option<Estimate>| e.map(|e| (e.optimistic, e.probable, e.pessimistic));
+        let inline = est("estimate = { optimistic = 1, probable = 2.5, pessimistic = 4 }\n");
+        assert_eq!(three(inline.unwrap()), Some((1.0, 2.5, 4.0)));
+        let table = est("[estimate]\noptimistic = 2\nprobable = 3\npessimistic = 5\n");
+        assert_eq!(three(table.unwrap()), Some((2.0, 3.0, 5.0)));
+        assert_eq!(three(est("").unwrap()), None);
+        let err = |extra: &str| est(extra).unwrap_err().to_string();
+        assert!(err("estimate = 3\n").contains("a scalar is not an estimate"));
+        assert!(
+            err("estimate = { optimistic = 1, probable = 2 }\n")
+                .contains("`pessimistic` is missing")
+        );
+        assert!(
+            err("estimate = { optimistic = 1, probable = \"x\", pessimistic = 3 }\n")
+                .contains("`probable` must be a number")
+        );
     }
 
     #[test]
