@@ -186,7 +186,12 @@ impl<T: Extract> FileCache<T> {
             misses.push((slots.len(), name, row, file_stamp));
             slots.push(None);
         }
-        let read_one = |name: &str, stamp| read_file(ws, dir, name, stamp, clock, &parse);
+        // A stamp from `of_all` is an `lstat` that found a regular file, so the read need not
+        // classify the file again; one taken through a directory that is no real directory
+        // is not, and that read enforces where files may be itself.
+        let lstated = stamp.is_some().then(|| crate::store::OpenDir::new(dir));
+        let read_one =
+            |name: &str, stamp| read_file(ws, dir, name, stamp, lstated.as_ref(), clock, &parse);
         let reads: Vec<Result<FileRead<T>, Error>> =
             if misses.len() >= PARALLEL_READS && !ws.fs.fault_armed() {
                 let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
@@ -351,12 +356,14 @@ fn read_file<T: Extract>(
     dir: &Path,
     name: &str,
     stamp: Option<Stamp>,
+    lstated: Option<&crate::store::OpenDir>,
     clock: Option<i128>,
     parse: &impl Fn(&str, &Path, Option<Stamp>, &[u8]) -> Result<T, Problem>,
 ) -> Result<FileRead<T>, Error> {
     let path = dir.join(name);
     let mut warnings = Vec::new();
-    let value = extract(ws, &path, &mut warnings, |bytes| {
+    let regular = lstated.zip(stamp).map(|(d, s)| (d, name, s.size()));
+    let value = extract(ws, &path, regular, &mut warnings, |bytes| {
         parse(name, &path, stamp, bytes)
     })?;
     let extract = value.as_ref().map_or(Some(String::new()), |v| {
@@ -382,13 +389,20 @@ fn decode<T: Extract>(buf: &Buf, range: std::ops::Range<usize>) -> Option<T> {
 }
 
 /// Reads and parses one file into an extract; a bad file becomes a warning and `None`.
+/// `regular` is the file's directory, name and the length an `lstat` of a regular file just
+/// gave, if one did.
 fn extract<T>(
     ws: &Workspace,
     path: &Path,
+    regular: Option<(&crate::store::OpenDir, &str, u64)>,
     warnings: &mut Vec<Problem>,
     parse: impl FnOnce(&[u8]) -> Result<T, Problem>,
 ) -> Result<Option<T>, Error> {
-    let bytes = match ws.fs.read(path) {
+    let read = match regular {
+        Some((dir, name, len)) => ws.fs.read_regular(dir, name, len),
+        None => ws.fs.read(path),
+    };
+    let bytes = match read {
         Ok(b) => b,
         Err(e) => {
             warn_or_fail(warnings, Err(e))?;

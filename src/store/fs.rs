@@ -296,30 +296,57 @@ impl Fs {
     /// Reads a file for parsing: refuses special files and escaping symlinks before opening
     /// and reads at most [`Limits::MAX_FILE`] plus one byte.
     pub fn read(&self, path: &Path) -> Result<Vec<u8>, Error> {
-        let malformed = |reason, detail: String| {
-            Error::Malformed(Problem {
-                path: self.display(path),
-                reason,
-                detail,
-            })
-        };
         self.contain(parent(path))?;
         let len = match self.entry_kind_and_len(path)? {
             (DirEntryKind::File | DirEntryKind::SymlinkInside, len) => len,
             (DirEntryKind::SymlinkEscape, _) => {
-                return Err(malformed(
+                return Err(self.malformed(
+                    path,
                     Reason::SymlinkEscape,
                     "symlink resolves outside .dacli/; not followed".into(),
                 ));
             }
             (DirEntryKind::Special | DirEntryKind::Dir, _) => {
-                return Err(malformed(
+                return Err(self.malformed(
+                    path,
                     Reason::NotRegular,
                     "not a regular file; not opened".into(),
                 ));
             }
         };
         let file = File::open(path).map_err(|e| Error::io("open", self.display(path), e))?;
+        self.read_open(path, file, len)
+    }
+
+    /// [`Fs::read`] of the file `name` of `dir` that its caller has just found, by `lstat`,
+    /// to be a regular file of `len` bytes: a cold read of ten thousand files takes no second
+    /// `stat` of each, and opens each relative to its directory instead of walking the
+    /// directory's path again. The open follows no symlink and never waits on a FIFO, so an
+    /// entry swapped since the caller's `lstat` is classified again by [`Fs::read`] instead
+    /// of followed.
+    pub fn read_regular(&self, dir: &OpenDir, name: &str, len: u64) -> Result<Vec<u8>, Error> {
+        let path = dir.path.join(name);
+        self.contain(&dir.path)?;
+        match open_no_follow(dir, name) {
+            Ok(file) if file.metadata().is_ok_and(|m| m.is_file()) => {
+                self.read_open(&path, file, len)
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                Err(Error::io("open", self.display(&path), e))
+            }
+            _ => self.read(&path),
+        }
+    }
+
+    fn malformed(&self, path: &Path, reason: Reason, detail: String) -> Error {
+        Error::Malformed(Problem {
+            path: self.display(path),
+            reason,
+            detail,
+        })
+    }
+
+    fn read_open(&self, path: &Path, file: File, len: u64) -> Result<Vec<u8>, Error> {
         // One byte past the stat'ed length lets `read_to_end` see the end without growing
         // the buffer; a file that grew since the stat still reads whole, up to the cap.
         let mut bytes = Vec::with_capacity(len.min(Limits::MAX_FILE) as usize + 1);
@@ -327,7 +354,8 @@ impl Fs {
             .read_to_end(&mut bytes)
             .map_err(|e| Error::io("read", self.display(path), e))?;
         if bytes.len() as u64 > Limits::MAX_FILE {
-            return Err(malformed(
+            return Err(self.malformed(
+                path,
                 Reason::TooLarge,
                 format!("larger than {} bytes", Limits::MAX_FILE),
             ));
@@ -746,6 +774,47 @@ impl Fs {
 /// millisecond of every `task add`, whose overlay is replaced each time. An exchange does
 /// neither, and derived data needs no such flush (a file a crash leaves empty is ignored).
 /// Anything the exchange refuses (no old file, a file system without it) is a plain rename.
+/// A directory whose files are about to be read one by one: on Linux an `O_PATH` descriptor
+/// of it (taken without following a symlink), which each open is relative to.
+pub struct OpenDir {
+    path: PathBuf,
+    #[cfg(target_os = "linux")]
+    fd: Option<rustix::fd::OwnedFd>,
+}
+
+impl OpenDir {
+    pub fn new(path: &Path) -> OpenDir {
+        OpenDir {
+            path: path.to_path_buf(),
+            #[cfg(target_os = "linux")]
+            fd: {
+                use rustix::fs::{Mode, OFlags};
+                let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+                rustix::fs::open(path, flags, Mode::empty()).ok()
+            },
+        }
+    }
+}
+
+/// Opens `name` of `dir` for reading without following a symlink in its last component and
+/// without waiting for a writer should it be a FIFO.
+#[cfg(target_os = "linux")]
+fn open_no_follow(dir: &OpenDir, name: &str) -> io::Result<File> {
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let fd = match &dir.fd {
+        Some(fd) => rustix::fs::openat(fd, name, flags, Mode::empty())?,
+        None => rustix::fs::open(dir.path.join(name), flags, Mode::empty())?,
+    };
+    Ok(File::from(fd))
+}
+
+/// Elsewhere [`Fs::read`] classifies every file itself.
+#[cfg(not(target_os = "linux"))]
+fn open_no_follow(_: &OpenDir, _: &str) -> io::Result<File> {
+    Err(io::ErrorKind::Unsupported.into())
+}
+
 fn swap_in(tmp: &Path, path: &Path) -> io::Result<()> {
     #[cfg(target_os = "linux")]
     {
@@ -821,4 +890,47 @@ enum Access {
     Default,
     /// Its owner only (mode 0600).
     OwnerOnly,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn jailed(root: &Path) -> Fs {
+        let jail = fs::canonicalize(root).unwrap();
+        Fs::new(Some(jail.clone()), Some(jail), 1, Duration::from_secs(1))
+    }
+
+    /// The caller's `lstat` said "regular file", and then the entry became something else:
+    /// the read classifies it again, and neither follows a symlink out nor waits on a FIFO.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn an_entry_swapped_after_its_lstat_is_classified_again_not_followed() {
+        let root = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let secret = outside.path().join("secret");
+        let fs = jailed(root.path());
+        fs.replace(&secret, b"outside").unwrap();
+        let dir = root.path().join("d");
+        fs.replace(&dir.join("plain.md"), b"hello").unwrap();
+        std::os::unix::fs::symlink(&secret, dir.join("link.md")).unwrap();
+        let (fifo, mode) = (rustix::fs::FileType::Fifo, rustix::fs::Mode::RUSR);
+        rustix::fs::mknodat(rustix::fs::CWD, dir.join("fifo.md"), fifo, mode, 0).unwrap();
+        let open = OpenDir::new(&dir);
+
+        assert_eq!(fs.read_regular(&open, "plain.md", 5).unwrap(), b"hello");
+        // A length that no longer matches still reads the whole file.
+        assert_eq!(fs.read_regular(&open, "plain.md", 1).unwrap(), b"hello");
+        let reason = |name: &str| match fs.read_regular(&open, name, 7) {
+            Err(Error::Malformed(p)) => p.reason,
+            other => panic!("{name}: {other:?}"),
+        };
+        assert_eq!(reason("link.md"), Reason::SymlinkEscape);
+        assert_eq!(reason("fifo.md"), Reason::NotRegular);
+        // Gone since the `lstat`: a vanished file, which a scan looks for again.
+        match fs.read_regular(&open, "gone.md", 3) {
+            Err(Error::Io { source, .. }) => assert_eq!(source.kind(), io::ErrorKind::NotFound),
+            other => panic!("{other:?}"),
+        }
+    }
 }

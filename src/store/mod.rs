@@ -18,6 +18,6 @@ pub mod stamp;
 pub use canon::{canonicalize, is_canonical, noncanonical_reasons};
 pub use doc::{Document, ReadDocument, TomlRecord};
 pub use error::{Error, Problem, Reason};
-pub use fs::{DirEntryKind, Fault, FaultOp, Fs, Limits, Staged, TEMP_PREFIX};
+pub use fs::{DirEntryKind, Fault, FaultOp, Fs, Limits, OpenDir, Staged, TEMP_PREFIX};
 pub use lock::LockGuard;
 pub use stamp::Stamp;
