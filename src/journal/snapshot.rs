@@ -170,8 +170,7 @@ impl Snapshot {
     ) -> Result<Option<Picked>, objects::Error> {
         use crate::objects::lookup::{ProjectTasks, id_hash};
         let listing = projects::list(ws)?;
-        // The event log first: a listing verifying the rows, started by the CLI before
-        // parsing (`rows::prefetch_from`), runs meanwhile.
+        // The event log first: which tasks its pending events change decides what is folded.
         let slugs: Vec<String> = listing.items.iter().map(|p| p.slug.clone()).collect();
         let (mut snapshot, mut to_fold) =
             Snapshot::unfolded(ws, &listing.items, Vec::new(), Vec::new())?;
