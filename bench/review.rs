@@ -35,11 +35,14 @@ fn time(opts: &Options, dir: &Path, argv: &[&str]) -> Result<Vec<f64>, String> {
     Ok(samples)
 }
 
-fn figure(samples: &[f64], floor: f64) -> Value {
+/// A figure's times, and the peak RSS of one more run of it alone.
+fn figure(opts: &Options, dir: &Path, argv: &[&str], samples: &[f64], floor: f64) -> Value {
+    let argv: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
     json!({
         "median_ms": round3(median(samples)),
         "min_ms": round3(min(samples)),
         "ratio_to_floor": round3(median(samples) / floor),
+        "peak_rss_kib": crate::rss::peak_kib(&opts.dacli, dir, None, &argv),
     })
 }
 
@@ -64,16 +67,10 @@ pub fn measure(opts: &Options, built: &Built) -> Result<Value, String> {
         ));
     }
     let first_ms = started.elapsed().as_secs_f64() * 1000.0;
-    let search = time(
-        opts,
-        &built.dir,
-        &["search", "part", "--json", "--limit", "20"],
-    )?;
-    let phrase = time(
-        opts,
-        &built.dir,
-        &["search", "\"in part\"", "--kind", "task", "--json"],
-    )?;
+    let search_argv = ["search", "part", "--json", "--limit", "20"];
+    let search = time(opts, &built.dir, &search_argv)?;
+    let phrase_argv = ["search", "\"in part\"", "--kind", "task", "--json"];
+    let phrase = time(opts, &built.dir, &phrase_argv)?;
     let search_ratio = median(&search) / floor;
     eprintln!(
         "  search        first {first_ms:>7.1} ms  warm median {:>7.2} ms  x{search_ratio:.2}  phrase x{:.2}  (target x{SEARCH_TARGET_RATIO}: {})",
@@ -89,20 +86,31 @@ pub fn measure(opts: &Options, built: &Built) -> Result<Value, String> {
         .join("review-history");
     let (from, task) = build_history(&opts.dacli, &history)?;
     let range = format!("{from}..HEAD");
-    let review = time(opts, &history, &["review", &range, "--json"])?;
-    let log = time(opts, &history, &["log", &task, "--limit", "5", "--json"])?;
+    let review_argv = ["review", range.as_str(), "--json"];
+    let review = time(opts, &history, &review_argv)?;
+    let log_argv = ["log", task.as_str(), "--limit", "5", "--json"];
+    let log = time(opts, &history, &log_argv)?;
+    let review_figure = figure(opts, &history, &review_argv, &review, floor);
+    let log_figure = figure(opts, &history, &log_argv, &log, floor);
+    let mib = |v: &Value| {
+        v["peak_rss_kib"]
+            .as_u64()
+            .map_or("?".into(), |k| format!("{:.1} MiB", k as f64 / 1024.0))
+    };
     eprintln!(
-        "  review        {COMMITS} commits, {} task files: median {:>7.1} ms  x{:.2}  (target {REVIEW_TARGET_MS} ms: {})",
+        "  review        {COMMITS} commits, {} task files: median {:>7.1} ms  x{:.2}  rss {}  (target {REVIEW_TARGET_MS} ms: {})",
         COMMITS * PER_COMMIT,
         median(&review),
         median(&review) / floor,
+        mib(&review_figure),
         verdict(median(&review) <= REVIEW_TARGET_MS as f64)
     );
     eprintln!(
-        "  log           {task} over {} commits: median {:>7.1} ms  x{:.2}",
+        "  log           {task} over {} commits: median {:>7.1} ms  x{:.2}  rss {}",
         COMMITS + 1,
         median(&log),
-        median(&log) / floor
+        median(&log) / floor,
+        mib(&log_figure)
     );
     Ok(json!({
         "floor_ms": round3(floor),
@@ -110,18 +118,18 @@ pub fn measure(opts: &Options, built: &Built) -> Result<Value, String> {
             "tasks": built.counts.open + built.counts.active + built.counts.blocked + built.counts.done,
             "events": built.counts.events,
             "first_ms": round3(first_ms),
-            "warm": figure(&search, floor),
-            "phrase": figure(&phrase, floor),
+            "warm": figure(opts, &built.dir, &search_argv, &search, floor),
+            "phrase": figure(opts, &built.dir, &phrase_argv, &phrase, floor),
             "target_ratio": SEARCH_TARGET_RATIO,
             "meets_target": search_ratio <= SEARCH_TARGET_RATIO,
         },
         "review": {
             "commits": COMMITS,
             "task_files": COMMITS * PER_COMMIT,
-            "range": figure(&review, floor),
+            "range": review_figure,
             "target_ms": REVIEW_TARGET_MS,
             "meets_target": median(&review) <= REVIEW_TARGET_MS as f64,
-            "log": figure(&log, floor),
+            "log": log_figure,
         },
     }))
 }

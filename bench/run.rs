@@ -766,6 +766,15 @@ fn peak_rss(at: &Value) -> Option<(u64, String)> {
                 .map(|k| (k, format!("cold {read}"))),
         );
     }
+    let review = &at["review"];
+    for (name, v) in [
+        ("search", &review["search"]["warm"]),
+        ("phrase search", &review["search"]["phrase"]),
+        ("review", &review["review"]["range"]),
+        ("log", &review["review"]["log"]),
+    ] {
+        all.extend(v["peak_rss_kib"].as_u64().map(|k| (k, name.to_string())));
+    }
     all.into_iter().max_by_key(|(k, _)| *k)
 }
 

@@ -53,6 +53,12 @@ impl Cleanliness {
 /// Bytes of decoded objects a handle keeps.
 const OBJECT_CACHE: usize = 64 << 20;
 
+/// Bytes of delta bases a handle keeps, in at most 64 entries: a history whose commits each
+/// rewrite one large tree stores most of those trees as deltas of one another, chains up to
+/// 50 deep, and without this each is resolved from its chain's base (git keeps such a
+/// cache too, `core.deltaBaseCacheLimit`).
+const DELTA_BASE_CACHE: usize = 16 << 20;
+
 /// Every commit reachable from one base, and its first-parent line: ancestry of many tips in
 /// one pass (a lookup per tip, and a walk only over a tip's own commits).
 pub struct Ancestry<'r> {
@@ -136,6 +142,11 @@ impl Repo {
         // Comparing many branches reads the same large trees (a directory of thousands of
         // files) again and again; a bounded cache keeps them decoded once.
         repo.object_cache_size_if_unset(OBJECT_CACHE);
+        repo.objects.set_pack_cache(|| {
+            Box::new(gix::odb::pack::cache::lru::StaticLinkedList::<64>::new(
+                DELTA_BASE_CACHE,
+            ))
+        });
         Ok(Repo { repo })
     }
 
