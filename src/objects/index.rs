@@ -148,13 +148,14 @@ impl<T: Extract> FileCache<T> {
         // out of `.dacli/`): no row is served, every file is read, and the read enforces
         // where files may be. In two threads for a directory of thousands, where the
         // `lstat`s are most of a warm read.
-        let (stamps, rows): (Vec<Option<Stamp>>, &[Row]) = if stamp.is_some() {
-            (
-                crate::store::stamp::of_all(dir, &names, if names.len() >= 512 { 2 } else { 1 }),
-                &old.files,
-            )
-        } else {
-            (names.iter().map(|n| Stamp::of(&dir.join(n))).collect(), &[])
+        // Its descriptor serves the `lstat`s here and the opens of the files read below.
+        let real_dir = stamp.is_some().then(|| crate::store::OpenDir::new(dir));
+        let (stamps, rows): (Vec<Option<Stamp>>, &[Row]) = match &real_dir {
+            Some(d) => {
+                let threads = if names.len() >= 512 { 2 } else { 1 };
+                (crate::store::stamp::of_all(d, &names, threads), &old.files)
+            }
+            None => (names.iter().map(|n| Stamp::of(&dir.join(n))).collect(), &[]),
         };
         // Rows are in name order, and so (almost always) are the names: the row after the
         // last one found is tried before a binary search.
@@ -189,9 +190,8 @@ impl<T: Extract> FileCache<T> {
         // A stamp from `of_all` is an `lstat` that found a regular file, so the read need not
         // classify the file again; one taken through a directory that is no real directory
         // is not, and that read enforces where files may be itself.
-        let lstated = stamp.is_some().then(|| crate::store::OpenDir::new(dir));
         let read_one =
-            |name: &str, stamp| read_file(ws, dir, name, stamp, lstated.as_ref(), clock, &parse);
+            |name: &str, stamp| read_file(ws, dir, name, stamp, real_dir.as_ref(), clock, &parse);
         let reads: Vec<Result<FileRead<T>, Error>> =
             if misses.len() >= PARALLEL_READS && !ws.fs.fault_armed() {
                 let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));

@@ -214,7 +214,8 @@ fn plan(ws: &Workspace, db: &SearchDb) -> Result<Vec<DirWrite>, Error> {
             .filter(|n| !row_of(n).is_some_and(firm))
             .cloned()
             .collect();
-        let mut stamps = stamp::of_all(&dir, &look, threads(look.len())).into_iter();
+        let open = crate::store::OpenDir::new(&dir);
+        let mut stamps = stamp::of_all(&open, &look, threads(look.len())).into_iter();
         let mut changed = !proven;
         let mut files = Vec::with_capacity(names.len());
         let mut read = Vec::new();

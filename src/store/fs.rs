@@ -765,15 +765,6 @@ impl Fs {
     }
 }
 
-/// Puts `tmp` at `path`, replacing what is there; the old file may be left under `tmp`.
-///
-/// On Linux the two names are exchanged (`renameat2(RENAME_EXCHANGE)`) when `path` exists.
-/// ext4 writes a file renamed over another out at once (`auto_da_alloc`, so that a crash
-/// does not leave it empty), which allocates its blocks; the next replace then frees them,
-/// and on a disk mounted with `discard` that waits for the device: a quarter of a
-/// millisecond of every `task add`, whose overlay is replaced each time. An exchange does
-/// neither, and derived data needs no such flush (a file a crash leaves empty is ignored).
-/// Anything the exchange refuses (no old file, a file system without it) is a plain rename.
 /// A directory whose files are about to be read one by one: on Linux an `O_PATH` descriptor
 /// of it (taken without following a symlink), which each open is relative to.
 pub struct OpenDir {
@@ -783,6 +774,8 @@ pub struct OpenDir {
 }
 
 impl OpenDir {
+    /// `path`, opened when it is a real directory (no descriptor otherwise: each file is
+    /// then reached by its path).
     pub fn new(path: &Path) -> OpenDir {
         OpenDir {
             path: path.to_path_buf(),
@@ -794,6 +787,16 @@ impl OpenDir {
             },
         }
     }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    #[cfg(target_os = "linux")]
+    pub fn fd(&self) -> Option<rustix::fd::BorrowedFd<'_>> {
+        use rustix::fd::AsFd;
+        self.fd.as_ref().map(|fd| fd.as_fd())
+    }
 }
 
 /// Opens `name` of `dir` for reading without following a symlink in its last component and
@@ -802,7 +805,7 @@ impl OpenDir {
 fn open_no_follow(dir: &OpenDir, name: &str) -> io::Result<File> {
     use rustix::fs::{Mode, OFlags};
     let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-    let fd = match &dir.fd {
+    let fd = match dir.fd() {
         Some(fd) => rustix::fs::openat(fd, name, flags, Mode::empty())?,
         None => rustix::fs::open(dir.path.join(name), flags, Mode::empty())?,
     };
@@ -815,6 +818,15 @@ fn open_no_follow(_: &OpenDir, _: &str) -> io::Result<File> {
     Err(io::ErrorKind::Unsupported.into())
 }
 
+/// Puts `tmp` at `path`, replacing what is there; the old file may be left under `tmp`.
+///
+/// On Linux the two names are exchanged (`renameat2(RENAME_EXCHANGE)`) when `path` exists.
+/// ext4 writes a file renamed over another out at once (`auto_da_alloc`, so that a crash
+/// does not leave it empty), which allocates its blocks; the next replace then frees them,
+/// and on a disk mounted with `discard` that waits for the device: a quarter of a
+/// millisecond of every `task add`, whose overlay is replaced each time. An exchange does
+/// neither, and derived data needs no such flush (a file a crash leaves empty is ignored).
+/// Anything the exchange refuses (no old file, a file system without it) is a plain rename.
 fn swap_in(tmp: &Path, path: &Path) -> io::Result<()> {
     #[cfg(target_os = "linux")]
     {
