@@ -164,14 +164,15 @@ fn finish(ctx: &Ctx, result: CallResult) -> u8 {
     }
     if ctx.json() {
         let doc = into_envelope(result, &warnings);
-        let text = serde_json::to_string(&doc).unwrap_or_else(|e| {
+        let mut text = serde_json::to_string(&doc).unwrap_or_else(|e| {
             code = 70;
             format!(r#"{{"ok":false,"error":{{"code":"E_INTERNAL","message":"cannot print JSON: {e}","hints":[]}}}}"#)
         });
         // The process ends after printing: freeing a document of thousands of values one
         // by one would cost more than printing it.
         std::mem::forget(doc);
-        return emit(&format!("{text}\n"), code);
+        text.push('\n');
+        return emit(&text, code);
     }
     for w in &warnings {
         let detail = if w.detail.is_empty() {

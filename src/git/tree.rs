@@ -52,6 +52,16 @@ fn key_cmp(
     key(a.filename, at).cmp(&key(b.filename, bt))
 }
 
+/// The next entry of a tree being read (`None`: no tree, or its end).
+fn next_entry<'a>(
+    it: &mut Option<gix::objs::TreeRefIter<'a>>,
+) -> Result<Option<gix::objs::tree::EntryRef<'a>>, Error> {
+    match it {
+        Some(it) => it.next().transpose().map_err(Error::gix),
+        None => Ok(None),
+    }
+}
+
 /// The id git gives `bytes` as a blob (what `git hash-object` prints).
 pub fn blob_id(bytes: &[u8]) -> String {
     gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Blob, bytes)
@@ -203,40 +213,40 @@ impl Repo {
         let new_tree = new
             .map(|t| self.repo.find_tree(t).map_err(Error::gix))
             .transpose()?;
-        let da = old_tree
+        // Entries are read straight from each tree's bytes: a directory of ten thousand
+        // files is compared once per commit of a history, and listing it first cost a
+        // quarter of `log`.
+        let hash = self.repo.object_hash();
+        let mut a = old_tree
             .as_ref()
-            .map(|t| t.decode())
-            .transpose()
-            .map_err(Error::gix)?;
-        let db = new_tree
+            .map(|t| gix::objs::TreeRefIter::from_bytes(&t.data, hash));
+        let mut b = new_tree
             .as_ref()
-            .map(|t| t.decode())
-            .transpose()
-            .map_err(Error::gix)?;
-        let a: &[gix::objs::tree::EntryRef<'_>] = da.as_ref().map_or(&[], |d| &d.entries);
-        let b: &[gix::objs::tree::EntryRef<'_>] = db.as_ref().map_or(&[], |d| &d.entries);
-        // Both lists are in git's order (a tree sorts as its name followed by `/`), so one
+            .map(|t| gix::objs::TreeRefIter::from_bytes(&t.data, hash));
+        let (mut x, mut y) = (next_entry(&mut a)?, next_entry(&mut b)?);
+        // Both trees are in git's order (a tree sorts as its name followed by `/`), so one
         // merge walk pairs them; equal entries cost one comparison and no allocation.
-        let (mut i, mut j) = (0, 0);
-        while i < a.len() || j < b.len() {
-            let order = match (a.get(i), b.get(j)) {
+        while x.is_some() || y.is_some() {
+            let order = match (&x, &y) {
                 (Some(x), Some(y)) => key_cmp(x, y),
                 (Some(_), None) => std::cmp::Ordering::Less,
                 _ => std::cmp::Ordering::Greater,
             };
             let (o, n) = match order {
                 std::cmp::Ordering::Equal => {
-                    i += 1;
-                    j += 1;
-                    (a.get(i - 1), b.get(j - 1))
+                    let pair = (x, y);
+                    (x, y) = (next_entry(&mut a)?, next_entry(&mut b)?);
+                    pair
                 }
                 std::cmp::Ordering::Less => {
-                    i += 1;
-                    (a.get(i - 1), None)
+                    let pair = (x, None);
+                    x = next_entry(&mut a)?;
+                    pair
                 }
                 std::cmp::Ordering::Greater => {
-                    j += 1;
-                    (None, b.get(j - 1))
+                    let pair = (None, y);
+                    y = next_entry(&mut b)?;
+                    pair
                 }
             };
             if let (Some(x), Some(y)) = (o, n)

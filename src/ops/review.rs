@@ -62,23 +62,25 @@ pub fn ws_tree(repo: &Repo, prefix: &str, sha: &str) -> Result<Option<String>, E
     Ok(repo.subtree(&info.tree, prefix)?)
 }
 
-/// The files that differ between the workspace in commit `base` and in commit `head`
-/// (`None`: the working tree on disk). `read` hears how many changed files were read so far
-/// (of how many), for progress on a long range.
+/// Hands `visit` each file that differs between the workspace in commit `base` and in commit
+/// `head` (`None`: the working tree on disk), one at a time: a range's contents are never all
+/// held at once. Two commits are compared in tree order; the working tree's changes come in
+/// path order. `read` hears how many changed files were read so far (of how many), for
+/// progress on a long range.
 pub fn file_changes(
     ws: &Workspace,
     repo: &Repo,
     base: Option<&str>,
     head: Option<&str>,
     read: &dyn Fn(usize, usize),
-) -> Result<Vec<FileChange>, Error> {
+    visit: &mut dyn FnMut(FileChange),
+) -> Result<(), Error> {
     let prefix = ws_prefix(ws);
     let old_tree = match base {
         Some(sha) => ws_tree(repo, &prefix, sha)?,
         None => None,
     };
     let skip = |p: &str| is_derived(p);
-    let mut out = Vec::new();
     match head {
         Some(sha) => {
             let new_tree = ws_tree(repo, &prefix, sha)?;
@@ -88,7 +90,7 @@ pub fn file_changes(
                 if n.is_multiple_of(64) {
                     read(n, total);
                 }
-                out.push(FileChange {
+                visit(FileChange {
                     old: c.old.map(|b| repo.blob(&b)).transpose()?,
                     new: c.new.map(|b| repo.blob(&b)).transpose()?,
                     path: c.path,
@@ -96,50 +98,49 @@ pub fn file_changes(
             }
         }
         None => {
-            let committed = match &old_tree {
+            let mut committed = match &old_tree {
                 Some(t) => repo.list_tree(t, &skip)?,
                 None => BTreeMap::new(),
             };
-            let mut on_disk = BTreeMap::new();
-            walk_disk(ws, ws.dir(), "", &mut on_disk)?;
-            for (path, bytes) in &on_disk {
-                match committed.get(path) {
-                    Some(id) if *id == git::blob_id(bytes) => {}
+            let mut out = Vec::new();
+            walk_disk(ws, ws.dir(), "", &mut |path, bytes| {
+                match committed.remove(&path) {
+                    Some(id) if id == git::blob_id(&bytes) => {}
                     Some(id) => out.push(FileChange {
-                        path: path.clone(),
-                        old: Some(repo.blob(id)?),
-                        new: Some(bytes.clone()),
+                        path,
+                        old: Some(repo.blob(&id)?),
+                        new: Some(bytes),
                     }),
                     None => out.push(FileChange {
-                        path: path.clone(),
+                        path,
                         old: None,
-                        new: Some(bytes.clone()),
+                        new: Some(bytes),
                     }),
                 }
-            }
-            for (path, id) in &committed {
-                if !on_disk.contains_key(path) {
-                    out.push(FileChange {
-                        path: path.clone(),
-                        old: Some(repo.blob(id)?),
-                        new: None,
-                    });
-                }
+                Ok(())
+            })?;
+            for (path, id) in committed {
+                out.push(FileChange {
+                    path,
+                    old: Some(repo.blob(&id)?),
+                    new: None,
+                });
             }
             out.sort_by(|a, b| a.path.cmp(&b.path));
+            out.into_iter().for_each(visit);
         }
     }
-    Ok(out)
+    Ok(())
 }
 
-/// Every regular file below `dir` but derived data, by path relative to the workspace
-/// directory. A file that cannot be read (a FIFO, an escaping symlink) is read as empty, so it
-/// is reported as unparseable rather than skipped.
+/// Hands `found` every regular file below `dir` but derived data, by path relative to the
+/// workspace directory, with its bytes. A file that cannot be read (a FIFO, an escaping
+/// symlink) is read as empty, so it is reported as unparseable rather than skipped.
 fn walk_disk(
     ws: &Workspace,
     dir: &Path,
     prefix: &str,
-    out: &mut BTreeMap<String, Vec<u8>>,
+    found: &mut dyn FnMut(String, Vec<u8>) -> Result<(), Error>,
 ) -> Result<(), Error> {
     for (name, path) in ws.fs.list_dir(dir)? {
         let rel = format!("{prefix}{name}");
@@ -147,12 +148,9 @@ fn walk_disk(
             continue;
         }
         match ws.fs.entry_kind(&path)? {
-            DirEntryKind::Dir => walk_disk(ws, &path, &format!("{rel}/"), out)?,
+            DirEntryKind::Dir => walk_disk(ws, &path, &format!("{rel}/"), found)?,
             DirEntryKind::SymlinkInside if path.is_dir() => {}
-            _ => {
-                let bytes = ws.fs.read(&path).unwrap_or_default();
-                out.insert(rel, bytes);
-            }
+            _ => found(rel, ws.fs.read(&path).unwrap_or_default())?,
         }
     }
     Ok(())
@@ -947,35 +945,73 @@ pub fn analyse(
     changes: &[FileChange],
     refs: &dyn Fn(&str) -> Option<String>,
 ) -> Report {
-    let shown = |p: &str| {
-        if prefix.is_empty() {
+    let mut analysis = Analysis::new(prefix);
+    for c in changes {
+        analysis.add(c);
+    }
+    analysis.finish(refs)
+}
+
+type NoteAt = (String, String, NoteSide);
+type RiskAt = (String, (RiskHead, String));
+
+/// A review being read one changed file at a time, so that a long range's file contents are
+/// never all held at once: a task edited in place is compared as soon as it is read; what may
+/// have moved (one side only) waits to be joined by id in [`Analysis::finish`].
+pub struct Analysis {
+    prefix: String,
+    report: Report,
+    projects: BTreeMap<String, ProjectReview>,
+    old_tasks: BTreeMap<String, TaskSide>,
+    new_tasks: BTreeMap<String, TaskSide>,
+    task_refs: BTreeMap<String, String>,
+    old_events: BTreeMap<String, EventHead>,
+    new_events: Vec<EventHead>,
+    old_notes: BTreeMap<String, NoteAt>,
+    new_notes: BTreeMap<String, NoteAt>,
+    old_risks: BTreeMap<String, RiskAt>,
+    new_risks: BTreeMap<String, RiskAt>,
+}
+
+fn unparseable(p: Problem, out: &mut Vec<Unparseable>) {
+    out.push(Unparseable {
+        path: p.path,
+        reason: p.reason.as_str().to_string(),
+        detail: p.detail,
+    })
+}
+
+impl Analysis {
+    /// An empty review of the workspace directory `prefix` (relative to the work tree).
+    pub fn new(prefix: &str) -> Analysis {
+        Analysis {
+            prefix: prefix.to_string(),
+            report: Report::default(),
+            projects: BTreeMap::new(),
+            old_tasks: BTreeMap::new(),
+            new_tasks: BTreeMap::new(),
+            task_refs: BTreeMap::new(),
+            old_events: BTreeMap::new(),
+            new_events: Vec::new(),
+            old_notes: BTreeMap::new(),
+            new_notes: BTreeMap::new(),
+            old_risks: BTreeMap::new(),
+            new_risks: BTreeMap::new(),
+        }
+    }
+
+    fn shown(&self, p: &str) -> String {
+        if self.prefix.is_empty() {
             p.to_string()
         } else {
-            format!("{prefix}/{p}")
+            format!("{}/{p}", self.prefix)
         }
-    };
-    let mut report = Report::default();
-    let mut projects: BTreeMap<String, ProjectReview> = BTreeMap::new();
-    let mut old_tasks: BTreeMap<String, TaskSide> = BTreeMap::new();
-    let mut new_tasks: BTreeMap<String, TaskSide> = BTreeMap::new();
-    let mut old_events: BTreeMap<String, EventHead> = BTreeMap::new();
-    let mut new_events: Vec<EventHead> = Vec::new();
-    type NoteAt = (String, String, NoteSide);
-    let mut old_notes: BTreeMap<String, NoteAt> = BTreeMap::new();
-    let mut new_notes: BTreeMap<String, NoteAt> = BTreeMap::new();
-    type RiskAt = (String, (RiskHead, String));
-    let mut old_risks: BTreeMap<String, RiskAt> = BTreeMap::new();
-    let mut new_risks: BTreeMap<String, RiskAt> = BTreeMap::new();
-    let unparseable = |p: Problem, out: &mut Vec<Unparseable>| {
-        out.push(Unparseable {
-            path: p.path,
-            reason: p.reason.as_str().to_string(),
-            detail: p.detail,
-        })
-    };
-    report.counts.files = changes.len();
-    for c in changes {
-        let path = shown(&c.path);
+    }
+
+    /// Reads one changed file into the review.
+    pub fn add(&mut self, c: &FileChange) {
+        self.report.counts.files += 1;
+        let path = self.shown(&c.path);
         let change = match (&c.old, &c.new) {
             (None, _) => "added",
             (_, None) => "removed",
@@ -983,17 +1019,33 @@ pub fn analyse(
         };
         match place(&c.path) {
             Place::Task { project, folder } => {
-                if let Some(b) = &c.old
-                    && let Ok(t) = parse_task(&path, &project, &folder, b)
-                {
-                    old_tasks.insert(t.head.id.clone(), t);
-                }
-                if let Some(b) = &c.new {
-                    match parse_task(&path, &project, &folder, b) {
-                        Ok(t) => {
-                            new_tasks.insert(t.head.id.clone(), t);
+                let old = c
+                    .old
+                    .as_ref()
+                    .and_then(|b| parse_task(&path, &project, &folder, b).ok());
+                let new = match &c.new {
+                    Some(b) => match parse_task(&path, &project, &folder, b) {
+                        Ok(t) => Some(t),
+                        Err(p) => {
+                            unparseable(p, &mut self.report.unparseable);
+                            None
                         }
-                        Err(p) => unparseable(p, &mut report.unparseable),
+                    },
+                    None => None,
+                };
+                match (old, new) {
+                    // Compared in place: a range of ten thousand edited tasks keeps their
+                    // reviews, not both parsed sides of each.
+                    (Some(o), Some(n)) if o.head.id == n.head.id => {
+                        self.task_review(Some(&o), Some(&n));
+                    }
+                    (old, new) => {
+                        for (side, map) in [(old, &mut self.old_tasks), (new, &mut self.new_tasks)]
+                        {
+                            if let Some(t) = side {
+                                map.insert(t.head.id.clone(), t);
+                            }
+                        }
                     }
                 }
             }
@@ -1003,8 +1055,8 @@ pub fn analyse(
                     Some(b) => match parse_note(&path, project.as_deref(), &dir, b) {
                         Ok(n) => Some(n),
                         Err(p) => {
-                            unparseable(p, &mut report.unparseable);
-                            continue;
+                            unparseable(p, &mut self.report.unparseable);
+                            return;
                         }
                     },
                     None => None,
@@ -1013,10 +1065,11 @@ pub fn analyse(
                 if let Some(b) = &c.old
                     && let Ok(o) = parse_note(&path, project.as_deref(), &dir, b)
                 {
-                    old_notes.insert(o.head.id.clone(), (path.clone(), key.clone(), o));
+                    self.old_notes
+                        .insert(o.head.id.clone(), (path.clone(), key.clone(), o));
                 }
                 if let Some(n) = new {
-                    new_notes.insert(n.head.id.clone(), (path, key, n));
+                    self.new_notes.insert(n.head.id.clone(), (path, key, n));
                 }
             }
             Place::Risk(project) => {
@@ -1025,8 +1078,8 @@ pub fn analyse(
                     Some(b) => match parse_risk(&path, b) {
                         Ok(r) => Some(r),
                         Err(p) => {
-                            unparseable(p, &mut report.unparseable);
-                            continue;
+                            unparseable(p, &mut self.report.unparseable);
+                            return;
                         }
                     },
                     None => None,
@@ -1034,10 +1087,10 @@ pub fn analyse(
                 if let Some(b) = &c.old
                     && let Ok(o) = parse_risk(&path, b)
                 {
-                    old_risks.insert(o.0.id.clone(), (project.clone(), o));
+                    self.old_risks.insert(o.0.id.clone(), (project.clone(), o));
                 }
                 if let Some(n) = new {
-                    new_risks.insert(n.0.id.clone(), (project, n));
+                    self.new_risks.insert(n.0.id.clone(), (project, n));
                 }
             }
             Place::Glossary(project) => {
@@ -1050,14 +1103,14 @@ pub fn analyse(
                     Some(b) => match parse_glossary(&path, &project, b) {
                         Ok(g) => g,
                         Err(p) => {
-                            unparseable(p, &mut report.unparseable);
-                            continue;
+                            unparseable(p, &mut self.report.unparseable);
+                            return;
                         }
                     },
                     None => Vec::new(),
                 };
                 let terms = glossary_changes(&old, &new);
-                project_entry(&mut projects, &project)
+                project_entry(&mut self.projects, &project)
                     .glossary
                     .extend(terms);
             }
@@ -1067,13 +1120,13 @@ pub fn analyse(
                     Some(b) => match parse_project(&path, b) {
                         Ok(d) => Some(d),
                         Err(p) => {
-                            unparseable(p, &mut report.unparseable);
-                            continue;
+                            unparseable(p, &mut self.report.unparseable);
+                            return;
                         }
                     },
                     None => None,
                 };
-                let entry = project_entry(&mut projects, &project);
+                let entry = project_entry(&mut self.projects, &project);
                 entry
                     .changes
                     .extend(project_changes(old.as_ref(), new.as_ref()));
@@ -1082,12 +1135,12 @@ pub fn analyse(
                 if let Some(b) = &c.old
                     && let Ok(e) = parse_event(&path, b)
                 {
-                    old_events.insert(e.id.clone(), e);
+                    self.old_events.insert(e.id.clone(), e);
                 }
                 if let Some(b) = &c.new {
                     match parse_event(&path, b) {
-                        Ok(e) => new_events.push(e),
-                        Err(p) => unparseable(p, &mut report.unparseable),
+                        Ok(e) => self.new_events.push(e),
+                        Err(p) => unparseable(p, &mut self.report.unparseable),
                     }
                 }
             }
@@ -1095,15 +1148,15 @@ pub fn analyse(
                 if let Some(b) = &c.new
                     && let Err(p) = check_record(&path, b)
                 {
-                    unparseable(p, &mut report.unparseable);
+                    unparseable(p, &mut self.report.unparseable);
                 }
-                report.other.push(PathChange {
+                self.report.other.push(PathChange {
                     path,
                     kind: kind.to_string(),
                     change,
                 });
             }
-            Place::Outside => report.outside_format.push(PathChange {
+            Place::Outside => self.report.outside_format.push(PathChange {
                 path,
                 kind: "unknown".to_string(),
                 change,
@@ -1111,153 +1164,177 @@ pub fn analyse(
         }
     }
 
-    // Notes and risks, joined by id across renames and moves.
-    let note_ids: BTreeSet<&String> = old_notes.keys().chain(new_notes.keys()).collect();
-    for id in note_ids {
-        let (o, n) = (old_notes.get(id), new_notes.get(id));
-        let Some((path, key, _)) = n.or(o) else {
-            continue;
-        };
-        if let Some(r) = note_review(path, o.map(|x| &x.2), n.map(|x| &x.2)) {
-            project_entry(&mut projects, key).notes.push(r);
-        }
-    }
-    let risk_ids: BTreeSet<&String> = old_risks.keys().chain(new_risks.keys()).collect();
-    for id in risk_ids {
-        let (o, n) = (old_risks.get(id), new_risks.get(id));
-        let Some((project, side)) = n.or(o) else {
-            continue;
-        };
-        let changes = risk_changes(o.map(|x| &x.1), n.map(|x| &x.1));
-        if !changes.is_empty() {
-            let r = RiskReview {
-                id: side.0.id.clone(),
-                title: side.0.title.clone(),
-                changes,
-            };
-            project_entry(&mut projects, project).risks.push(r);
-        }
-    }
-
-    // Tasks, joined by id across moves.
-    let ids: BTreeSet<&String> = old_tasks.keys().chain(new_tasks.keys()).collect();
-    let mut task_refs: BTreeMap<String, String> = BTreeMap::new();
-    for id in ids {
-        let (o, n) = (old_tasks.get(id), new_tasks.get(id));
-        let Some(side) = n.or(o) else { continue };
+    /// Records the review of one task from its two sides (`None`: absent there).
+    fn task_review(&mut self, o: Option<&TaskSide>, n: Option<&TaskSide>) {
+        let Some(side) = n.or(o) else { return };
+        let id = side.head.id.clone();
         let tref = TaskRef::of(&side.project, &side.head);
-        task_refs.insert(id.clone(), tref.reference.clone());
+        self.task_refs.insert(id.clone(), tref.reference.clone());
         let changes = task_changes(o, n);
         if changes.is_empty() {
-            continue;
+            return;
         }
-        report.counts.tasks += 1;
-        project_entry(&mut projects, &side.project)
+        self.report.counts.tasks += 1;
+        project_entry(&mut self.projects, &side.project)
             .tasks
             .push(TaskReview {
-                id: id.clone(),
+                id,
                 reference: tref.reference,
                 title: side.head.title.clone(),
                 changes,
             });
     }
 
-    // Events: settled by a receipt on the new side, grouped by what they are about and who.
-    let mut applied: BTreeSet<String> = BTreeSet::new();
-    let mut rejected: BTreeSet<String> = BTreeSet::new();
-    for e in new_events.iter().filter(|e| e.kind == "applied") {
-        applied.extend(e.applied.iter().cloned());
-        rejected.extend(e.rejected.iter().map(|(id, _)| id.clone()));
-        report.counts.receipts += 1;
-    }
-    let mut groups: BTreeMap<Option<String>, BTreeMap<String, Vec<EventItem>>> = BTreeMap::new();
-    let new_ids: BTreeSet<String> = new_events.iter().map(|e| e.id.clone()).collect();
-    for e in &new_events {
-        if e.kind == "applied" || old_events.contains_key(&e.id) {
-            continue;
+    /// The review: the files that waited joined by id, everything sorted and counted.
+    /// `refs` names tasks the changes do not touch (for the events about them), by id.
+    pub fn finish(mut self, refs: &dyn Fn(&str) -> Option<String>) -> Report {
+        // Tasks, joined by id across moves.
+        let (old_tasks, new_tasks) = (
+            std::mem::take(&mut self.old_tasks),
+            std::mem::take(&mut self.new_tasks),
+        );
+        let ids: BTreeSet<&String> = old_tasks.keys().chain(new_tasks.keys()).collect();
+        for id in ids {
+            self.task_review(old_tasks.get(id), new_tasks.get(id));
         }
-        let state = if rejected.contains(&e.id) {
-            "rejected"
-        } else if is_journal(&e.kind) || applied.contains(&e.id) {
-            "settled"
-        } else {
-            "pending"
-        };
-        report.counts.events += 1;
-        if state == "pending" {
-            report.counts.pending += 1;
+        let Analysis {
+            mut report,
+            mut projects,
+            task_refs,
+            old_events,
+            new_events,
+            old_notes,
+            new_notes,
+            old_risks,
+            new_risks,
+            ..
+        } = self;
+        // Notes and risks, joined by id across renames and moves.
+        let note_ids: BTreeSet<&String> = old_notes.keys().chain(new_notes.keys()).collect();
+        for id in note_ids {
+            let (o, n) = (old_notes.get(id), new_notes.get(id));
+            let Some((path, key, _)) = n.or(o) else {
+                continue;
+            };
+            if let Some(r) = note_review(path, o.map(|x| &x.2), n.map(|x| &x.2)) {
+                project_entry(&mut projects, key).notes.push(r);
+            }
         }
-        if e.kind == "help" || e.kind == "answer" {
-            report.questions.push(QuestionItem {
-                id: e.id.clone(),
-                kind: if e.kind == "help" {
-                    "question"
-                } else {
-                    "answer"
-                },
-                about: e.about.clone(),
-                reference: None,
-                by: e.created_by.clone(),
-                question: e.question.clone(),
-                text: first_line(&e.body),
-                state,
+        let risk_ids: BTreeSet<&String> = old_risks.keys().chain(new_risks.keys()).collect();
+        for id in risk_ids {
+            let (o, n) = (old_risks.get(id), new_risks.get(id));
+            let Some((project, side)) = n.or(o) else {
+                continue;
+            };
+            let changes = risk_changes(o.map(|x| &x.1), n.map(|x| &x.1));
+            if !changes.is_empty() {
+                let r = RiskReview {
+                    id: side.0.id.clone(),
+                    title: side.0.title.clone(),
+                    changes,
+                };
+                project_entry(&mut projects, project).risks.push(r);
+            }
+        }
+
+        // Events: settled by a receipt on the new side, grouped by what they are about and who.
+        let mut applied: BTreeSet<String> = BTreeSet::new();
+        let mut rejected: BTreeSet<String> = BTreeSet::new();
+        for e in new_events.iter().filter(|e| e.kind == "applied") {
+            applied.extend(e.applied.iter().cloned());
+            rejected.extend(e.rejected.iter().map(|(id, _)| id.clone()));
+            report.counts.receipts += 1;
+        }
+        let mut groups: BTreeMap<Option<String>, BTreeMap<String, Vec<EventItem>>> =
+            BTreeMap::new();
+        let new_ids: BTreeSet<String> = new_events.iter().map(|e| e.id.clone()).collect();
+        for e in &new_events {
+            if e.kind == "applied" || old_events.contains_key(&e.id) {
+                continue;
+            }
+            let state = if rejected.contains(&e.id) {
+                "rejected"
+            } else if is_journal(&e.kind) || applied.contains(&e.id) {
+                "settled"
+            } else {
+                "pending"
+            };
+            report.counts.events += 1;
+            if state == "pending" {
+                report.counts.pending += 1;
+            }
+            if e.kind == "help" || e.kind == "answer" {
+                report.questions.push(QuestionItem {
+                    id: e.id.clone(),
+                    kind: if e.kind == "help" {
+                        "question"
+                    } else {
+                        "answer"
+                    },
+                    about: e.about.clone(),
+                    reference: None,
+                    by: e.created_by.clone(),
+                    question: e.question.clone(),
+                    text: first_line(&e.body),
+                    state,
+                });
+            }
+            groups
+                .entry(e.about.clone())
+                .or_default()
+                .entry(e.created_by.clone())
+                .or_default()
+                .push(event_item(e, state));
+        }
+        for (id, e) in &old_events {
+            if new_ids.contains(id) || e.kind == "applied" {
+                continue;
+            }
+            groups
+                .entry(e.about.clone())
+                .or_default()
+                .entry(e.created_by.clone())
+                .or_default()
+                .push(event_item(e, "removed"));
+        }
+        for (about, agents) in groups {
+            let reference = about
+                .as_deref()
+                .and_then(|a| task_refs.get(a).cloned().or_else(|| refs(a)));
+            report.events.push(EventGroup {
+                about,
+                reference,
+                agents: agents
+                    .into_iter()
+                    .map(|(agent, mut events)| {
+                        events.sort_by(|a, b| a.id.cmp(&b.id));
+                        AgentEvents { agent, events }
+                    })
+                    .collect(),
             });
         }
-        groups
-            .entry(e.about.clone())
-            .or_default()
-            .entry(e.created_by.clone())
-            .or_default()
-            .push(event_item(e, state));
-    }
-    for (id, e) in &old_events {
-        if new_ids.contains(id) || e.kind == "applied" {
-            continue;
-        }
-        groups
-            .entry(e.about.clone())
-            .or_default()
-            .entry(e.created_by.clone())
-            .or_default()
-            .push(event_item(e, "removed"));
-    }
-    for (about, agents) in groups {
-        let reference = about
-            .as_deref()
-            .and_then(|a| task_refs.get(a).cloned().or_else(|| refs(a)));
-        report.events.push(EventGroup {
-            about,
-            reference,
-            agents: agents
-                .into_iter()
-                .map(|(agent, mut events)| {
-                    events.sort_by(|a, b| a.id.cmp(&b.id));
-                    AgentEvents { agent, events }
-                })
-                .collect(),
-        });
-    }
 
-    for q in &mut report.questions {
-        q.reference = q
-            .about
-            .as_deref()
-            .and_then(|a| task_refs.get(a).cloned().or_else(|| refs(a)));
+        for q in &mut report.questions {
+            q.reference = q
+                .about
+                .as_deref()
+                .and_then(|a| task_refs.get(a).cloned().or_else(|| refs(a)));
+        }
+        for p in projects.values_mut() {
+            p.tasks.sort_by(|a, b| a.reference.cmp(&b.reference));
+            p.notes.sort_by(|a, b| a.id.cmp(&b.id));
+            p.risks.sort_by(|a, b| a.id.cmp(&b.id));
+            report.counts.notes += p.notes.len();
+            report.counts.risks += p.risks.len();
+        }
+        // The workspace scope last, after the projects in name order.
+        let ws_scope = projects.remove("workspace");
+        report.projects = projects.into_values().collect();
+        report.projects.extend(ws_scope);
+        report.counts.unparseable = report.unparseable.len();
+        report.counts.outside_format = report.outside_format.len();
+        report
     }
-    for p in projects.values_mut() {
-        p.tasks.sort_by(|a, b| a.reference.cmp(&b.reference));
-        p.notes.sort_by(|a, b| a.id.cmp(&b.id));
-        p.risks.sort_by(|a, b| a.id.cmp(&b.id));
-        report.counts.notes += p.notes.len();
-        report.counts.risks += p.risks.len();
-    }
-    // The workspace scope last, after the projects in name order.
-    let ws_scope = projects.remove("workspace");
-    report.projects = projects.into_values().collect();
-    report.projects.extend(ws_scope);
-    report.counts.unparseable = report.unparseable.len();
-    report.counts.outside_format = report.outside_format.len();
-    report
 }
 
 fn event_item(e: &EventHead, state: &'static str) -> EventItem {

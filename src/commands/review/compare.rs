@@ -264,12 +264,14 @@ pub(super) fn review(
     head: &Side,
     read: &dyn Fn(usize, usize),
 ) -> Result<Report, Error> {
-    let changes = model::file_changes(
+    let mut analysis = model::Analysis::new(&model::ws_prefix(ws));
+    model::file_changes(
         ws,
         repo,
         base.commit.as_deref(),
         head.commit.as_deref(),
         read,
+        &mut |c| analysis.add(&c),
     )?;
     let lookup = std::cell::OnceCell::new();
     let refs = |id: &str| -> Option<String> {
@@ -288,7 +290,7 @@ pub(super) fn review(
             .flatten()
             .map(|e| e.reference())
     };
-    Ok(model::analyse(&model::ws_prefix(ws), &changes, &refs))
+    Ok(analysis.finish(&refs))
 }
 
 fn title(base: &Side, head: &Side) -> String {
