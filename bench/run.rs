@@ -775,6 +775,21 @@ fn peak_rss(at: &Value) -> Option<(u64, String)> {
     ] {
         all.extend(v["peak_rss_kib"].as_u64().map(|k| (k, name.to_string())));
     }
+    for stage in at["git"]["stages"].as_array().into_iter().flatten() {
+        let branches = stage["branches"].as_u64().unwrap_or(0);
+        for step in [
+            "cleanup_preview",
+            "cleanup_preview_all",
+            "cleanup_apply",
+            "delivery_reconcile",
+        ] {
+            all.extend(
+                stage[step]["peak_rss_kib"]
+                    .as_u64()
+                    .map(|k| (k, format!("{step} at {branches} branches"))),
+            );
+        }
+    }
     all.into_iter().max_by_key(|(k, _)| *k)
 }
 
