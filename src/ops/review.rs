@@ -1649,3 +1649,121 @@ pub fn task_history(
     }
     Ok((out, false))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A task file; a checked one is done (and says how).
+    fn task(id: &str, title: &str, checked: bool) -> Vec<u8> {
+        let (mark, resolution) = if checked {
+            ("x", "resolution = \"completed\"\n")
+        } else {
+            (" ", "")
+        };
+        format!(
+            "+++\nid = \"{id}\"\nkind = \"task\"\ncreated = 2026-03-02T09:20:11Z\ncreated_by = \"a-root\"\nowner = \"a-root\"\nrev = \"01KJPX6ZT80000000000000001\"\npriority = \"should\"\n{resolution}+++\n\n# {title}\n\n## Acceptance\n- [{mark}] It works\n"
+        )
+        .into_bytes()
+    }
+
+    fn change(path: &str, old: Option<Vec<u8>>, new: Option<Vec<u8>>) -> FileChange {
+        FileChange {
+            path: path.to_string(),
+            old,
+            new,
+        }
+    }
+
+    fn reviews(report: &Report) -> Vec<(String, Vec<Change>)> {
+        report
+            .projects
+            .iter()
+            .flat_map(|p| &p.tasks)
+            .map(|t| (t.id.clone(), t.changes.clone()))
+            .collect()
+    }
+
+    const EDITED: &str = "t-01KJPX6ZT80000000000000010";
+    const MOVED: &str = "t-01KJPX6ZT80000000000000020";
+
+    #[test]
+    fn a_task_edited_in_place_and_one_moved_between_folders_are_one_review_each() {
+        let changes = [
+            change(
+                "projects/p/tasks/done/00002-moved.md",
+                None,
+                Some(task(MOVED, "Moved", true)),
+            ),
+            change(
+                "projects/p/tasks/open/00001-edited.md",
+                Some(task(EDITED, "Edited", false)),
+                Some(task(EDITED, "Edited", true)),
+            ),
+            change(
+                "projects/p/tasks/open/00002-moved.md",
+                Some(task(MOVED, "Moved", false)),
+                None,
+            ),
+        ];
+        let report = analyse(".dacli", &changes, &|_| None);
+        let got = reviews(&report);
+        assert!(report.unparseable.is_empty(), "{:?}", report.unparseable);
+        assert_eq!(got.len(), 2, "{got:?}");
+        let of = |id: &str| &got.iter().find(|(i, _)| i == id).expect(id).1;
+        assert!(
+            of(EDITED)
+                .iter()
+                .any(|c| matches!(c, Change::CriterionChecked { .. })),
+            "{:?}",
+            of(EDITED)
+        );
+        assert!(
+            of(EDITED)
+                .iter()
+                .all(|c| !matches!(c, Change::Created { .. } | Change::Removed { .. })),
+            "{:?}",
+            of(EDITED)
+        );
+        assert!(
+            of(MOVED).contains(&Change::Status {
+                from: "open".into(),
+                to: "done".into()
+            }),
+            "{:?}",
+            of(MOVED)
+        );
+        assert_eq!(report.counts.tasks, 2);
+        assert_eq!(report.counts.files, 3);
+    }
+
+    #[test]
+    fn a_copy_of_a_task_edited_in_place_is_reported_as_created_beside_the_edit() {
+        let changes = [
+            change(
+                "projects/p/tasks/open/00001-edited.md",
+                Some(task(EDITED, "Edited", false)),
+                Some(task(EDITED, "Edited", true)),
+            ),
+            change(
+                "projects/p/tasks/open/00009-copy.md",
+                None,
+                Some(task(EDITED, "Edited", true)),
+            ),
+        ];
+        let got = reviews(&analyse(".dacli", &changes, &|_| None));
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(got.iter().all(|(id, _)| id == EDITED));
+        assert!(
+            got.iter().any(|(_, c)| c
+                .iter()
+                .any(|c| matches!(c, Change::CriterionChecked { .. }))),
+            "the edit is kept: {got:?}"
+        );
+        assert!(
+            got.iter()
+                .any(|(_, c)| c.iter().any(|c| matches!(c, Change::Created { .. }))),
+            "the copy is named: {got:?}"
+        );
+    }
+}

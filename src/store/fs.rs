@@ -788,10 +788,12 @@ impl OpenDir {
         }
     }
 
+    /// The directory's path.
     pub fn path(&self) -> &Path {
         &self.path
     }
 
+    /// The descriptor each open and `lstat` is relative to (`None`: no real directory).
     #[cfg(target_os = "linux")]
     pub fn fd(&self) -> Option<rustix::fd::BorrowedFd<'_>> {
         use rustix::fd::AsFd;
