@@ -46,6 +46,9 @@ impl View {
         let log = doc.log();
         f.last_log_at = log.last().map(|l| l.at.clone());
         f.active_since = crate::model::task::active_since(&log);
+        f.generation = doc.generation();
+        f.reopened_at = crate::model::task::reopened_at(&log);
+        f.delivery = doc.view().delivery();
         View {
             entry: Arc::new(TaskEntry::new(&f)),
             finish_requested: folded.finish_requested(),

@@ -380,8 +380,9 @@ impl Snapshot {
     }
 
     /// The entry the accessors read for an entry of `tasks`: its folded view when pending
-    /// events change it, else itself.
-    fn shown<'a>(&'a self, t: &'a TaskEntry) -> &'a TaskEntry {
+    /// events change it, else itself. Its identity (project, id, number, slug) is the
+    /// entry's own.
+    pub fn shown<'a>(&'a self, t: &'a TaskEntry) -> &'a TaskEntry {
         if self.folded_at.contains(&address(t))
             && let Some(v) = self.views.get(t.id())
         {

@@ -58,6 +58,14 @@ pub fn active_since(log: &[LogLine]) -> Option<String> {
         .map(|l| l.at.clone())
 }
 
+/// Timestamp of the last Log line that reopened the task, if any.
+pub fn reopened_at(log: &[LogLine]) -> Option<String> {
+    log.iter()
+        .rev()
+        .find(|l| l.text.starts_with("reopened"))
+        .map(|l| l.at.clone())
+}
+
 /// The parts of a task that status and listings need.
 #[derive(Debug, Clone)]
 pub struct TaskHead {

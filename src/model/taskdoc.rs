@@ -74,6 +74,15 @@ pub struct ClaimTry<'a> {
     pub refused: bool,
 }
 
+/// The recorded delivery of a task (FORMAT §12 `delivery`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Delivery {
+    pub branch: Option<String>,
+    pub pr: Option<i64>,
+    /// Full SHA-1s, lower-case.
+    pub commits: Vec<String>,
+}
+
 /// The fields of a task's frontmatter that its index entry needs, read from any table: the
 /// editable one of a [`TaskDoc`], or the read-only one of a file parsed only to be indexed
 /// ([`crate::store::ReadDocument`]).
@@ -121,6 +130,37 @@ impl<'a> TaskFront<'a> {
         Estimate::new(num("optimistic")?, num("probable")?, num("pessimistic")?)
             .map(Some)
             .map_err(bad)
+    }
+
+    /// The recorded delivery (FORMAT §12 `delivery`); commits that are not a full
+    /// hexadecimal SHA-1 are left out, the rest lower-cased.
+    pub fn delivery(self) -> Delivery {
+        let Some(d) = self.0.get("delivery") else {
+            return Delivery::default();
+        };
+        Delivery {
+            branch: d.get("branch").and_then(|b| b.as_str()).map(str::to_string),
+            pr: d.get("pr").and_then(|p| p.as_integer()),
+            commits: d
+                .get("commits")
+                .and_then(|c| c.as_array())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|v| v.as_str())
+                        .filter(|s| s.len() == 40 && s.bytes().all(|b| b.is_ascii_hexdigit()))
+                        .map(str::to_ascii_lowercase)
+                        .collect()
+                })
+                .unwrap_or_default(),
+        }
+    }
+
+    /// How many times the task was reopened (FORMAT §12 `generation`; 0 when absent).
+    pub fn generation(self) -> i64 {
+        self.0
+            .get("generation")
+            .and_then(Item::as_integer)
+            .unwrap_or(0)
     }
 
     /// The `depends_on` edges (type defaults to FS).
@@ -193,10 +233,7 @@ impl TaskDoc {
     }
 
     pub fn generation(&self) -> i64 {
-        self.front
-            .get("generation")
-            .and_then(Item::as_integer)
-            .unwrap_or(0)
+        self.view().generation()
     }
 
     /// The title: the first level-1 heading of the body.

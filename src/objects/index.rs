@@ -24,7 +24,7 @@ use std::sync::Arc;
 use super::codec::{Buf, Extent, Input, Output, Record, RecordBuilder, offset_at, offset_width};
 
 use crate::model::task::{TaskHead, parse_task_filename};
-use crate::model::taskdoc::strip_wikilink;
+use crate::model::taskdoc::{Delivery, strip_wikilink};
 use crate::store::index::{DirRows, DirUpdate, FileRow, Row};
 use crate::store::{Problem, ReadDocument, Reason, TEMP_PREFIX};
 use crate::workspace::{STATUS_FOLDERS, Workspace};
@@ -33,7 +33,7 @@ use super::{Error, Listing, field_problem, warn_or_fail};
 
 /// The layout of extracts; with each extract type's fingerprint ([`format_of`]) it names
 /// the kind rows are stored under. Bumped when bytes are read differently.
-const FORMAT: &str = "dacli-index/10";
+const FORMAT: &str = "dacli-index/11";
 
 pub use crate::store::Stamp;
 
@@ -528,6 +528,12 @@ pub struct TaskFields {
     pub active_since: Option<String>,
     /// Path relative to the workspace directory.
     pub file: String,
+    /// How many times the task was reopened.
+    pub generation: i64,
+    /// Timestamp of the last Log line that reopened it, if any.
+    pub reopened_at: Option<String>,
+    /// The recorded delivery.
+    pub delivery: Delivery,
 }
 
 /// The strings of a task entry, in the order they are stored.
@@ -560,6 +566,21 @@ const HAS_LAST_LOG: u8 = 8;
 const HAS_ACTIVE_SINCE: u8 = 16;
 /// The string offsets are `u32`, not `u16`.
 const WIDE: u8 = 32;
+
+/// An optional string as a list of none or one.
+fn optional_str(out: &mut Output, s: Option<&str>) {
+    out.var(u64::from(s.is_some()));
+    if let Some(s) = s {
+        out.str(s);
+    }
+}
+
+fn read_optional_str<'a>(input: &mut Input<'a>) -> Option<&'a str> {
+    match input.count()? {
+        0 => None,
+        _ => input.str(),
+    }
+}
 
 impl TaskEntry {
     /// The entry holding `f`, in a buffer of its own.
@@ -615,6 +636,17 @@ impl TaskEntry {
         for (on, kind) in &f.depends_on {
             out.str(on);
             out.str(kind);
+        }
+        out.ivar(i128::from(f.generation));
+        optional_str(&mut out, f.reopened_at.as_deref());
+        optional_str(&mut out, f.delivery.branch.as_deref());
+        out.var(u64::from(f.delivery.pr.is_some()));
+        if let Some(pr) = f.delivery.pr {
+            out.ivar(i128::from(pr));
+        }
+        out.var(f.delivery.commits.len() as u64);
+        for c in &f.delivery.commits {
+            out.str(c);
         }
         TaskEntry(Extent::own(out.0))
     }
@@ -751,6 +783,56 @@ impl TaskEntry {
             .collect()
     }
 
+    /// The input positioned after the dependencies, at the generation.
+    fn after_lists(&self) -> Input<'_> {
+        let mut input = self.lists();
+        for _ in 0..input.count().unwrap_or(0) {
+            input.span();
+        }
+        for _ in 0..input.count().unwrap_or(0) {
+            input.span();
+            input.span();
+        }
+        input
+    }
+
+    /// How many times the task was reopened.
+    pub fn generation(&self) -> i64 {
+        let v = self.after_lists().ivar().unwrap_or(0);
+        i64::try_from(v).unwrap_or(0)
+    }
+
+    /// Timestamp of the last Log line that reopened it, if any.
+    pub fn reopened_at(&self) -> Option<&str> {
+        let mut input = self.after_lists();
+        input.ivar()?;
+        read_optional_str(&mut input)
+    }
+
+    /// The recorded delivery.
+    pub fn delivery(&self) -> Delivery {
+        let mut input = self.after_lists();
+        let decoded = (|| {
+            input.ivar()?;
+            read_optional_str(&mut input);
+            let branch = read_optional_str(&mut input).map(str::to_string);
+            let pr = match input.count()? {
+                0 => None,
+                _ => Some(i64::try_from(input.ivar()?).ok()?),
+            };
+            let n = input.count()?;
+            let commits = (0..n)
+                .map_while(|_| input.str().map(str::to_string))
+                .collect();
+            Some(Delivery {
+                branch,
+                pr,
+                commits,
+            })
+        })();
+        decoded.unwrap_or_default()
+    }
+
     /// All fields, owned.
     pub fn fields(&self) -> TaskFields {
         let own = |s: Option<&str>| s.map(str::to_string);
@@ -778,6 +860,9 @@ impl TaskEntry {
             last_log_at: own(self.last_log_at()),
             active_since: own(self.active_since()),
             file: self.file().to_string(),
+            generation: self.generation(),
+            reopened_at: own(self.reopened_at()),
+            delivery: self.delivery(),
         }
     }
 
@@ -834,6 +919,13 @@ impl Extract for TaskEntry {
             last_log_at: Some("last_log_at".into()),
             active_since: Some("active_since".into()),
             file: "file".into(),
+            generation: 1,
+            reopened_at: Some("reopened_at".into()),
+            delivery: Delivery {
+                branch: Some("branch".into()),
+                pr: Some(2),
+                commits: vec!["commit".into()],
+            },
         })
     }
 
@@ -999,6 +1091,9 @@ fn task_entry(
         last_log_at: head.log.last().map(|l| l.at.clone()),
         active_since,
         file,
+        generation: front.generation(),
+        reopened_at: crate::model::task::reopened_at(&head.log),
+        delivery: front.delivery(),
     }))
 }
 
@@ -1216,6 +1311,17 @@ mod tests {
                 .is_multiple_of(5)
                 .then(|| "2026-03-03T10:02:44Z".to_string()),
             file: format!("projects/checkout/tasks/active/{n:03}-task-{n}.md"),
+            generation: i64::from(n % 3) - 1,
+            reopened_at: n
+                .is_multiple_of(4)
+                .then(|| "2026-03-04T08:00:00Z".to_string()),
+            delivery: Delivery {
+                branch: n
+                    .is_multiple_of(2)
+                    .then(|| format!("dacli/{n:03}-task-{n}")),
+                pr: (n % 3 == 1).then_some(i64::from(n) * 1000),
+                commits: (0..n % 3).map(|c| format!("{c:040x}")).collect(),
+            },
         }
     }
 

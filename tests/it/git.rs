@@ -1085,6 +1085,70 @@ fn delivery_fixture() -> (Repo, Vec<String>) {
     (repo, ids)
 }
 
+/// Reconcile reads each task's recorded delivery through the derived index: a hand edit of
+/// the `delivery` table in place (same inode, as an editor saves) shows at once, and the
+/// answer with the index deleted is the same.
+#[test]
+fn delivery_reconcile_sees_a_hand_edit_of_a_recorded_delivery_warm_and_cold() {
+    let (repo, ids) = delivery_fixture();
+    let args = ["delivery", "reconcile", "--project", "checkout"];
+    let state = |doc: &Value, n: usize| observation(doc, &ids[n])["state"].clone();
+    let warm = ok(&repo, &args);
+    assert_eq!(state(&warm, 2), "orphaned", "{warm}");
+    assert_eq!(
+        observation(&warm, &ids[2])["branch"],
+        "dacli/003-orphaned-work"
+    );
+
+    // Task 2 records a delivery by hand; task 3's record is taken out. Both in place.
+    let task2 = repo.ws("projects/checkout/tasks/open/002-pending-work.md");
+    let task3 = repo.ws("projects/checkout/tasks/open/003-orphaned-work.md");
+    let text3 = std::fs::read_to_string(&task3).unwrap();
+    let line = text3
+        .lines()
+        .find(|l| l.starts_with("delivery = "))
+        .unwrap()
+        .to_string();
+    let rewrite = |path: &Path, text: &str| {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(path)
+            .unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+    };
+    rewrite(&task3, &text3.replacen(&format!("{line}\n"), "", 1));
+    let text2 = std::fs::read_to_string(&task2).unwrap().replacen(
+        "priority = \"should\"\n",
+        "priority = \"should\"\ndelivery = { branch = \"dacli/renamed-by-hand\", pr = 41 }\n",
+        1,
+    );
+    rewrite(&task2, &text2);
+
+    let edited = ok(&repo, &args);
+    assert_eq!(
+        observation(&edited, &ids[1])["branch"],
+        "dacli/renamed-by-hand",
+        "{edited}"
+    );
+    assert_eq!(observation(&edited, &ids[1])["pr"], 41);
+    assert_ne!(state(&edited, 2), "orphaned", "{edited}");
+    assert_eq!(
+        observation(&edited, &ids[2])["branch"],
+        Value::Null,
+        "{edited}"
+    );
+
+    std::fs::remove_dir_all(repo.ws("cache")).unwrap();
+    let cold = ok(&repo, &args);
+    assert_eq!(
+        cold["data"]["observations"], edited["data"]["observations"],
+        "the same answer without the index"
+    );
+    assert_eq!(cold["data"]["plan_digest"], edited["data"]["plan_digest"]);
+}
+
 fn observation<'a>(doc: &'a Value, id: &str) -> &'a Value {
     doc["data"]["observations"]
         .as_array()

@@ -20,10 +20,10 @@ use super::common::{
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome};
 use crate::git::{self, Head, Repo};
 use crate::journal::evidence::{Evidence, EvidenceItem};
+use crate::journal::snapshot::Snapshot;
 use crate::journal::txn::{StepStatus, Txn, TxnOutcome};
-use crate::journal::view::World;
 use crate::model::task::Status;
-use crate::objects::tasks::Located;
+use crate::objects::index::TaskEntry;
 use crate::ops;
 use crate::policy::apply::{self as contract, ApplyRequest};
 
@@ -453,8 +453,8 @@ fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, 
         notices,
     )?;
     let repo = Repo::open(ws.root())?;
-    let world = World::load(ws, &|facts| crate::policy::dod::evaluate(facts).passed)?;
-    ctx.warn_all(world.warnings.iter().cloned());
+    let snapshot = Snapshot::load(ws, &|facts| crate::policy::dod::evaluate(facts).passed)?;
+    ctx.warn_all(snapshot.warnings.iter().cloned());
     let ancestry = match base.provable() {
         Some(sha) => Some(repo.ancestry(sha)?),
         None => None,
@@ -471,7 +471,7 @@ fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, 
             }
         }
     }
-    let branch_tasks = BranchTasks::new(&world.tasks);
+    let branch_tasks = BranchTasks::new(&snapshot);
     let env = Env {
         ctx,
         branch_tasks: &branch_tasks,
@@ -624,7 +624,7 @@ struct Env<'a> {
 impl Env<'_> {
     /// `ancestor_of_fresh_base`: every commit of the tip is on the base, or a commit on the
     /// base that names the task by trailer holds exactly the branch's changes (a squash merge).
-    fn ancestor(&self, tip: &str, task: Option<&Located>) -> Result<Proof, Error> {
+    fn ancestor(&self, tip: &str, task: Option<&TaskEntry>) -> Result<Proof, Error> {
         let Some(ancestry) = self.ancestry else {
             return Ok(Proof::new(
                 "ancestor_of_fresh_base",
@@ -644,7 +644,7 @@ impl Env<'_> {
         if let Some(t) = task {
             for commit in self
                 .squashes
-                .get(&t.task.id.to_ascii_lowercase())
+                .get(&t.id().to_ascii_lowercase())
                 .into_iter()
                 .flatten()
             {
@@ -656,7 +656,7 @@ impl Env<'_> {
                             "squash-merged: {} on {} names {} and holds the branch's changes",
                             &commit[..commit.len().min(12)],
                             self.base.name,
-                            t.task.id
+                            t.id()
                         ),
                         "unique_commits",
                     ));
@@ -713,27 +713,27 @@ impl Env<'_> {
     }
 
     /// `task_known` and the task.
-    fn task(&self, short: &str) -> (Proof, Option<&Located>) {
+    fn task(&self, short: &str) -> (Proof, Option<&TaskEntry>) {
         match self.branch_tasks.task_of(short) {
             Ok(t) => (
-                Proof::new("task_known", Ok(true), t.task.id.clone(), "unproven"),
+                Proof::new("task_known", Ok(true), t.id().to_string(), "unproven"),
                 Some(t),
             ),
             Err(why) => (Proof::new("task_known", Err(why), "", "unproven"), None),
         }
     }
 
-    fn in_scope(&self, task: Option<&Located>) -> bool {
+    fn in_scope(&self, task: Option<&TaskEntry>) -> bool {
         match self.project {
             None => true,
-            Some(p) => task.is_some_and(|t| t.project == p),
+            Some(p) => task.is_some_and(|t| t.project() == p),
         }
     }
 }
 
 /// `not_reopened`: a done task, or one never reopened. A reopened task still in progress may
 /// be using its branch again.
-fn not_reopened(task: Option<&Located>) -> Proof {
+fn not_reopened(task: Option<&TaskEntry>) -> Proof {
     match task {
         None => Proof::new(
             "not_reopened",
@@ -741,7 +741,7 @@ fn not_reopened(task: Option<&Located>) -> Proof {
             "",
             "reopened",
         ),
-        Some(t) if t.doc.status == Status::Done || t.doc.generation() == 0 => {
+        Some(t) if t.status() == Status::Done || t.generation() == 0 => {
             Proof::new("not_reopened", Ok(true), "", "reopened")
         }
         Some(t) => Proof::new(
@@ -749,8 +749,8 @@ fn not_reopened(task: Option<&Located>) -> Proof {
             Ok(false),
             format!(
                 "the task was reopened (generation {}) and is {}",
-                t.doc.generation(),
-                t.doc.status.as_str()
+                t.generation(),
+                t.status().as_str()
             ),
             "reopened",
         ),
@@ -839,7 +839,7 @@ fn branch_candidate(
         path: None,
         reference: Some(name.into()),
         tip: Some(tip.into()),
-        task: task.map(|t| t.task.id.clone()),
+        task: task.map(|t| t.id().to_string()),
         owner: task.map(state_owner),
         reason: Some("delivered".into()),
         proofs,
@@ -982,7 +982,7 @@ fn worktree_candidate(
         path: Some(shown),
         reference: branch,
         tip,
-        task: task.map(|t| t.task.id.clone()),
+        task: task.map(|t| t.id().to_string()),
         owner: task.map(state_owner),
         reason: Some(reason.into()),
         proofs,
@@ -1019,7 +1019,7 @@ fn person_files(files: Vec<git::cli::Ignored>) -> Vec<git::cli::Ignored> {
 fn dead_reason(
     env: &Env<'_>,
     wt: &git::Worktree,
-    task: Option<&Located>,
+    task: Option<&TaskEntry>,
     tip: Option<&str>,
 ) -> Result<(&'static str, Vec<Proof>), Error> {
     if matches!(wt.head, Some(Head::Unborn { .. })) {
@@ -1029,14 +1029,14 @@ fn dead_reason(
         ));
     }
     if let Some(t) = task
-        && t.doc.status == Status::Done
+        && t.status() == Status::Done
     {
         return Ok((
             "run_finished",
             vec![Proof::new(
                 "owner_terminal",
                 Ok(true),
-                format!("{} is done; its branch stays", t.task.id),
+                format!("{} is done; its branch stays", t.id()),
                 "live_owner",
             )],
         ));
@@ -1059,8 +1059,8 @@ fn dead_reason(
             Ok(false),
             format!(
                 "{} is {}; its assignee may still work here",
-                t.task.id,
-                t.doc.status.as_str()
+                t.id(),
+                t.status().as_str()
             ),
             "live_owner",
         ),

@@ -12,9 +12,11 @@ pub(super) use crate::dispatch::apply::{
 };
 use crate::dispatch::{Ctx, Error, Outcome};
 use crate::git::{self, Head, Repo};
+use crate::journal::snapshot::Snapshot;
 use crate::model::Refusal;
 use crate::model::id::{ROOT_AGENT, parse_ulid};
-use crate::objects::tasks::{self, Located};
+use crate::objects::index::TaskEntry;
+use crate::objects::tasks;
 
 /// The text lines of an applied (or replayed) transaction: its outcome, its id, and the
 /// evidence files it wrote.
@@ -205,41 +207,12 @@ pub(super) fn normalise_task_id(v: &str) -> String {
     v.trim().to_ascii_lowercase()
 }
 
-/// The recorded delivery of a task (FORMAT §12 `delivery`).
-#[derive(Debug, Clone, Default)]
-pub(super) struct Delivery {
-    pub branch: Option<String>,
-    pub pr: Option<i64>,
-    pub commits: Vec<String>,
-}
-
-/// The `delivery` table of a task, when it has one.
-pub(super) fn delivery_of(t: &Located) -> Delivery {
-    let Some(d) = t.doc.front.get("delivery") else {
-        return Delivery::default();
-    };
-    Delivery {
-        branch: d.get("branch").and_then(|b| b.as_str()).map(str::to_string),
-        pr: d.get("pr").and_then(|p| p.as_integer()),
-        commits: d
-            .get("commits")
-            .and_then(|c| c.as_array())
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_str())
-                    .filter(|s| s.len() == 40 && s.bytes().all(|b| b.is_ascii_hexdigit()))
-                    .map(str::to_ascii_lowercase)
-                    .collect()
-            })
-            .unwrap_or_default(),
-    }
-}
-
 /// The map from branches to tasks, built once: each branch is matched through indexes of the
 /// tasks' recorded branches, numbers, slugs and ids, so a repository of thousands of task
 /// branches costs one lookup per branch, not a scan of every task.
 pub(super) struct BranchTasks<'a> {
-    all: &'a [Located],
+    /// Every task as the snapshot shows it (folded where pending events change it).
+    all: Vec<&'a TaskEntry>,
     /// Tasks by the branch their recorded delivery names.
     recorded: HashMap<String, Vec<usize>>,
     by_number: HashMap<u32, Vec<usize>>,
@@ -249,38 +222,39 @@ pub(super) struct BranchTasks<'a> {
 }
 
 /// A task as reference resolution sees it, for resolving among a few of them.
-struct Key<'a>(&'a Located);
+struct Key<'a>(&'a TaskEntry);
 
 impl tasks::TaskKey for Key<'_> {
     fn key_project(&self) -> &str {
-        &self.0.project
+        self.0.project()
     }
     fn key_id(&self) -> &str {
-        &self.0.task.id
+        self.0.id()
     }
     fn key_number(&self) -> u32 {
-        self.0.task.number
+        self.0.number()
     }
     fn key_slug(&self) -> &str {
-        &self.0.task.slug
+        self.0.slug()
     }
 }
 
 impl<'a> BranchTasks<'a> {
-    pub fn new(all: &'a [Located]) -> BranchTasks<'a> {
+    pub fn new(snapshot: &'a Snapshot) -> BranchTasks<'a> {
+        let all: Vec<&TaskEntry> = snapshot.tasks.iter().map(|t| snapshot.shown(t)).collect();
         let mut recorded: HashMap<String, Vec<usize>> = HashMap::new();
         let mut by_number: HashMap<u32, Vec<usize>> = HashMap::new();
         let mut by_slug: HashMap<&str, Vec<usize>> = HashMap::new();
         let mut by_id: HashMap<&str, usize> = HashMap::new();
         let mut projects = HashSet::new();
-        for (i, t) in all.iter().enumerate() {
-            if let Some(b) = delivery_of(t).branch {
+        for (i, &t) in all.iter().enumerate() {
+            if let Some(b) = t.delivery().branch {
                 recorded.entry(b).or_default().push(i);
             }
-            by_number.entry(t.task.number).or_default().push(i);
-            by_slug.entry(t.task.slug.as_str()).or_default().push(i);
-            by_id.insert(t.task.id.as_str(), i);
-            projects.insert(t.project.as_str());
+            by_number.entry(t.number()).or_default().push(i);
+            by_slug.entry(t.slug()).or_default().push(i);
+            by_id.insert(t.id(), i);
+            projects.insert(t.project());
         }
         BranchTasks {
             all,
@@ -295,9 +269,9 @@ impl<'a> BranchTasks<'a> {
     /// The task a branch (short name, `dacli/...`) belongs to: the one whose recorded delivery
     /// names it, else the task the part after `dacli/` refers to (`002-slug`,
     /// `checkout/002-slug`). `Err` carries why it is not known (no match, or several).
-    pub fn task_of(&self, branch: &str) -> Result<&'a Located, String> {
+    pub fn task_of(&self, branch: &str) -> Result<&'a TaskEntry, String> {
         match self.recorded.get(branch).map(Vec::as_slice) {
-            Some([one]) => return Ok(&self.all[*one]),
+            Some([one]) => return Ok(self.all[*one]),
             Some(many) if many.len() > 1 => {
                 return Err(format!(
                     "{} tasks record this branch in `delivery`",
@@ -314,7 +288,7 @@ impl<'a> BranchTasks<'a> {
         let few: Vec<Key<'a>> = self
             .could_name(rest)
             .into_iter()
-            .map(|i| Key(&self.all[i]))
+            .map(|i| Key(self.all[i]))
             .collect();
         match tasks::resolve_among(&few, rest, |p| self.projects.contains(p)) {
             Ok(t) => Ok(t.0),
@@ -366,11 +340,8 @@ impl<'a> BranchTasks<'a> {
 }
 
 /// The identity whose state a task's branch and worktree are: its assignee, else its owner.
-pub(super) fn state_owner(t: &Located) -> String {
-    t.doc
-        .assignee()
-        .unwrap_or_else(|| t.doc.owner())
-        .to_string()
+pub(super) fn state_owner(t: &TaskEntry) -> String {
+    t.assignee().unwrap_or_else(|| t.owner()).to_string()
 }
 
 /// `grant.root_required` for an apply that touches state of identities other than the caller.

@@ -11,18 +11,18 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::common::{
-    self, ApplyArgs, Base, BranchTasks, Notice, Run, Start, TRAILERS, announce, delivery_of,
-    digest_of, frozen, normalise_task_id, observe_base, project_slug, refused,
+    self, ApplyArgs, Base, BranchTasks, Notice, Run, Start, TRAILERS, announce, digest_of, frozen,
+    normalise_task_id, observe_base, project_slug, refused,
 };
 use crate::dispatch::{Class, Classify, Command, Ctx, Error, Mcp, Outcome};
 use crate::git::{Ancestry, Repo};
 use crate::journal::evidence::{self, Evidence, EvidenceItem};
+use crate::journal::snapshot::Snapshot;
 use crate::journal::txn::{StepStatus, Txn, TxnOutcome};
-use crate::journal::view::World;
 use crate::model::agent::AgentStatus;
 use crate::model::id::ROOT_AGENT;
 use crate::model::task::Status;
-use crate::objects::tasks::Located;
+use crate::objects::index::TaskEntry;
 use crate::ops;
 use crate::policy::apply::{self as contract, ApplyRequest};
 
@@ -270,17 +270,18 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
         }
         Start::Preview => {
             let mut notices = Vec::new();
-            let plan = observe(ctx, &req, &mut notices)?;
+            let snapshot = snapshot(ctx)?;
+            let plan = observe(ctx, &snapshot, &req, &mut notices)?;
             let digest = digest_of(&plan)?;
             announce(ctx, &notices);
-            let refusals = item_refusals(ctx, &plan)?;
+            let refusals = item_refusals(&snapshot, &plan);
             Ok(Outcome::Done(response(
                 "preview", plan, digest, None, notices, refusals,
             )))
         }
         Start::Fresh { digest: expected } => {
             let mut notices = Vec::new();
-            let plan = observe(ctx, &req, &mut notices)?;
+            let plan = observe(ctx, &snapshot(ctx)?, &req, &mut notices)?;
             let digest = digest_of(&plan)?;
             let gate = ApplyRequest {
                 command: COMMAND,
@@ -300,25 +301,41 @@ fn run(ctx: &Ctx, req: Request) -> Result<Outcome<Response>, Error> {
 
 // ----- observation -----------------------------------------------------------------------
 
-fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, Error> {
+/// Every task, through the index, with what pending events change folded in.
+fn snapshot(ctx: &Ctx) -> Result<Snapshot, Error> {
+    let snapshot = Snapshot::load(ctx.ws()?, &|f| crate::policy::dod::evaluate(f).passed)?;
+    ctx.warn_all(snapshot.warnings.iter().cloned());
+    Ok(snapshot)
+}
+
+fn observe(
+    ctx: &Ctx,
+    snapshot: &Snapshot,
+    req: &Request,
+    notices: &mut Vec<Notice>,
+) -> Result<Plan, Error> {
     let ws = ctx.ws()?;
     let project = project_slug(ctx, req.project.as_deref())?;
-    let world = World::load(ws, &|f| crate::policy::dod::evaluate(f).passed)?;
-    ctx.warn_all(world.warnings.iter().cloned());
-    let mut chosen: Vec<&Located> = Vec::new();
+    let mut chosen: Vec<&TaskEntry> = Vec::new();
     for r in &req.task {
-        let t = world.resolve(r)?;
-        if !chosen.iter().any(|c| c.task.id == t.task.id) {
+        let t = snapshot.shown(snapshot.resolve_reported(r)?);
+        if !chosen.iter().any(|c| c.id() == t.id()) {
             chosen.push(t);
         }
     }
     if let Some(p) = &project {
-        chosen.extend(world.tasks.iter().filter(|t| &t.project == p));
+        chosen.extend(
+            snapshot
+                .tasks
+                .iter()
+                .filter(|t| t.project() == p)
+                .map(|t| snapshot.shown(t)),
+        );
     }
-    chosen.sort_by(|a, b| (&a.project, a.task.number).cmp(&(&b.project, b.task.number)));
+    chosen.sort_by(|a, b| (a.project(), a.number()).cmp(&(b.project(), b.number())));
     let base_project = project
         .clone()
-        .or_else(|| chosen.first().map(|t| t.project.clone()));
+        .or_else(|| chosen.first().map(|t| t.project().to_string()));
     let repo = Repo::open(ws.root())?;
     let base = observe_base(
         ctx,
@@ -329,14 +346,14 @@ fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, 
         notices,
     )?;
     let repo = Repo::open(ws.root())?;
-    if !req.offline && chosen.iter().any(|t| delivery_of(t).pr.is_some()) {
+    if !req.offline && chosen.iter().any(|t| t.delivery().pr.is_some()) {
         notices.push(Notice::new(
             "git_sources_only",
             "pull-request states are not read: delivery is judged from git alone, so a recorded PR proves nothing by itself",
         ));
     }
     // Every task branch, local and on origin, by the task it belongs to.
-    let branch_tasks = BranchTasks::new(&world.tasks);
+    let branch_tasks = BranchTasks::new(snapshot);
     let mut branches: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
     let mut all_tips: Vec<String> = Vec::new();
     for prefix in ["refs/heads/dacli/", "refs/remotes/origin/dacli/"] {
@@ -348,7 +365,7 @@ fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, 
                 .unwrap_or(&name);
             if let Ok(t) = branch_tasks.task_of(short) {
                 branches
-                    .entry(t.task.id.clone())
+                    .entry(t.id().to_string())
                     .or_default()
                     .push((name, sha));
             }
@@ -406,9 +423,9 @@ fn observe(ctx: &Ctx, req: &Request, notices: &mut Vec<Notice>) -> Result<Plan, 
             &base,
             ancestry.as_ref(),
             t,
-            branches.get(&t.task.id).map(Vec::as_slice).unwrap_or(&[]),
+            branches.get(t.id()).map(Vec::as_slice).unwrap_or(&[]),
             trailer_commits
-                .get(&t.task.id.to_ascii_lowercase())
+                .get(&t.id().to_ascii_lowercase())
                 .map(Vec::as_slice)
                 .unwrap_or(&[]),
         )?;
@@ -441,11 +458,11 @@ fn observe_task(
     repo: &Repo,
     base: &Base,
     ancestry: Option<&Ancestry<'_>>,
-    t: &Located,
+    t: &TaskEntry,
     branches: &[(String, String)],
     trailers: &[String],
 ) -> Result<Observation, Error> {
-    let delivery = delivery_of(t);
+    let delivery = t.delivery();
     let mut sources = Vec::new();
     let mut tips: Vec<Tip> = Vec::new();
     let mut refs: Vec<(String, String)> = branches.to_vec();
@@ -519,10 +536,10 @@ fn observe_task(
         classify(base, &tips, &commits, delivery.branch.is_some())
     };
     Ok(Observation {
-        task: t.task.id.clone(),
-        reference: t.task_ref().reference,
-        generation: t.doc.generation(),
-        status: t.doc.status.as_str().into(),
+        task: t.id().to_string(),
+        reference: t.reference(),
+        generation: t.generation(),
+        status: t.status().as_str().into(),
         branch: delivery
             .branch
             .clone()
@@ -537,16 +554,12 @@ fn observe_task(
 }
 
 /// When the task was last reopened (seconds since the epoch), from its Log.
-fn reopened_at(t: &Located) -> Option<i64> {
-    if t.doc.generation() == 0 {
+fn reopened_at(t: &TaskEntry) -> Option<i64> {
+    if t.generation() == 0 {
         return None;
     }
-    t.doc
-        .log()
-        .iter()
-        .rev()
-        .find(|l| l.text.starts_with("reopened"))
-        .and_then(|l| l.at.parse::<jiff::Timestamp>().ok())
+    t.reopened_at()
+        .and_then(|at| at.parse::<jiff::Timestamp>().ok())
         .map(|at| at.as_second())
 }
 
@@ -681,10 +694,10 @@ fn drift_of(obs: &Observation, key: &str, recorded: &BTreeSet<(String, String)>)
 fn may_close(
     ws: &crate::workspace::Workspace,
     me: &str,
-    t: &Located,
+    t: &TaskEntry,
     known: &mut HashMap<String, bool>,
 ) -> bool {
-    let owner = t.doc.owner();
+    let owner = t.owner();
     if owner == me {
         return true;
     }
@@ -708,7 +721,7 @@ fn repairs_of(
     base: &Base,
     allowed: &BTreeSet<RepairClass>,
     me: &str,
-    t: &Located,
+    t: &TaskEntry,
     closers: &mut HashMap<String, bool>,
 ) -> Vec<Repair> {
     let has = |c: &str| drift.iter().any(|d| d.class == c);
@@ -746,24 +759,26 @@ fn repairs_of(
     out
 }
 
-fn item_refusals(ctx: &Ctx, plan: &Plan) -> Result<Vec<ItemRefusal>, Error> {
-    let ws = ctx.ws()?;
-    let world = World::load(ws, &|f| crate::policy::dod::evaluate(f).passed)?;
-    Ok(plan
-        .repairs
+fn item_refusals(snapshot: &Snapshot, plan: &Plan) -> Vec<ItemRefusal> {
+    let by_id: HashMap<&str, &TaskEntry> = snapshot
+        .tasks
+        .iter()
+        .map(|t| (t.id(), snapshot.shown(t)))
+        .collect();
+    plan.repairs
         .iter()
         .filter(|r| r.authority == "proposal")
         .filter_map(|r| {
-            let t = world.task(&r.task)?;
-            let reference = t.task_ref().reference;
+            let t = by_id.get(r.task.as_str())?;
+            let reference = t.reference();
             Some(ItemRefusal {
                 subject: r.task.clone(),
                 policy: "task.not_owner".into(),
-                reason: format!("only {} may close {reference}; apply writes a `finish` event for the owner's sync instead", t.doc.owner()),
-                next: format!("Only {} may close {reference}: apply to propose it, or `dacli ask {reference} \"…\"`.", t.doc.owner()),
+                reason: format!("only {} may close {reference}; apply writes a `finish` event for the owner's sync instead", t.owner()),
+                next: format!("Only {} may close {reference}: apply to propose it, or `dacli ask {reference} \"…\"`.", t.owner()),
             })
         })
-        .collect())
+        .collect()
 }
 
 // ----- apply -----------------------------------------------------------------------------
