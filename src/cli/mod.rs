@@ -11,7 +11,7 @@ use crate::dispatch::text::{CYAN, RED, Style, YELLOW, paint};
 use crate::model::text::visible;
 
 use crate::dispatch::{
-    CallResult, Ctx, Env, Error, Input, Outcome, Output, Table, envelope, exit_code, into_envelope,
+    CallResult, Ctx, Env, Error, Input, Outcome, Output, Table, envelope, envelope_text, exit_code,
 };
 
 /// A front end that takes the process over for one command (`mcp serve`): it gets the table,
@@ -163,14 +163,10 @@ fn finish(ctx: &Ctx, result: CallResult) -> u8 {
         let _ = writeln!(err, "note: {}", visible(&notice));
     }
     if ctx.json() {
-        let doc = into_envelope(result, &warnings);
-        let mut text = serde_json::to_string(&doc).unwrap_or_else(|e| {
+        let mut text = envelope_text(result, &warnings).unwrap_or_else(|e| {
             code = 70;
             format!(r#"{{"ok":false,"error":{{"code":"E_INTERNAL","message":"cannot print JSON: {e}","hints":[]}}}}"#)
         });
-        // The process ends after printing: freeing a document of thousands of values one
-        // by one would cost more than printing it.
-        std::mem::forget(doc);
         text.push('\n');
         return emit(&text, code);
     }

@@ -193,9 +193,7 @@ fn pause_after(ctx: &Ctx) -> Option<i64> {
 
 /// The digest of a plan as previewed (GIT_GITHUB.md B0): what `--digest` must repeat.
 pub fn digest_of<T: Serialize>(plan: &T) -> Result<String, Error> {
-    let v = serde_json::to_value(plan)
-        .map_err(|e| Error::internal(format!("cannot serialize the plan: {e}")))?;
-    apply::plan_digest(&v).map_err(|e| Error::internal(e.0))
+    apply::plan_digest_of(plan).map_err(|e| Error::internal(e.0))
 }
 
 /// The plan a transaction froze when it began, read back from its file as the tool's own type.

@@ -19,7 +19,7 @@ pub mod tools;
 pub mod usage;
 
 pub use command::{
-    Class, Classify, Command, Input, MULTI_LINE, Mcp, Needs, Reply, Table, shape_of,
+    Class, Classify, Command, Data, Input, MULTI_LINE, Mcp, Needs, Reply, Table, shape_of,
 };
 pub use ctx::{CallHooks, Ctx, Output, read_only_workspace};
 pub use env::{Env, holds_workspace_token};
@@ -61,7 +61,7 @@ pub fn exit_code(result: &CallResult) -> u8 {
 /// The one JSON document a call prints with `--json` (COMMANDS.md §1.5).
 pub fn envelope(result: &CallResult, warnings: &[Problem]) -> serde_json::Value {
     let body = match result {
-        Ok(Outcome::Done(reply)) => ("data", reply.data.clone()),
+        Ok(Outcome::Done(reply)) => ("data", reply.data.to_value()),
         other => failure(other),
     };
     wrap(body, warnings)
@@ -71,10 +71,41 @@ pub fn envelope(result: &CallResult, warnings: &[Problem]) -> serde_json::Value 
 /// (a `status` of thousands of active tasks is hundreds of kilobytes).
 pub fn into_envelope(result: CallResult, warnings: &[Problem]) -> serde_json::Value {
     let body = match result {
-        Ok(Outcome::Done(reply)) => ("data", reply.data),
+        Ok(Outcome::Done(reply)) => ("data", reply.data.into_value()),
         other => failure(&other),
     };
     wrap(body, warnings)
+}
+
+/// The text of [`into_envelope`], byte for byte: a reply's data still in its text is
+/// written as it is, never parsed into a value (a reconcile of ten thousand tasks is 8 MB
+/// of JSON, about 50 MiB as a value).
+pub fn envelope_text(result: CallResult, warnings: &[Problem]) -> serde_json::Result<String> {
+    match result {
+        Ok(Outcome::Done(Reply {
+            data: Data::Text(raw),
+            ..
+        })) => {
+            let mut out = String::with_capacity(raw.get().len() + 32);
+            out.push_str(r#"{"ok":true,"data":"#);
+            out.push_str(raw.get());
+            drop(raw);
+            if let Some(list) = warning_list(warnings) {
+                out.push_str(r#","warnings":"#);
+                out.push_str(&serde_json::to_string(&list)?);
+            }
+            out.push('}');
+            Ok(out)
+        }
+        other => {
+            let doc = into_envelope(other, warnings);
+            let text = serde_json::to_string(&doc);
+            // The process ends after printing: freeing a document of thousands of values
+            // one by one would cost more than printing it.
+            std::mem::forget(doc);
+            text
+        }
+    }
 }
 
 /// The member a refusal or an error puts in the envelope.
@@ -98,16 +129,23 @@ fn wrap(
     (member, value): (&'static str, serde_json::Value),
     warnings: &[Problem],
 ) -> serde_json::Value {
-    use serde_json::{Map, Value, json};
+    use serde_json::{Map, Value};
     let mut doc = Map::new();
     doc.insert("ok".into(), Value::Bool(member == "data"));
     doc.insert(member.into(), value);
-    if !warnings.is_empty() {
-        let list = warnings
-            .iter()
-            .map(|w| json!({"path": w.path, "reason": w.reason.as_str(), "detail": w.detail}))
-            .collect();
-        doc.insert("warnings".into(), Value::Array(list));
+    if let Some(list) = warning_list(warnings) {
+        doc.insert("warnings".into(), list);
     }
     Value::Object(doc)
+}
+
+/// The envelope's `warnings` member, when there are any.
+fn warning_list(warnings: &[Problem]) -> Option<serde_json::Value> {
+    use serde_json::json;
+    (!warnings.is_empty()).then(|| {
+        warnings
+            .iter()
+            .map(|w| json!({"path": w.path, "reason": w.reason.as_str(), "detail": w.detail}))
+            .collect()
+    })
 }

@@ -119,7 +119,12 @@ impl<'t> Server<'t> {
         let doc = envelope(&result, &warnings);
         let (result, outcome) = match result {
             Ok(Outcome::Done(reply)) => {
-                let mut content = vec![text(&shape(tool.name, &args, &built.request, reply.data))];
+                let mut content = vec![text(&shape(
+                    tool.name,
+                    &args,
+                    &built.request,
+                    reply.data.into_value(),
+                ))];
                 if let Some(w) = doc.get("warnings") {
                     content.push(text(&json!({"warnings": w}).to_string()));
                 }
