@@ -140,7 +140,7 @@ fn wrap(
 }
 
 /// The envelope's `warnings` member, when there are any.
-fn warning_list(warnings: &[Problem]) -> Option<serde_json::Value> {
+pub fn warning_list(warnings: &[Problem]) -> Option<serde_json::Value> {
     use serde_json::json;
     (!warnings.is_empty()).then(|| {
         warnings

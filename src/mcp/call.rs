@@ -12,7 +12,7 @@ mod escape;
 use super::schema::{Invalid, Validator};
 use crate::dispatch::tools::{self, SCHEMA_VERSION, Tool};
 use crate::dispatch::usage::{UsageLine, UsageLog};
-use crate::dispatch::{CallResult, Ctx, Error, ErrorKind, Input, Outcome, Table, envelope};
+use crate::dispatch::{CallResult, Ctx, Error, ErrorKind, Input, Outcome, Table};
 use crate::model::Refusal;
 
 /// The long-lived state of one server process, shared by its call threads; each thread runs
@@ -116,7 +116,6 @@ impl<'t> Server<'t> {
             Err(e) => Err(e),
         };
         let warnings = ctx.take_warnings();
-        let doc = envelope(&result, &warnings);
         let (result, outcome) = match result {
             Ok(Outcome::Done(reply)) => {
                 let mut content = vec![text(&shape(
@@ -125,7 +124,7 @@ impl<'t> Server<'t> {
                     &built.request,
                     reply.data.into_value(),
                 ))];
-                if let Some(w) = doc.get("warnings") {
+                if let Some(w) = crate::dispatch::warning_list(&warnings) {
                     content.push(text(&json!({"warnings": w}).to_string()));
                 }
                 (json!({"content": content, "isError": false}), "done")
