@@ -222,8 +222,14 @@ impl Repo {
         self.repo.is_shallow().unwrap_or(true)
     }
 
-    /// The commit a full ref name points to (peeled); `None` when the ref does not exist.
+    /// The commit a full ref name points to (peeled); `None` when the ref does not exist or
+    /// the name is not one git allows.
     pub fn resolve(&self, name: &str) -> Result<Option<String>, Error> {
+        // A name git would refuse (a control character, `..`, a space) names no ref: a task
+        // file's hand-written `delivery.branch` must not fail the whole observation.
+        if gix::refs::FullName::try_from(name).is_err() {
+            return Ok(None);
+        }
         let Some(mut r) = self.repo.try_find_reference(name).map_err(Error::gix)? else {
             return Ok(None);
         };

@@ -1147,6 +1147,25 @@ fn delivery_reconcile_sees_a_hand_edit_of_a_recorded_delivery_warm_and_cold() {
         "the same answer without the index"
     );
     assert_eq!(cold["data"]["plan_digest"], edited["data"]["plan_digest"]);
+
+    // A branch name git would refuse (ESC, CR, a space, shell text) names no ref: the
+    // observation goes on and reports the name exactly.
+    let hostile = "dacli/x\u{1b}[31m\r $(id) `id`";
+    let text2 = std::fs::read_to_string(&task2).unwrap().replacen(
+        "branch = \"dacli/renamed-by-hand\"",
+        "branch = \"dacli/x\\u001b[31m\\r $(id) `id`\"",
+        1,
+    );
+    rewrite(&task2, &text2);
+    let odd = ok(&repo, &args);
+    assert_eq!(observation(&odd, &ids[1])["branch"], hostile, "{odd}");
+    let tips: Vec<&str> = observation(&odd, &ids[1])["tips"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["ref"].as_str().unwrap())
+        .collect();
+    assert_eq!(tips, ["refs/heads/dacli/002-pending-work"], "{odd}");
 }
 
 fn observation<'a>(doc: &'a Value, id: &str) -> &'a Value {
